@@ -1,0 +1,1 @@
+"""The rankmodels command-line application (Click). Thin: parse, call the library, write, report."""

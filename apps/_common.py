@@ -1,0 +1,119 @@
+"""Shared plumbing for the commands: one-line errors, atomic outputs, progress bars."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import sys
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import IO, Any, TypeVar
+
+import click
+
+from rankmodels.errors import InputError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+EXIT_BAD_INPUT = 2
+
+
+class BadInput(click.ClickException):
+    """A one-line error for bad input: printed as ``Error: ...`` and exit status 2."""
+
+    exit_code = EXIT_BAD_INPUT
+
+
+def reports_bad_input(func: F) -> F:
+    """Turn :class:`InputError` and file-system errors raised by ``func`` into exit 2.
+
+    The message is one line naming the file, the field and what was expected; no traceback.
+    """
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except InputError as err:
+            raise BadInput(str(err)) from None
+        except (FileNotFoundError, IsADirectoryError, PermissionError) as err:
+            raise BadInput(f"{err.filename}: {err.strerror}") from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def refuse_to_overwrite(output: Path, inputs: Iterable[Path]) -> None:
+    """Raise :class:`BadInput` when ``output`` is one of the ``inputs`` (never write over input)."""
+    out = Path(output).resolve()
+    for path in inputs:
+        if Path(path).resolve() == out:
+            raise BadInput(f"{output}: refusing to write an output over the input file")
+
+
+@contextlib.contextmanager
+def atomic_output(path: str | os.PathLike[str], mode: str = "wb") -> Iterator[IO[Any]]:
+    """Open a temporary file beside ``path``; rename it onto ``path`` only on success.
+
+    A crash or an exception leaves any existing ``path`` untouched and no partial file.
+    """
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, mode) as handle:
+            yield handle
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """Yield a temporary path beside ``path`` for writers that want a file name
+    (e.g. ``xarray.Dataset.to_netcdf``, ``Figure.savefig``); renamed onto ``path`` on success."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.stem}.", suffix=target.suffix, dir=target.parent)
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def show_progress(quiet: bool) -> bool:
+    """Progress bars go to stderr, only when it is a terminal and ``--quiet`` is not given."""
+    return not quiet and sys.stderr.isatty()
+
+
+def progressbar(length: int, label: str, quiet: bool) -> Any:
+    """A Click progress bar on stderr, or a silent stand-in (same ``update`` interface)."""
+    if show_progress(quiet):
+        return click.progressbar(length=length, label=label, file=sys.stderr)
+    return _SilentBar()
+
+
+class _SilentBar:
+    def __enter__(self) -> _SilentBar:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def update(self, n_steps: int) -> None:
+        return None
+
+
+quiet_option = click.option(
+    "--quiet", "-q", is_flag=True, help="No progress bar and no summary chatter on stderr."
+)
+seed_option = click.option(
+    "--seed", type=int, default=0, show_default=True, help="Seed of the random number generator."
+)
