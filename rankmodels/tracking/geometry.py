@@ -1,0 +1,127 @@
+"""Geometry on a spherical Earth: great-circle distances and local tangent-plane steps.
+
+Positions are ``(lat, lon)`` in degrees; distances and displacements are in km on a sphere
+of radius :data:`EARTH_RADIUS_KM`. RAFOS travel times are ``distance / sound_speed`` (the
+dissertation's ``||X_t - b_i|| / v_s`` in eq. 5.2 and 5.66, with the Euclidean norm replaced
+by the great-circle distance).
+
+A *tangent-plane step* moves a point by ``(east, north)`` km in the local plane at that
+point: ``lat' = lat + north / R``, ``lon' = lon + east / (R cos lat)`` (radians). The exact
+inverse (:func:`tangent_offsets`) measures a displacement in the plane at the *origin*, so
+that the random-walk density of :mod:`rankmodels.tracking.dynamics` is the density of the
+step that was actually drawn.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+__all__ = [
+    "EARTH_RADIUS_KM",
+    "great_circle_km",
+    "pairwise_distance_km",
+    "spherical_mean",
+    "tangent_offsets",
+    "tangent_step",
+    "wrap_longitude",
+]
+
+EARTH_RADIUS_KM = 6371.0
+
+
+def wrap_longitude(lon: np.ndarray) -> np.ndarray:
+    """Longitudes wrapped into ``[-180, 180)`` degrees."""
+    return (np.asarray(lon, dtype=float) + 180.0) % 360.0 - 180.0
+
+
+def great_circle_km(lat1, lon1, lat2, lon2) -> np.ndarray:
+    """Great-circle (haversine) distance in km between broadcastable arrays of points."""
+    p1 = np.radians(np.asarray(lat1, dtype=float))
+    p2 = np.radians(np.asarray(lat2, dtype=float))
+    dphi = p2 - p1
+    dlmb = np.radians(np.asarray(lon2, dtype=float) - np.asarray(lon1, dtype=float))
+    h = np.sin(dphi / 2) ** 2 + np.cos(p1) * np.cos(p2) * np.sin(dlmb / 2) ** 2
+    return 2.0 * EARTH_RADIUS_KM * np.arcsin(np.sqrt(np.clip(h, 0.0, 1.0)))
+
+
+@numba.njit(cache=True, parallel=True, fastmath=False)
+def _pairwise_haversine(lat, lon, src_lat, src_lon, out):  # pragma: no cover - numba
+    n = lat.shape[0]
+    s = src_lat.shape[0]
+    deg = math.pi / 180.0
+    for i in numba.prange(n):
+        p1 = lat[i] * deg
+        c1 = math.cos(p1)
+        for k in range(s):
+            p2 = src_lat[k] * deg
+            a = math.sin((p2 - p1) / 2.0)
+            b = math.sin((src_lon[k] - lon[i]) * deg / 2.0)
+            h = a * a + c1 * math.cos(p2) * b * b
+            h = min(max(h, 0.0), 1.0)
+            out[i, k] = 2.0 * 6371.0 * math.asin(math.sqrt(h))
+
+
+def pairwise_distance_km(
+    lat: np.ndarray, lon: np.ndarray, src_lat: np.ndarray, src_lon: np.ndarray
+) -> np.ndarray:
+    """Great-circle distances ``D[i, k]`` (km) from points ``i`` (shape ``(N,)``) to
+    sources ``k`` (shape ``(s,)``); returns ``(N, s)``. Numba, parallel over points."""
+    lat = np.ascontiguousarray(lat, dtype=np.float64)
+    lon = np.ascontiguousarray(lon, dtype=np.float64)
+    src_lat = np.ascontiguousarray(src_lat, dtype=np.float64)
+    src_lon = np.ascontiguousarray(src_lon, dtype=np.float64)
+    if lat.shape != lon.shape or lat.ndim != 1:
+        raise ValueError(f"lat and lon must be 1-d of equal length, got {lat.shape}, {lon.shape}")
+    if src_lat.shape != src_lon.shape or src_lat.ndim != 1:
+        raise ValueError("src_lat and src_lon must be 1-d of equal length")
+    out = np.empty((lat.shape[0], src_lat.shape[0]))
+    _pairwise_haversine(lat, lon, src_lat, src_lon, out)
+    return out
+
+
+def tangent_step(
+    lat: np.ndarray, lon: np.ndarray, east_km: np.ndarray, north_km: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Move points by ``(east_km, north_km)`` in their local tangent planes.
+
+    Returns the new ``(lat, lon)`` in degrees (longitude wrapped to ``[-180, 180)``).
+    Latitude is clipped just short of the poles, where the step is undefined.
+    """
+    lat = np.asarray(lat, dtype=float)
+    new_lat = lat + np.degrees(np.asarray(north_km) / EARTH_RADIUS_KM)
+    new_lon = np.asarray(lon, dtype=float) + np.degrees(
+        np.asarray(east_km) / (EARTH_RADIUS_KM * np.cos(np.radians(lat)))
+    )
+    return np.clip(new_lat, -89.999, 89.999), wrap_longitude(new_lon)
+
+
+def tangent_offsets(
+    lat0: np.ndarray, lon0: np.ndarray, lat: np.ndarray, lon: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Inverse of :func:`tangent_step`: the ``(east, north)`` km step from ``(lat0, lon0)``
+    to ``(lat, lon)`` measured in the tangent plane at ``(lat0, lon0)`` (broadcasting)."""
+    lat0 = np.asarray(lat0, dtype=float)
+    dlon = wrap_longitude(np.asarray(lon, dtype=float) - np.asarray(lon0, dtype=float))
+    east = np.radians(dlon) * EARTH_RADIUS_KM * np.cos(np.radians(lat0))
+    north = np.radians(np.asarray(lat, dtype=float) - lat0) * EARTH_RADIUS_KM
+    return east, north
+
+
+def spherical_mean(
+    lat: np.ndarray, lon: np.ndarray, weights: np.ndarray | None = None
+) -> tuple[float, float]:
+    """Weighted mean position on the sphere: the normalised weighted mean of the unit
+    vectors (well defined across the date line). ``weights`` need not be normalised."""
+    phi = np.radians(np.asarray(lat, dtype=float))
+    lmb = np.radians(np.asarray(lon, dtype=float))
+    w = np.ones_like(phi) if weights is None else np.asarray(weights, dtype=float)
+    cp = np.cos(phi)
+    x = np.dot(w, cp * np.cos(lmb))
+    y = np.dot(w, cp * np.sin(lmb))
+    z = np.dot(w, np.sin(phi))
+    mean_lat = math.degrees(math.atan2(z, math.hypot(x, y)))
+    mean_lon = math.degrees(math.atan2(y, x))
+    return mean_lat, float(wrap_longitude(mean_lon))

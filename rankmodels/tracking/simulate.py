@@ -1,0 +1,337 @@
+"""Simulated RAFOS float records with known truth.
+
+The generative model is the one the tracker assumes (dissertation section 5.2 and eq.
+5.64-5.67), with a few realistic departures that the tracker does *not* know about:
+
+* trajectories: straight, spiral, or a *drifting* random walk whose velocity is a mean drift
+  plus Ornstein-Uhlenbeck "eddy" velocity (correlated over days, not the tracker's white
+  random walk), pinned to the launch and recovery positions;
+* sources transmit only within their deployment period (``source_start_time`` ..
+  ``source_end_time``) and with a per-source ``source_offset`` (transmission schedule);
+* each active source's signal is detected with probability ``p_detect`` that may fall with
+  range (:func:`range_dependent_detection`); a detected signal arrives at
+  ``distance / sound_speed + offset + N(0, sigma^2)`` s and is recorded only inside the
+  listening window ``[0, window_length]``;
+* ``Poisson(clutter_rate)`` clutter arrivals uniform on the window;
+* the float keeps the first ``r`` arrivals of the merged, sorted list.
+
+:func:`dimes_float767` builds the shipped sample ``data/float767.nc`` on the real DIMES
+geometry (``docs/tracking.md``, "Simulated data").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import xarray as xr
+
+from rankmodels.tracking.geometry import (
+    great_circle_km,
+    tangent_offsets,
+    tangent_step,
+)
+
+__all__ = [
+    "DIMES_SOURCES",
+    "SignalSpec",
+    "Source",
+    "dimes_float767",
+    "drifting_track",
+    "range_dependent_detection",
+    "simulate_record",
+    "spiral_track",
+    "straight_track",
+]
+
+DAY = np.timedelta64(86_400_000_000_000, "ns")
+
+
+@dataclass(frozen=True)
+class Source:
+    """A moored sound source: name, position (degrees), schedule offset (s), active period."""
+
+    name: str
+    lat: float
+    lon: float
+    offset: float = 0.0
+    start: np.datetime64 | None = None
+    end: np.datetime64 | None = None
+
+
+#: DIMES sound sources (DESIGN.md). US2-x and UK1-x were deployed about a year after US1-x.
+DIMES_SOURCES: tuple[tuple[str, float, float], ...] = (
+    ("US1-1", -59.914, -109.911),
+    ("US1-2", -55.996, -109.910),
+    ("US1-3", -58.101, -97.960),
+    ("US1-4", -59.966, -86.154),
+    ("US1-5", -55.963, -85.986),
+    ("US1-6", -58.334, -74.414),
+    ("US2-1", -58.169, -102.169),
+    ("US2-2", -59.939, -78.003),
+    ("UK1-1", -59.977, -65.990),
+    ("UK1-2", -58.014, -61.886),
+    ("UK1-3", -56.023, -57.784),
+    ("UK1-4", -58.051, -53.645),
+)
+
+
+@dataclass(frozen=True)
+class SignalSpec:
+    """Parameters of the simulated acoustics (times in s, speed in m/s)."""
+
+    sigma: float = 5.0
+    p_detect: float | Callable[[np.ndarray], np.ndarray] = 0.9
+    clutter_rate: float = 1.0
+    window_length: float = 1800.0
+    sound_speed: float = 1480.0
+    ranks: int = 4
+
+
+def range_dependent_detection(
+    near: float = 0.95, far: float = 0.75, near_km: float = 800.0, far_km: float = 2500.0
+) -> Callable[[np.ndarray], np.ndarray]:
+    """``P_D(d)``: ``near`` up to ``near_km``, falling linearly to ``far`` at ``far_km``."""
+
+    def p_detect(distance_km: np.ndarray) -> np.ndarray:
+        frac = np.clip((np.asarray(distance_km) - near_km) / (far_km - near_km), 0.0, 1.0)
+        return near + (far - near) * frac
+
+    return p_detect
+
+
+# --- trajectories ------------------------------------------------------------------------
+
+
+def straight_track(
+    days: np.ndarray, start: tuple[float, float], end: tuple[float, float], total_days: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Constant-velocity track (in the tangent plane at ``start``) from ``start`` at day 0 to
+    ``end`` at ``total_days``; positions at ``days``."""
+    east, north = tangent_offsets(start[0], start[1], end[0], end[1])
+    frac = np.asarray(days, dtype=float) / total_days
+    return tangent_step(
+        np.full(frac.shape, start[0]), np.full(frac.shape, start[1]), frac * east, frac * north
+    )
+
+
+def spiral_track(
+    days: np.ndarray,
+    centre: tuple[float, float],
+    radius_km: tuple[float, float],
+    turns: float,
+    total_days: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Spiral about ``centre`` whose radius grows linearly from ``radius_km[0]`` to
+    ``radius_km[1]`` over ``total_days`` while turning ``turns`` times anticlockwise."""
+    frac = np.asarray(days, dtype=float) / total_days
+    radius = radius_km[0] + (radius_km[1] - radius_km[0]) * frac
+    angle = 2.0 * np.pi * turns * frac
+    return tangent_step(
+        np.full(frac.shape, centre[0]),
+        np.full(frac.shape, centre[1]),
+        radius * np.cos(angle),
+        radius * np.sin(angle),
+    )
+
+
+def drifting_track(
+    days: np.ndarray,
+    start: tuple[float, float],
+    end: tuple[float, float] | None,
+    rng: np.random.Generator,
+    *,
+    eddy_speed: float = 4.0,
+    eddy_days: float = 5.0,
+    drift: tuple[float, float] = (2.0, 0.0),
+) -> tuple[np.ndarray, np.ndarray]:
+    """Drifting float: velocity = mean drift + Ornstein-Uhlenbeck eddy velocity.
+
+    ``days``: increasing times (days since launch, ``days[0] >= 0``); the float starts at
+    ``start`` at day 0. Eddy velocity per axis is stationary OU with standard deviation
+    ``eddy_speed`` km/day and correlation time ``eddy_days``. With ``end`` given, the
+    constant drift is solved (fixed-point iteration) so the path ends exactly at ``end`` at
+    ``days[-1]`` -- a velocity-space bridge; otherwise ``drift`` (east, north km/day) is used.
+    Each step is taken in the tangent plane of the current position.
+    """
+    t = np.concatenate([[0.0], np.asarray(days, dtype=float)])
+    if (np.diff(t) <= 0).any():
+        raise ValueError("days must be positive and strictly increasing")
+    dt = np.diff(t)
+    phi = np.exp(-dt / eddy_days)
+    u = np.empty((dt.size, 2))
+    u_prev = rng.normal(0.0, eddy_speed, 2)
+    for k in range(dt.size):  # OU recursion over time steps (not particles)
+        u_prev = phi[k] * u_prev + np.sqrt(1.0 - phi[k] ** 2) * rng.normal(0.0, eddy_speed, 2)
+        u[k] = u_prev
+    mean = np.asarray(drift, dtype=float)
+
+    def integrate(v_mean: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        lat = np.empty(dt.size)
+        lon = np.empty(dt.size)
+        la, lo = start
+        for k in range(dt.size):
+            step = (v_mean + u[k]) * dt[k]
+            la, lo = tangent_step(la, lo, step[0], step[1])
+            lat[k], lon[k] = la, lo
+        return lat, lon
+
+    lat, lon = integrate(mean)
+    if end is not None:
+        for _ in range(50):
+            e, n = tangent_offsets(lat[-1], lon[-1], end[0], end[1])
+            if np.hypot(e, n) < 1e-6:
+                break
+            mean = mean + np.array([e, n]) / t[-1]
+            lat, lon = integrate(mean)
+    return lat, lon
+
+
+# --- signals -----------------------------------------------------------------------------
+
+
+def simulate_record(
+    sources: Sequence[Source],
+    times: np.ndarray,
+    lat: np.ndarray,
+    lon: np.ndarray,
+    launch: tuple[float, float, np.datetime64],
+    spec: SignalSpec,
+    rng: np.random.Generator,
+    *,
+    recovery: tuple[float, float, np.datetime64] | None = None,
+    float_id: str = "sim",
+) -> tuple[xr.Dataset, xr.Dataset]:
+    """Simulate the float's recorded TOAs along a known track.
+
+    ``times`` (T,) datetime64 cycle times, ``lat``/``lon`` (T,) true positions. Returns
+    ``(record, truth)``: the record in the float format (with ``source_label`` = the true
+    labels, as if hand-labelled perfectly) and the truth (``lat``, ``lon``, ``true_label``).
+    """
+    times = np.asarray(times).astype("datetime64[ns]")
+    n_cyc, r = times.size, spec.ranks
+    src_lat = np.array([s.lat for s in sources])
+    src_lon = np.array([s.lon for s in sources])
+    offset = np.array([s.offset for s in sources])
+    start = np.array([s.start or np.datetime64("NaT") for s in sources], dtype="datetime64[ns]")
+    stop = np.array([s.end or np.datetime64("NaT") for s in sources], dtype="datetime64[ns]")
+    t = times[:, None]
+    active = (np.isnat(start) | (start <= t)) & (np.isnat(stop) | (t <= stop))
+    dist = great_circle_km(lat[:, None], lon[:, None], src_lat[None, :], src_lon[None, :])
+    p_d = spec.p_detect(dist) if callable(spec.p_detect) else np.full(dist.shape, spec.p_detect)
+    arrival = dist * 1000.0 / spec.sound_speed + offset + rng.normal(0.0, spec.sigma, dist.shape)
+    heard = (
+        active & (rng.random(dist.shape) < p_d) & (arrival >= 0) & (arrival <= spec.window_length)
+    )
+
+    toa = np.full((n_cyc, r), np.nan)
+    label = np.full((n_cyc, r), -2, dtype=np.int8)
+    n_clutter = rng.poisson(spec.clutter_rate, n_cyc)
+    for c in range(n_cyc):  # merge per cycle (a handful of arrivals each)
+        clutter = rng.uniform(0.0, spec.window_length, n_clutter[c])
+        times_c = np.concatenate([arrival[c, heard[c]], clutter])
+        labels_c = np.concatenate([np.flatnonzero(heard[c]), np.full(clutter.size, -1)])
+        order = np.argsort(times_c, kind="stable")[:r]
+        toa[c, : order.size] = times_c[order]
+        label[c, : order.size] = labels_c[order]
+
+    names = [s.name for s in sources]
+    record = xr.Dataset(
+        {
+            "toa": (
+                ("cycle", "rank"),
+                toa.astype(np.float32),
+                {"units": "s", "long_name": "time of arrival after listening-window start"},
+            ),
+            "source_lat": ("source", src_lat, {"units": "degrees_north"}),
+            "source_lon": ("source", src_lon, {"units": "degrees_east"}),
+            "source_offset": ("source", offset, {"units": "s"}),
+            "source_start_time": ("source", start),
+            "source_end_time": ("source", stop),
+            "source_label": (
+                ("cycle", "rank"),
+                label,
+                {
+                    "long_name": "hand label: source index, -1 clutter, -2 none",
+                    "comment": "simulated: equal to the true labels",
+                },
+            ),
+            "launch_lat": ((), float(launch[0]), {"units": "degrees_north"}),
+            "launch_lon": ((), float(launch[1]), {"units": "degrees_east"}),
+            "launch_time": ((), np.datetime64(launch[2], "ns")),
+            "sound_speed": ((), float(spec.sound_speed), {"units": "m s-1"}),
+            "window_length": ((), float(spec.window_length), {"units": "s"}),
+        },
+        coords={"time": ("cycle", times), "source": ("source", names)},
+        attrs={
+            "float_id": float_id,
+            "simulated": 1,
+            "comment": "SIMULATED record (rankmodels.tracking.simulate); not real float data",
+            "sim_sigma_s": spec.sigma,
+            "sim_clutter_rate": spec.clutter_rate,
+        },
+    )
+    if recovery is not None:
+        record["recovery_lat"] = ((), float(recovery[0]), {"units": "degrees_north"})
+        record["recovery_lon"] = ((), float(recovery[1]), {"units": "degrees_east"})
+        record["recovery_time"] = ((), np.datetime64(recovery[2], "ns"))
+    truth = xr.Dataset(
+        {
+            "lat": ("cycle", lat, {"units": "degrees_north"}),
+            "lon": ("cycle", lon, {"units": "degrees_east"}),
+            "true_label": (
+                ("cycle", "rank"),
+                label,
+                {"long_name": "true source index, -1 clutter, -2 no arrival"},
+            ),
+        },
+        coords={"time": ("cycle", times), "source": ("source", names)},
+        attrs={
+            "float_id": float_id,
+            "simulated": 1,
+            "comment": "true track of the SIMULATED record",
+        },
+    )
+    return record, truth
+
+
+def dimes_float767(
+    seed: int = 767, *, days: int = 729, spec: SignalSpec | None = None
+) -> tuple[xr.Dataset, xr.Dataset]:
+    """The shipped sample: a simulated record of DIMES float 767 (12 sources, daily cycles).
+
+    Launch (-56.326, -105.003) on 2009-01-23, recovery (-60.225, -82.746) ``days`` later;
+    drifting track (mean eastward drift + OU eddies, pinned at both ends); US1-x active from
+    2008-12-15, US2-x and UK1-x deployed a year later (2009-12-20 .. 2010-01-25), all until
+    2011-03-01; schedule offsets 0/20/40/60 s; 4 earliest arrivals per cycle, sigma = 5 s,
+    ``P_D`` 0.95 falling to 0.75 with range, ``Poisson(1)`` clutter per 1800 s window,
+    sound speed 1480 m/s (written to the file's ``sound_speed``).
+    """
+    rng = np.random.default_rng(seed)
+    spec = spec or SignalSpec(p_detect=range_dependent_detection())
+    launch_time = np.datetime64("2009-01-23T00:00", "ns")
+    start_us1 = np.datetime64("2008-12-15", "ns")
+    stop = np.datetime64("2011-03-01", "ns")
+    second = [np.datetime64("2009-12-20", "ns") + k * 3 * DAY for k in range(6)]
+    sources = []
+    for i, (name, la, lo) in enumerate(DIMES_SOURCES):
+        begin = start_us1 if name.startswith("US1") else second[i - 6]
+        sources.append(Source(name, la, lo, offset=20.0 * (i % 4), start=begin, end=stop))
+    cycle_days = np.arange(1, days, dtype=float)
+    start, end = (-56.326, -105.003), (-60.225, -82.746)
+    lat, lon = drifting_track(np.append(cycle_days, days), start, end, rng)
+    recovery_time = launch_time + days * DAY
+    record, truth = simulate_record(
+        sources,
+        launch_time + cycle_days.astype(np.int64) * DAY,
+        lat[:-1],
+        lon[:-1],
+        (start[0], start[1], launch_time),
+        spec,
+        rng,
+        recovery=(end[0], end[1], recovery_time),
+        float_id="767",
+    )
+    record.attrs["title"] = "Simulated RAFOS float 767 on the DIMES source array"
+    return record, truth
