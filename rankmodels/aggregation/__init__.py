@@ -1,0 +1,23 @@
+"""Distributional rank aggregation (dissertation, chapter 4).
+
+A profile is a distribution over rankings (:class:`Profile`); rules turn it into consensus
+rankings, reporting every optimal ranking (:func:`aggregate`); :mod:`.axioms` gives the
+margins ``Omega_h``, ``omega_h``, ``omega^1_h`` of positional rules, their epsilon thresholds
+and an axiom report for one profile; :mod:`.brute` searches small distributions for
+violations to show the thresholds are tight.
+"""
+
+from rankmodels.aggregation.io import read_votes, write_preflib, write_votes_csv
+from rankmodels.aggregation.profile import Profile
+from rankmodels.aggregation.result import Aggregation
+from rankmodels.aggregation.rules import RULES, aggregate
+
+__all__ = [
+    "RULES",
+    "Aggregation",
+    "Profile",
+    "aggregate",
+    "read_votes",
+    "write_preflib",
+    "write_votes_csv",
+]
