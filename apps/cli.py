@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from apps.aggregate import aggregate_command
 from rankmodels import __version__
 
 
@@ -11,6 +12,9 @@ from rankmodels import __version__
 @click.version_option(__version__, prog_name="rankmodels")
 def cli() -> None:
     """Probabilistic inference over rankings: float tracking, rank aggregation, learning to rank."""
+
+
+cli.add_command(aggregate_command)
 
 
 def main() -> None:

@@ -1,0 +1,181 @@
+"""``aggregate``: consensus ranking of a votes file, with the axiom report."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+import numpy as np
+
+from apps._common import (
+    BadInput,
+    atomic_output,
+    quiet_option,
+    refuse_to_overwrite,
+    reports_bad_input,
+)
+from rankmodels.aggregation import RULES, Aggregation, Profile, aggregate, read_votes
+from rankmodels.aggregation.axioms import profile_axiom_report
+from rankmodels.aggregation.result import DEFAULT_MAX_TIES
+from rankmodels.aggregation.rules import rule_score_vector
+
+
+def _parse_scores(text: str | None) -> list[float] | None:
+    if text is None:
+        return None
+    try:
+        return [float(v) for v in text.split(",")]
+    except ValueError:
+        raise BadInput(f"--scores: expected comma-separated numbers, got {text!r}") from None
+
+
+def _report(
+    profile: Profile, result: Aggregation, h: np.ndarray | None, top: int | None
+) -> dict[str, Any]:
+    names = profile.candidates
+    ranking = [names[x] for x in result.ranking][:top]
+    scores = (
+        {} if result.scores is None else {names[x]: float(result.scores[x]) for x in result.ranking}
+    )
+    return {
+        "rule": result.rule,
+        "candidates": list(names),
+        "ballots": profile.total,
+        "unique_ballots": int(profile.weights.size),
+        "ranking": ranking,
+        "scores": {k: scores[k] for k in ranking} if scores else {},
+        "objective": result.objective,
+        "exact": result.exact,
+        "bound": result.bound,
+        "n_optimal": result.n_optimal,
+        "ties": [[names[x] for x in t][:top] for t in result.ties] if not result.unique else [],
+        "axioms": profile_axiom_report(profile, result, h),
+    }
+
+
+def _text(report: dict[str, Any]) -> str:
+    lines = [
+        f"rule: {report['rule']}   candidates: {len(report['candidates'])}   "
+        f"ballots: {report['ballots']:g} ({report['unique_ballots']} unique)"
+    ]
+    width = max(len(name) for name in report["ranking"])
+    scores = report["scores"]
+    for i, name in enumerate(report["ranking"], start=1):
+        score = f"  {scores[name]:.6g}" if scores else ""
+        lines.append(f"{i:>4}  {name:<{width}}{score}".rstrip())
+    if report["objective"] is not None:
+        kind = "expected loss" if report["exact"] else "expected loss (heuristic)"
+        extra = "" if report["exact"] else f", lower bound {report['bound']:.6g}"
+        lines.append(f"{kind}: {report['objective']:.6g}{extra}")
+    if report["n_optimal"] > 1:
+        lines.append(
+            f"not unique: {report['n_optimal']} optimal rankings "
+            f"(listed with --format json, first shown above)"
+        )
+    ax = report["axioms"]
+    honoured = ax["honoured"]
+
+    def premise(name: str | None, ok: bool | None) -> str:
+        return "none" if name is None else f"{name} (ranked first: {'yes' if ok else 'NO'})"
+
+    lines.append(f"Condorcet winner: {premise(ax['condorcet_winner'], honoured['condorcet'])}")
+    lines.append(f"majority winner: {premise(ax['majority_winner'], honoured['majority'])}")
+    pareto = "" if honoured["pareto"] is None else f" (all honoured: {honoured['pareto']})"
+    lines.append(f"Pareto-dominated pairs: {len(ax['pareto_pairs'])}{pareto}")
+    n_viol = len(honoured["strong_condorcet_violations"])
+    lines.append(
+        f"majority pairs reversed: {n_viol}"
+        + (f" (largest margin {honoured['strong_condorcet_epsilon']:.4g})" if n_viol else "")
+    )
+    if "rule" in ax:
+        rule = ax["rule"]
+        lines.append(
+            f"rule margins: Omega={rule['Omega']:.4g} omega={rule['omega']:.4g} "
+            f"omega1={rule['omega1']:.4g}; eps-IIA/strong Condorcet > "
+            f"{rule['eps_strong_condorcet']:.4g}, eps-majority > {rule['eps_majority']:.4g}"
+        )
+    return "\n".join(lines) + "\n"
+
+
+@click.command("aggregate", context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("votes", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--rule",
+    type=click.Choice(RULES),
+    default=None,
+    help="Aggregation rule [default: borda, or 'scores' when --scores is given].",
+)
+@click.option("--k", "k", type=int, default=None, help="Approved positions for k-approval.")
+@click.option("--scores", default=None, help="Custom score vector, first place first: 3,2,1,0.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="Output format.",
+)
+@click.option("--top", type=click.IntRange(min=1), default=None, help="Show only the top K.")
+@click.option(
+    "--max-ties",
+    type=click.IntRange(min=1),
+    default=DEFAULT_MAX_TIES,
+    show_default=True,
+    help="List at most this many optimal rankings.",
+)
+@click.option(
+    "--output", "-o", type=click.Path(dir_okay=False, path_type=Path), default=None,
+    help="Write the result to this file (atomically) instead of standard output.",
+)  # fmt: skip
+@quiet_option
+@reports_bad_input
+def aggregate_command(
+    votes: Path,
+    rule: str | None,
+    k: int | None,
+    scores: str | None,
+    fmt: str,
+    top: int | None,
+    max_ties: int,
+    output: Path | None,
+    quiet: bool,
+) -> None:
+    """Aggregate the ranked ballots in VOTES (votes CSV or PrefLib .soc/.soi/.toc/.toi)
+    into consensus ranking(s), with scores and an axiom report.
+
+    Ties and unranked candidates: a ballot stands for the uniform distribution over its
+    linear extensions (see docs/aggregation.md).
+    """
+    vector = _parse_scores(scores)
+    if rule is None:
+        rule = "scores" if vector is not None else "borda"
+    if vector is not None and rule != "scores":
+        raise BadInput(
+            f"--scores gives a custom score vector; it cannot be used with --rule {rule}"
+        )
+    if rule == "k-approval" and k is None:
+        raise BadInput("--rule k-approval needs --k")
+    profile = read_votes(votes)
+    try:
+        h = rule_score_vector(rule, profile.n, k, vector)
+        result = aggregate(profile, rule, k=k, scores=vector, max_ties=max_ties)
+    except ValueError as err:
+        raise BadInput(f"{votes}: --rule {rule}: {err}") from None
+    report = _report(profile, result, h, top)
+    text = json.dumps(report, indent=2) + "\n" if fmt == "json" else _text(report)
+    if output is None:
+        sys.stdout.write(text)
+        return
+    refuse_to_overwrite(output, [votes])
+    with atomic_output(output, "w") as handle:
+        handle.write(text)
+    if not quiet:
+        click.echo(f"wrote {output}", err=True)
+
+
+def aggregate_main() -> None:
+    """Console-script entry point for ``aggregate``."""
+    aggregate_command(prog_name="aggregate")
