@@ -1,0 +1,130 @@
+"""Bootstrap particle filter (dissertation Algorithm 2) with log-space weights.
+
+For cycles ``t = 0 .. T-1`` with observations ``y_t`` (the ranked TOAs of cycle ``t``):
+
+1. predict: ``X_t^i ~ f(X_t-1^i, .)`` (the dynamics' ``propagate``, eq. 5.1);
+2. weight: ``log w_t^i = log w_t-1^i + l_t(X_t^i)`` with ``l_t(X) = log p(y_t | X)`` from the
+   likelihood engine (eq. 5.26 / 5.66-5.67), normalised by log-sum-exp;
+3. record the posterior mean and covariance, the effective sample size
+   ``ESS_t = 1 / sum_i (w_t^i)^2`` and the log predictive likelihood
+   ``log p(y_t | y_0:t-1) = log sum_i w_t-1^i exp(l_t(X_t^i))``;
+4. resample (systematic) when ``ESS_t < ess_threshold * N``.
+
+A cycle without data (the likelihood callback returns ``None``) only predicts. A cycle where
+every particle has likelihood zero (``l_t = -inf`` or NaN everywhere) *collapses* the filter:
+it is flagged in :attr:`FilterResult.collapsed`, its predictive log-likelihood is ``-inf``, and
+the weights are left as they were (the cycle is treated as uninformative) -- nothing is divided
+by zero.
+
+Arrays: particles ``(N, 2)``, ``mean (T, 2)``, ``cov (T, 2, 2)``, per-cycle ``(T,)`` vectors,
+``ensembles (T, M, 2)`` (an equally weighted resample of each cycle's weighted particles, used
+for association posteriors), and with ``keep_history`` the weighted particle sets
+``history_x (T, N, 2)``, ``history_logw (T, N)`` that the smoother needs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy.special import logsumexp
+
+__all__ = ["FilterResult", "particle_filter", "systematic_resample"]
+
+LogLikelihood = Callable[[int, np.ndarray], "np.ndarray | None"]
+
+
+@dataclass
+class FilterResult:
+    """Per-cycle summaries of the forward filter (see the module docstring for shapes)."""
+
+    mean: np.ndarray
+    cov: np.ndarray
+    ess: np.ndarray
+    loglik: np.ndarray
+    collapsed: np.ndarray
+    resampled: np.ndarray
+    ensembles: np.ndarray
+    history_x: np.ndarray | None = None
+    history_logw: np.ndarray | None = None
+
+
+def systematic_resample(weights: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
+    """Systematic resampling: ``n`` indices ``i`` with ``E[#i] = n w_i`` (weights sum to 1)."""
+    cdf = np.cumsum(weights)
+    cdf[-1] = 1.0
+    u = (rng.random() + np.arange(n)) / n
+    return np.minimum(np.searchsorted(cdf, u, side="right"), weights.size - 1)
+
+
+def particle_filter(
+    x0: np.ndarray,
+    dt: np.ndarray,
+    loglik: LogLikelihood,
+    dynamics: Any,
+    n_particles: int,
+    rng: np.random.Generator,
+    *,
+    ess_threshold: float = 0.5,
+    n_ensemble: int = 1000,
+    keep_history: bool = False,
+    progress: Callable[[int], None] | None = None,
+) -> FilterResult:
+    """Run the filter from the known start ``x0`` (2,) over ``T = len(dt)`` cycles.
+
+    ``dt[t]`` is the time (days) from the previous cycle (or from launch, for ``t = 0``) to
+    cycle ``t``. ``loglik(t, particles)`` returns ``(N,)`` log-likelihoods or ``None`` for a
+    cycle without data. ``dynamics``: see :mod:`rankmodels.tracking.dynamics`. ``progress`` is
+    called with 1 after each cycle.
+    """
+    if n_particles < 1:
+        raise ValueError(f"n_particles must be >= 1, got {n_particles}")
+    if not 0.0 <= ess_threshold <= 1.0:
+        raise ValueError(f"ess_threshold must be in [0, 1], got {ess_threshold}")
+    dt = np.asarray(dt, dtype=float)
+    n_cyc = dt.size
+    m = min(n_ensemble, n_particles)
+    x = np.tile(np.asarray(x0, dtype=float).reshape(1, 2), (n_particles, 1))
+    logw = np.full(n_particles, -np.log(n_particles))
+    res = FilterResult(
+        mean=np.empty((n_cyc, 2)),
+        cov=np.empty((n_cyc, 2, 2)),
+        ess=np.empty(n_cyc),
+        loglik=np.zeros(n_cyc),
+        collapsed=np.zeros(n_cyc, dtype=bool),
+        resampled=np.zeros(n_cyc, dtype=bool),
+        ensembles=np.empty((n_cyc, m, 2)),
+    )
+    if keep_history:
+        res.history_x = np.empty((n_cyc, n_particles, 2))
+        res.history_logw = np.empty((n_cyc, n_particles))
+    for t in range(n_cyc):
+        x = dynamics.propagate(x, dt[t], rng)
+        ell = loglik(t, x)
+        if ell is not None:
+            ell = np.where(np.isnan(ell), -np.inf, np.asarray(ell, dtype=float))
+            if np.isposinf(ell).any():
+                raise ValueError(f"cycle {t}: likelihood +inf (a degenerate likelihood)")
+            if np.isneginf(ell).all():
+                res.collapsed[t] = True
+                res.loglik[t] = -np.inf
+            else:
+                unnorm = logw + ell
+                res.loglik[t] = logsumexp(unnorm)
+                logw = unnorm - res.loglik[t]
+        w = np.exp(logw)
+        res.ess[t] = 1.0 / np.sum(w * w)
+        res.mean[t], res.cov[t] = dynamics.moments(x, w)
+        res.ensembles[t] = x[systematic_resample(w, m, rng)]
+        if keep_history:
+            res.history_x[t] = x
+            res.history_logw[t] = logw
+        if res.ess[t] < ess_threshold * n_particles:
+            x = x[systematic_resample(w, n_particles, rng)]
+            logw = np.full(n_particles, -np.log(n_particles))
+            res.resampled[t] = True
+        if progress is not None:
+            progress(1)
+    return res

@@ -1,0 +1,119 @@
+"""The particle filter against the exact Kalman filter, and the tangent-plane random walk."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from rankmodels.tracking.dynamics import RandomWalk
+from rankmodels.tracking.filter import particle_filter, systematic_resample
+from rankmodels.tracking.geometry import tangent_offsets
+from tests._tracking_planar import PlanarWalk, gaussian_loglik, kalman, simulate
+
+
+def _run(rng, *, n_steps=40, q=2.0, r=1.5, n=6000, observed=None, **kw):
+    dt = rng.uniform(0.5, 1.5, n_steps)
+    observed = np.ones(n_steps, bool) if observed is None else observed
+    x, y = simulate(rng, n_steps, q, r, dt)
+    pf = particle_filter(
+        np.zeros(2), dt, gaussian_loglik(y, r, observed), PlanarWalk(q), n, rng, **kw
+    )
+    return x, y, dt, pf, kalman(y, q, r, dt, observed)
+
+
+def test_filter_matches_kalman(rng):
+    _, _, _, pf, (mf, pf_var, ll, _, _) = _run(rng)
+    # Monte Carlo tolerances scale with the effective sample size of each step
+    se = np.sqrt(pf_var / pf.ess)[:, None]
+    err = np.abs(pf.mean - mf)
+    assert np.all(err < 6 * se) and err.mean() < 0.06
+    var = np.stack([pf.cov[:, 0, 0], pf.cov[:, 1, 1]], axis=1)
+    assert np.all(np.abs(var / pf_var[:, None] - 1) < 0.05 + 6 * np.sqrt(2 / pf.ess)[:, None])
+    assert np.all(np.abs(pf.cov[:, 0, 1]) < 6 * pf_var / np.sqrt(pf.ess))
+    # log p(y_t | y_<t) per step and in total (the evidence estimate is unbiased in p, not log p)
+    assert np.abs(pf.loglik - ll).max() < 0.1
+    assert abs(pf.loglik.sum() - ll.sum()) < 0.5
+    assert np.all((pf.ess > 0) & (pf.ess <= 6000 + 1e-6))
+    assert pf.resampled.any()
+    # the association ensembles are equally weighted draws from the same posterior
+    assert np.abs(pf.ensembles.mean(axis=1) - mf).max() < 0.3
+
+
+def test_cycles_without_data_only_predict(rng):
+    observed = np.zeros(30, bool)
+    observed[:5] = True
+    _, _, dt, pf, (mf, pf_var, ll, _, _) = _run(rng, n_steps=30, observed=observed)
+    assert np.all(pf.loglik[~observed] == 0.0)
+    # the variance grows by q^2 dt per empty cycle, as in the Kalman prediction step
+    var = 0.5 * (pf.cov[:, 0, 0] + pf.cov[:, 1, 1])
+    assert np.allclose(var[5:], pf_var[5:], rtol=0.1)
+    assert np.allclose(np.diff(pf_var[5:]), 4.0 * dt[6:])
+
+
+@pytest.mark.filterwarnings("error")
+def test_collapse_is_detected_not_divided_by_zero(rng):
+    dt = np.ones(6)
+    y = np.zeros((6, 2))
+
+    def loglik(t, x):
+        if t == 3:
+            return np.full(len(x), -np.inf)
+        if t == 4:
+            return np.full(len(x), np.nan)
+        return -np.sum((x - y[t]) ** 2, axis=1)
+
+    pf = particle_filter(np.zeros(2), dt, loglik, PlanarWalk(1.0), 500, rng)
+    assert pf.collapsed.tolist() == [False, False, False, True, True, False]
+    assert np.isneginf(pf.loglik[3:5]).all() and np.isfinite(pf.loglik[[0, 1, 2, 5]]).all()
+    assert np.isfinite(pf.mean).all() and np.isfinite(pf.ess).all()
+
+
+def test_infinite_likelihood_is_an_error(rng):
+    with pytest.raises(ValueError, match=r"\+inf"):
+        particle_filter(
+            np.zeros(2), np.ones(2), lambda t, x: np.full(len(x), np.inf), PlanarWalk(1.0), 10, rng
+        )
+
+
+def test_systematic_resampling_counts(rng):
+    for _ in range(20):
+        w = rng.dirichlet(np.full(13, 0.5))
+        n = int(rng.integers(1, 200))
+        counts = np.bincount(systematic_resample(w, n, rng), minlength=13)
+        assert counts.sum() == n
+        assert np.all(counts >= np.floor(n * w) - 1e-9) and np.all(counts <= np.ceil(n * w))
+
+
+def test_tangent_random_walk_steps_and_density(rng):
+    walk = RandomWalk(process_noise=6.0)
+    x0 = np.array([-58.0, 179.99])  # next to the date line
+    x = walk.propagate(np.tile(x0, (200_000, 1)), 2.5, rng)
+    east, north = tangent_offsets(x0[0], x0[1], x[:, 0], x[:, 1])
+    assert abs(east.mean()) < 0.1 and abs(north.mean()) < 0.1
+    assert np.allclose([east.std(), north.std()], 6.0 * math.sqrt(2.5), rtol=0.01)
+    assert np.all((x[:, 1] >= -180) & (x[:, 1] < 180))
+    # the density (per degree^2, Jacobian included) integrates to one over lat/lon
+    lat = np.linspace(-58.6, -57.4, 601)
+    lon = np.linspace(179.99 - 1.2, 179.99 + 1.2, 1201)
+    grid = np.stack(np.meshgrid(lat, lon, indexing="ij"), axis=-1)
+    dens = np.exp(walk.log_density(x0, grid, 2.5))
+    total = dens.sum() * (lat[1] - lat[0]) * (lon[1] - lon[0])
+    assert total == pytest.approx(1.0, abs=2e-3)
+    assert walk.log_density(x0, grid, 2.5).max() <= walk.log_density_bound(x0[None], 2.5)
+
+
+def test_random_walk_rejects_bad_parameters():
+    with pytest.raises(ValueError, match="process_noise"):
+        RandomWalk(0.0)
+    with pytest.raises(ValueError, match="time step"):
+        RandomWalk(1.0).propagate(np.zeros((3, 2)), 0.0, np.random.default_rng(0))
+
+
+def test_moments_are_km_covariance_at_the_mean(rng):
+    walk = RandomWalk(5.0)
+    x = walk.propagate(np.tile([-60.0, -80.0], (100_000, 1)), 1.0, rng)
+    mean, cov = walk.moments(x)
+    assert np.allclose(mean, [-60.0, -80.0], atol=0.002)
+    assert np.allclose(cov, 25.0 * np.eye(2), rtol=0.02, atol=0.3)
