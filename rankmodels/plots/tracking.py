@@ -22,6 +22,7 @@ import numpy as np
 import xarray as xr
 from matplotlib import patheffects
 from matplotlib.collections import LineCollection
+from matplotlib.colors import to_rgba
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
@@ -34,8 +35,8 @@ from rankmodels.plots.track_summary import (
     source_names,
     source_table,
 )
+from rankmodels.tracking.geometry import tangent_offsets, tangent_step
 
-EARTH_RADIUS_KM = 6371.0
 CONFIDENCE = 0.95
 ELLIPSE_SCALE = float(np.sqrt(-2.0 * np.log(1.0 - CONFIDENCE)))
 """Mahalanobis radius of the 95 % region of a 2-D Gaussian: chi^2_2 quantile = -2 ln(1 - 0.95)."""
@@ -131,7 +132,8 @@ def position_covariance_km(track: xr.Dataset) -> np.ndarray | None:
     """``(cycle, 2, 2)`` east/north position covariance in km^2.
 
     From ``position_cov`` (cycle, enu, enu) when present, else the diagonal built from
-    ``lat_std``/``lon_std`` (degrees) with the local metric: north = R dlat, east = R cos(lat) dlon.
+    ``lat_std``/``lon_std`` (degrees) converted in the local tangent plane (north = R dlat,
+    east = R cos(lat) dlon, :func:`rankmodels.tracking.geometry.tangent_offsets`).
     None when the track carries no uncertainty.
     """
     if "position_cov" in track:
@@ -144,10 +146,8 @@ def position_covariance_km(track: xr.Dataset) -> np.ndarray | None:
     lat_std, lon_std = _values(track, "lat_std"), _values(track, "lon_std")
     if lat_std is None or lon_std is None:
         return None
-    lat = _values(track, "lat")
-    km_per_deg = EARTH_RADIUS_KM * np.pi / 180.0
-    sd_north = lat_std * km_per_deg
-    sd_east = lon_std * km_per_deg * np.cos(np.deg2rad(lat))
+    lat, lon = _values(track, "lat"), _values(track, "lon")
+    sd_east, sd_north = tangent_offsets(lat, lon, lat + lat_std, lon + lon_std)
     cov = np.zeros((lat.size, 2, 2))
     cov[:, 0, 0] = sd_east**2
     cov[:, 1, 1] = sd_north**2
@@ -162,7 +162,7 @@ def confidence_ellipses(
     For a Gaussian position error with east/north covariance C (km^2) the 95 % region is
     {d : d^T C^-1 d <= k^2}, k^2 = -2 ln 0.05 (chi^2 with 2 degrees of freedom). Its boundary is
     d(t) = k V diag(sqrt(lambda)) [cos t, sin t] (C = V diag(lambda) V^T), mapped to degrees with
-    the local tangent plane: dlat = d_north / R, dlon = d_east / (R cos lat).
+    the local tangent plane (:func:`rankmodels.tracking.geometry.tangent_step`).
     """
     lam, vec = np.linalg.eigh(cov_km)  # (n, 2), (n, 2, 2)
     lam = np.clip(lam, 0.0, None)
@@ -170,9 +170,7 @@ def confidence_ellipses(
     circle = np.stack([np.cos(t), np.sin(t)])  # (2, m)
     axes = vec * np.sqrt(lam)[:, None, :]  # columns scaled by the axis lengths
     d = ELLIPSE_SCALE * np.einsum("nij,jm->nim", axes, circle)  # (n, 2 [east, north], m)
-    dlat = np.rad2deg(d[:, 1] / EARTH_RADIUS_KM)
-    dlon = np.rad2deg(d[:, 0] / (EARTH_RADIUS_KM * np.cos(np.deg2rad(lat)))[:, None])
-    return lat[:, None] + dlat, lon[:, None] + dlon
+    return tangent_step(lat[:, None], lon[:, None], d[:, 0], d[:, 1])
 
 
 def _source_activity(
@@ -609,6 +607,16 @@ def _title(track: xr.Dataset, record: xr.Dataset | None, what: str) -> str:
 # --------------------------------------------------------------------------------------------
 
 
+def _arrivals(ax, x, y, probs, rgba, gid: str, **kwargs) -> None:
+    """Scatter of arrivals in colour ``rgba`` with opacity 0.15 + 0.85 p (p = probability)."""
+    colors = np.tile(np.asarray(rgba, dtype=float), (max(len(x), 1), 1))
+    colors[: len(x), 3] = 0.15 + 0.85 * np.nan_to_num(np.clip(probs, 0.0, 1.0), nan=0.0)
+    marker = kwargs.pop("marker", "o")
+    style_kw = {"linewidths": 0.8} if marker == "x" else {"edgecolors": "none"}
+    sc = ax.scatter(x, y, c=colors, marker=marker, zorder=3, **style_kw, **kwargs)
+    sc.set_gid(gid)
+
+
 def toa_diagram(record: xr.Dataset, track: xr.Dataset) -> Figure:
     """Arrival times against date, each arrival coloured by its most probable source.
 
@@ -644,32 +652,10 @@ def toa_diagram(record: xr.Dataset, track: xr.Dataset) -> Figure:
     recorded = np.isfinite(toa)
     for i, name in enumerate(names):
         mask = recorded & (labels == i)
-        alpha = 0.15 + 0.85 * np.nan_to_num(np.clip(probs[mask], 0.0, 1.0), nan=0.0)
-        rgba = np.tile(colors[i], (int(mask.sum()), 1))
-        rgba[:, 3] = alpha
-        sc = ax.scatter(
-            tt[mask],
-            toa[mask],
-            s=11,
-            c=rgba,
-            edgecolors="none",
-            zorder=3,
-        )
-        sc.set_gid(f"arrivals-{name}")
+        _arrivals(ax, tt[mask], toa[mask], probs[mask], colors[i], f"arrivals-{name}", s=11)
     mask = recorded & (labels == CLUTTER)
-    alpha = 0.2 + 0.8 * np.nan_to_num(np.clip(probs[mask], 0.0, 1.0), nan=0.0)
-    rgba = np.tile(np.array([0.3, 0.3, 0.3, 1.0]), (int(mask.sum()), 1))
-    rgba[:, 3] = alpha
-    sc = ax.scatter(
-        tt[mask],
-        toa[mask],
-        s=14,
-        marker="x",
-        c=rgba,
-        linewidths=0.8,
-        zorder=2.5,
-    )
-    sc.set_gid("clutter")
+    clutter_rgba = to_rgba(style.CLUTTER_COLOR)
+    _arrivals(ax, tt[mask], toa[mask], probs[mask], clutter_rgba, "clutter", s=14, marker="x")
 
     window = _scalar(record, "window_length")
     if window is not None:

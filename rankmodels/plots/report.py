@@ -1,0 +1,275 @@
+"""Self-contained HTML report of a ``track-float`` run.
+
+One HTML file with inline CSS that refers to the figures by relative paths (written beside it),
+so the run directory can be moved or zipped as a whole. Every string that comes from data, the
+summary or the caller is escaped with :func:`html.escape`; image paths are additionally
+URL-quoted and must be relative.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Mapping
+from pathlib import PurePosixPath
+from urllib.parse import quote, urlsplit
+
+import numpy as np
+import xarray as xr
+
+from rankmodels.plots.track_summary import (
+    COLLAPSE_ESS,
+    arrival_count,
+    clutter_fraction,
+    collapsed_cycles,
+    source_table,
+)
+
+FIGURE_CAPTIONS: dict[str, str] = {
+    "map": (
+        "Estimated track coloured by date with its 95 % position uncertainty, the sound sources "
+        "(triangles), launch and recovery positions."
+    ),
+    "toa": (
+        "Recorded arrival times coloured by their most probable source (opacity = association "
+        "probability; grey crosses = clutter) and each source's predicted arrival time at the "
+        "estimated track."
+    ),
+    "diagnostics": (
+        "Effective sample size after weighting and predictive log-likelihood of each cycle; "
+        "red marks cycles where the filter collapsed."
+    ),
+}
+
+_CSS = """
+body { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; color: #1b1b1b;
+       max-width: 1180px; margin: 2em auto; padding: 0 1.2em; line-height: 1.45; }
+h1 { font-size: 1.6em; margin-bottom: 0.1em; }
+h2 { font-size: 1.2em; margin-top: 1.8em; border-bottom: 1px solid #d8d8d8; padding-bottom: 0.2em; }
+.subtitle { color: #555; margin-top: 0; }
+.badge { display: inline-block; background: #fff3cd; border: 1px solid #e0c45c; color: #6b5200;
+         border-radius: 4px; padding: 0.1em 0.5em; font-size: 0.85em; margin-left: 0.5em; }
+table { border-collapse: collapse; margin: 0.6em 0; font-size: 0.92em; }
+th, td { border: 1px solid #d8d8d8; padding: 0.3em 0.7em; text-align: left; }
+th { background: #f2f4f6; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+table.summary th { width: 16em; }
+figure { margin: 1.2em 0; }
+figure img { max-width: 100%; height: auto; border: 1px solid #e4e4e4; }
+figcaption { color: #555; font-size: 0.9em; margin-top: 0.3em; }
+.note { background: #fdecea; border-left: 4px solid #d62728; padding: 0.5em 0.9em; }
+.ok { background: #eef7ee; border-left: 4px solid #2ca02c; padding: 0.5em 0.9em; }
+footer { color: #777; font-size: 0.8em; margin-top: 2.5em; }
+"""
+
+
+def _e(value: object) -> str:
+    """``str(value)`` escaped for HTML text and attribute values."""
+    return html.escape(str(value), quote=True)
+
+
+def format_value(value: object) -> str:
+    """Readable text of a summary value: booleans as yes/no, floats with 4 significant digits,
+    sequences joined by commas, NaN/None as an en dash. Not escaped."""
+    if value is None:
+        return "–"
+    if isinstance(value, bool | np.bool_):
+        return "yes" if value else "no"
+    if isinstance(value, float | np.floating):
+        if not math.isfinite(value):
+            return "–" if math.isnan(value) else str(value)
+        return f"{value:.4g}"
+    if isinstance(value, list | tuple):
+        return ", ".join(format_value(v) for v in value)
+    return str(value)
+
+
+def _fixed(value: float, digits: int) -> str:
+    return f"{value:.{digits}f}" if math.isfinite(value) else "–"
+
+
+def _percent(fraction: float) -> str:
+    return f"{100.0 * fraction:.1f} %" if math.isfinite(fraction) else "–"
+
+
+def _image_src(path: str) -> str:
+    """URL-quoted relative image reference; absolute paths and URLs are refused."""
+    text = str(path)
+    parts = urlsplit(text)
+    if parts.scheme or parts.netloc or PurePosixPath(text).is_absolute() or text.startswith("\\"):
+        raise ValueError(f"image path must be relative to the report, got {text!r}")
+    return quote(text.replace("\\", "/"), safe="/")
+
+
+def _flag(attrs: Mapping[str, object], name: str) -> bool | None:
+    if name not in attrs:
+        return None
+    value = attrs[name]
+    if isinstance(value, str):
+        return value.strip().lower() in ("1", "true", "yes")
+    return bool(int(value))  # type: ignore[call-overload]
+
+
+def track_summary_rows(track: xr.Dataset) -> dict[str, object]:
+    """The summary entries computed from the track itself (label -> value)."""
+    attrs = track.attrs
+    times = np.asarray(track["time"].values).astype("datetime64[ns]")
+    finite = times[~np.isnat(times)]
+    rows: dict[str, object] = {"Float": attrs.get("float_id", "?")}
+    if "source_file" in attrs:
+        rows["Input file"] = attrs["source_file"]
+    rows["Listening cycles"] = int(track.sizes["cycle"])
+    if finite.size:
+        days = (finite.max() - finite.min()) / np.timedelta64(1, "D")
+        rows["Time span"] = (
+            f"{np.datetime_as_string(finite.min(), unit='D')} to "
+            f"{np.datetime_as_string(finite.max(), unit='D')} ({days:.0f} days)"
+        )
+    rows["Recorded arrivals"] = arrival_count(track)
+    rows["Sound sources"] = int(track.sizes.get("source", 0))
+    for key, label in (
+        ("engine", "Likelihood engine"),
+        ("particles", "Particles"),
+        ("seed", "Seed"),
+        ("sigma", "TOA noise σ (s)"),
+        ("p_detect", "Detection probability P_D"),
+        ("clutter_rate", "Clutter rate λ (per window)"),
+        ("sound_speed", "Sound speed (m/s)"),
+        ("process_noise_km", "Process noise (km per cycle)"),
+    ):
+        if key in attrs:
+            rows[label] = attrs[key]
+    smoothed = _flag(attrs, "smoothed")
+    if smoothed is not None:
+        rows["Smoothed"] = smoothed
+    if "ess" in track:
+        ess = np.asarray(track["ess"].values, dtype=float)
+        if np.isfinite(ess).any():
+            rows["Mean ESS"] = float(np.nanmean(ess))
+            rows["Minimum ESS"] = float(np.nanmin(ess))
+    if "loglik" in track:
+        ll = np.asarray(track["loglik"].values, dtype=float)
+        rows["Total log-likelihood"] = float(ll.sum()) if np.isfinite(ll).all() else float("-inf")
+    rows["Arrivals called clutter"] = _percent(clutter_fraction(track))
+    rows["Collapsed cycles"] = int(collapsed_cycles(track).sum())
+    rows["Simulated data"] = bool(_flag(attrs, "simulated"))
+    for key, label in (("rankmodels_version", "rankmodels version"), ("created", "Created")):
+        if key in attrs:
+            rows[label] = attrs[key]
+    return rows
+
+
+def _summary_table(rows: Mapping[str, object]) -> str:
+    body = "\n".join(
+        f"<tr><th>{_e(k)}</th><td>{_e(format_value(v))}</td></tr>" for k, v in rows.items()
+    )
+    return f'<table class="summary">\n{body}\n</table>'
+
+
+def _source_section(track: xr.Dataset) -> str:
+    table = source_table(track)
+    has_expected = "association_posterior" in track
+    lat = track["source_lat"].values if "source_lat" in track else None
+    lon = track["source_lon"].values if "source_lon" in track else None
+    total = sum(r.arrivals for r in table)
+    head = "<tr><th>Source</th>"
+    if lat is not None and lon is not None:
+        head += "<th>Latitude</th><th>Longitude</th>"
+    head += "<th>Arrivals associated</th><th>Share</th><th>Mean association probability</th>"
+    if has_expected:
+        head += "<th>Expected arrivals (Σ posterior)</th>"
+    head += "</tr>"
+    lines = [head]
+    for row in table:
+        cells = [f"<td>{_e(row.name)}</td>"]
+        if lat is not None and lon is not None:
+            if row.index >= 0:
+                cells.append(f'<td class="num">{_e(f"{float(lat[row.index]):.3f}")}</td>')
+                cells.append(f'<td class="num">{_e(f"{float(lon[row.index]):.3f}")}</td>')
+            else:
+                cells.append("<td></td><td></td>")
+        share = row.arrivals / total if total else float("nan")
+        cells.append(f'<td class="num">{row.arrivals}</td>')
+        cells.append(f'<td class="num">{_e(_percent(share))}</td>')
+        cells.append(f'<td class="num">{_e(_fixed(row.mean_prob, 3))}</td>')
+        if has_expected:
+            cells.append(f'<td class="num">{_e(_fixed(row.expected, 1))}</td>')
+        lines.append("<tr>" + "".join(cells) + "</tr>")
+    return '<table class="sources">\n' + "\n".join(lines) + "\n</table>"
+
+
+def _collapse_note(track: xr.Dataset) -> str:
+    collapsed = collapsed_cycles(track)
+    rule = (
+        "as flagged by the filter"
+        if "collapsed" in track
+        else f"ESS below {COLLAPSE_ESS:g} or non-finite predictive likelihood"
+    )
+    if not collapsed.any():
+        return f'<p class="ok">The filter did not collapse at any cycle ({_e(rule)}).</p>'
+    times = np.asarray(track["time"].values).astype("datetime64[ns]")[collapsed]
+    cycles = np.flatnonzero(collapsed)
+    shown = [
+        f"{c} ({np.datetime_as_string(t, unit='D')})"
+        for c, t in zip(cycles[:50], times[:50], strict=True)
+    ]
+    more = f" and {cycles.size - 50} more" if cycles.size > 50 else ""
+    return (
+        f'<p class="note">The filter collapsed at {cycles.size} cycle'
+        f"{'s' if cycles.size != 1 else ''} ({_e(rule)}): {_e(', '.join(shown))}{_e(more)}. "
+        "Positions right after a collapse rest on few particles; check the TOA diagram there.</p>"
+    )
+
+
+def tracking_report(
+    track: xr.Dataset, summary: Mapping[str, object], images: Mapping[str, str]
+) -> str:
+    """The HTML report (a complete document as a string).
+
+    ``summary``: extra entries for the summary table (e.g. ``{"Run time (s)": 12.3}``); they are
+    shown after, and override, the entries computed from ``track``
+    (:func:`track_summary_rows`). ``images``: figure name -> path relative to the report, shown in
+    the given order; the names "map", "toa" and "diagnostics" get standard captions.
+    """
+    rows = track_summary_rows(track)
+    for key, value in summary.items():
+        rows[str(key)] = value
+    float_id = rows.get("Float", track.attrs.get("float_id", "?"))
+    simulated = bool(rows.get("Simulated data"))
+    badge = '<span class="badge">simulated data</span>' if simulated else ""
+    figures = []
+    for name, path in images.items():
+        caption = FIGURE_CAPTIONS.get(str(name), str(name))
+        figures.append(
+            f'<figure id="fig-{_e(name)}">\n'
+            f'<img src="{_e(_image_src(path))}" alt="{_e(caption)}">\n'
+            f"<figcaption>{_e(caption)}</figcaption>\n</figure>"
+        )
+    title = f"RAFOS float {float_id}: track report"
+    subtitle = " · ".join(
+        _e(format_value(rows[k])) for k in ("Time span", "Likelihood engine") if k in rows
+    )
+    return f"""<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{_e(title)}</title>
+<style>{_CSS}</style>
+</head>
+<body>
+<h1>{_e(title)}{badge}</h1>
+<p class="subtitle">{subtitle}</p>
+<h2>Summary</h2>
+{_summary_table(rows)}
+{_collapse_note(track)}
+<h2>Figures</h2>
+{"".join(figures) if figures else "<p>No figures.</p>"}
+<h2>Association of arrivals to sound sources</h2>
+<p>Each recorded arrival is assigned to its most probable origin under the posterior
+(a source or clutter); the mean association probability is taken over those arrivals.</p>
+{_source_section(track)}
+<footer>Generated by rankmodels {_e(track.attrs.get("rankmodels_version", ""))}.</footer>
+</body>
+</html>
+"""

@@ -1,0 +1,438 @@
+"""Tracking figures: offline Natural Earth, track map, TOA diagram, diagnostics."""
+
+from __future__ import annotations
+
+import io
+import urllib.request
+import warnings
+from pathlib import Path
+
+import cartopy
+import cartopy.crs as ccrs
+import matplotlib.dates as mdates
+import numpy as np
+import pytest
+import shapely
+from cartopy.io import Downloader, shapereader
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.colors import to_rgba
+
+from rankmodels.plots import cartopy_data, style, tracking
+from tests._plots_data import great_circle_km, make_float
+
+warnings.filterwarnings("ignore", message="Duplicate dimension names", category=UserWarning)
+pytestmark = pytest.mark.filterwarnings("ignore:Duplicate dimension names:UserWarning")
+
+
+# ------------------------------------------------------------------------------------------
+# helpers
+# ------------------------------------------------------------------------------------------
+
+
+def by_gid(fig, gid):
+    return [a for a in fig.findobj() if a.get_gid() == gid]
+
+
+def one(fig, gid):
+    found = by_gid(fig, gid)
+    assert len(found) == 1, f"{len(found)} artists with gid {gid!r}"
+    return found[0]
+
+
+def map_axes(fig):
+    return one(fig, "track").axes
+
+
+def projected(ax, lon, lat):
+    xyz = ax.projection.transform_points(ccrs.PlateCarree(), np.asarray(lon), np.asarray(lat))
+    return xyz[:, :2]
+
+
+@pytest.fixture(scope="module")
+def sample():
+    return make_float(n_cycles=90)
+
+
+@pytest.fixture(scope="module")
+def offline_map(sample):
+    """A map rendered with every network path of urllib and cartopy's downloader blocked."""
+    record, track, truth = sample
+    attempts = []
+
+    def refuse(*args, **kwargs):
+        attempts.append(args)
+        raise OSError("network disabled in tests")
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(urllib.request, "urlopen", refuse)
+    mp.setattr(Downloader, "acquire_resource", refuse)
+    # pretend cartopy has no data at all: empty data dirs, so any lookup would have to download
+    mp.setitem(cartopy.config, "pre_existing_data_dir", Path("/nonexistent-cartopy-pre"))
+    mp.setitem(cartopy.config, "data_dir", Path("/nonexistent-cartopy-data"))
+    try:
+        fig = tracking.track_map(record, track, truth)
+        canvas = FigureCanvasAgg(fig)
+        canvas.draw()
+        pixels = np.asarray(canvas.buffer_rgba()).copy()
+        png = io.BytesIO()
+        fig.savefig(png, format="png", dpi=60)
+    finally:
+        mp.undo()
+    return fig, pixels, png.getvalue(), attempts
+
+
+# ------------------------------------------------------------------------------------------
+# offline Natural Earth
+# ------------------------------------------------------------------------------------------
+
+
+def test_use_shipped_natural_earth_sets_default_and_is_idempotent(monkeypatch):
+    monkeypatch.setitem(cartopy.config, "pre_existing_data_dir", Path(""))
+    cartopy_data.use_shipped_natural_earth()
+    first = cartopy.config["pre_existing_data_dir"]
+    assert Path(first) == cartopy_data.SHIPPED_DATA_DIR
+    cartopy_data.use_shipped_natural_earth()
+    assert cartopy.config["pre_existing_data_dir"] == first
+
+
+def test_use_shipped_natural_earth_keeps_a_users_own_setting(monkeypatch, tmp_path):
+    monkeypatch.setitem(cartopy.config, "pre_existing_data_dir", tmp_path)
+    cartopy_data.use_shipped_natural_earth()
+    assert cartopy.config["pre_existing_data_dir"] == tmp_path
+
+
+@pytest.mark.parametrize("scale", ["110m", "50m"])
+@pytest.mark.parametrize("name", ["coastline", "land"])
+def test_plain_cartopy_lookup_is_served_offline(monkeypatch, scale, name):
+    """After use_shipped_natural_earth(), cartopy's own natural_earth() finds every shipped file
+    without touching the network (downloads raise)."""
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("cartopy tried to download")
+
+    monkeypatch.setattr(urllib.request, "urlopen", refuse)
+    monkeypatch.setattr(Downloader, "acquire_resource", refuse)
+    monkeypatch.setitem(cartopy.config, "pre_existing_data_dir", Path(""))
+    monkeypatch.setitem(cartopy.config, "data_dir", Path("/nonexistent-cartopy-data"))
+    cartopy_data.use_shipped_natural_earth()
+    path = Path(shapereader.natural_earth(resolution=scale, category="physical", name=name))
+    assert path.is_relative_to(cartopy_data.SHIPPED_DATA_DIR)
+    assert len(list(shapereader.Reader(str(path)).geometries())) > 0
+
+
+def test_unshipped_scale_or_feature_is_refused():
+    with pytest.raises(ValueError, match="10m"):
+        cartopy_data.shipped_shapefile("land", "10m")
+    with pytest.raises(ValueError, match="ocean"):
+        cartopy_data.natural_earth_feature("ocean", "50m")
+
+
+def test_feature_clipping_keeps_geometry_inside_the_box_and_wraps_the_antimeridian():
+    box = (-80.0, -50.0, -60.0, -45.0)
+    feat = cartopy_data.natural_earth_feature("land", "50m", extent=box)
+    geoms = list(feat.geometries())
+    assert geoms, "South America / Antarctic Peninsula should intersect the Drake Passage box"
+    bounds = np.array([g.bounds for g in geoms])
+    assert bounds[:, 0].min() >= box[0] - 1e-9 and bounds[:, 2].max() <= box[1] + 1e-9
+    assert bounds[:, 1].min() >= box[2] - 1e-9 and bounds[:, 3].max() <= box[3] + 1e-9
+    # the clipped land is exactly the land inside the box
+    full = shapely.union_all(list(cartopy_data.natural_earth_feature("land", "50m").geometries()))
+    expected = shapely.clip_by_rect(full, box[0], box[2], box[1], box[3]).area
+    assert shapely.union_all(geoms).area == pytest.approx(expected, rel=1e-6)
+    # a box across the date line (New Zealand's east, Chatham Islands at ~-176.5) keeps both sides
+    wrapped = cartopy_data.natural_earth_feature("land", "50m", extent=(165.0, 190.0, -50.0, -30.0))
+    lons = np.array([g.bounds[0] for g in wrapped.geometries()])
+    assert (lons > 160).any() and (lons < -170).any()
+
+
+def test_map_renders_offline_without_any_download(offline_map):
+    fig, pixels, png, attempts = offline_map
+    assert attempts == []
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_map_draws_land_and_coastline_from_natural_earth(offline_map, sample):
+    fig, pixels, _, _ = offline_map
+    ax = map_axes(fig)
+    land, coast = one(fig, "land"), one(fig, "coastline")
+    land_geoms = list(land._feature.geometries())
+    assert land_geoms and list(coast._feature.geometries())
+    # points of the visible map well inside land are painted in the land colour
+    x0, x1, y0, y1 = ax.get_extent()
+    gx, gy = np.meshgrid(np.linspace(x0, x1, 60)[3:-3], np.linspace(y0, y1, 40)[3:-3])
+    lonlat = ccrs.PlateCarree().transform_points(ax.projection, gx.ravel(), gy.ravel())
+    inland = shapely.contains_xy(
+        shapely.union_all(land_geoms).buffer(-0.3), lonlat[:, 0], lonlat[:, 1]
+    )
+    assert inland.sum() >= 3, "the sample map should show some land"
+    cols, rows = ax.transData.transform(np.c_[gx.ravel(), gy.ravel()][inland]).T
+    rgb = pixels[np.round(pixels.shape[0] - rows).astype(int), np.round(cols).astype(int), :3]
+    land_rgb = np.array(to_rgba(style.LAND_COLOR)[:3])
+    close = np.abs(rgb / 255.0 - land_rgb).max(axis=1) < 0.03
+    assert close.mean() >= 0.8, rgb
+    # and the ocean is not
+    ocean = ~shapely.contains_xy(
+        shapely.union_all(land_geoms).buffer(0.3), lonlat[:, 0], lonlat[:, 1]
+    )
+    cols, rows = ax.transData.transform(np.c_[gx.ravel(), gy.ravel()][ocean]).T
+    rgb = pixels[np.round(pixels.shape[0] - rows).astype(int), np.round(cols).astype(int), :3]
+    assert (np.abs(rgb / 255.0 - land_rgb).max(axis=1) < 0.03).mean() < 0.05
+
+
+# ------------------------------------------------------------------------------------------
+# map content
+# ------------------------------------------------------------------------------------------
+
+
+def test_map_sources_are_one_marker_each_at_their_projected_positions(offline_map, sample):
+    record, track, _ = sample
+    fig = offline_map[0]
+    ax = map_axes(fig)
+    sources = one(fig, "sources")
+    offsets = np.asarray(sources.get_offsets())
+    assert offsets.shape == (track.sizes["source"], 2)
+    np.testing.assert_allclose(
+        offsets, projected(ax, record["source_lon"].values, record["source_lat"].values), rtol=1e-9
+    )
+    # colours match the TOA diagram's source palette
+    np.testing.assert_allclose(
+        sources.get_facecolors(), style.source_colors(track.sizes["source"]), atol=1e-9
+    )
+    labels = [t.get_text() for t in ax.texts]
+    for name in track["source"].values:
+        assert any(lbl.split("\n")[0] == str(name) for lbl in labels)
+    # late sources carry their start date
+    late = [lbl for lbl in labels if "from " in lbl]
+    assert {lbl.split("\n")[0] for lbl in late} == {"US2-1", "US2-2", "UK1-1"}
+
+
+def test_map_source_labels_do_not_overlap(offline_map):
+    fig = offline_map[0]
+    ax = map_axes(fig)
+    renderer = fig.canvas.get_renderer()
+    boxes = [t.get_window_extent(renderer) for t in ax.texts]
+    for i in range(len(boxes)):
+        for j in range(i + 1, len(boxes)):
+            assert not boxes[i].overlaps(boxes[j]), (ax.texts[i].get_text(), ax.texts[j].get_text())
+
+
+def test_map_track_line_follows_the_track_and_is_coloured_by_date(offline_map, sample):
+    _, track, _ = sample
+    fig = offline_map[0]
+    ax = map_axes(fig)
+    lc = one(fig, "track")
+    segs = np.asarray(lc.get_segments())
+    expected = projected(ax, track["lon"].values, track["lat"].values)
+    assert segs.shape == (track.sizes["cycle"] - 1, 2, 2)
+    np.testing.assert_allclose(segs[:, 0], expected[:-1], rtol=1e-9)
+    np.testing.assert_allclose(segs[:, 1], expected[1:], rtol=1e-9)
+    np.testing.assert_allclose(lc.get_array(), mdates.date2num(track["time"].values[:-1]))
+
+
+def test_map_truth_launch_recovery_and_extent(offline_map, sample):
+    record, track, truth = sample
+    fig = offline_map[0]
+    ax = map_axes(fig)
+    line = one(fig, "truth")
+    np.testing.assert_allclose(
+        np.c_[line.get_xdata(), line.get_ydata()],
+        projected(ax, truth["lon"].values, truth["lat"].values),
+        rtol=1e-9,
+    )
+    launch = np.asarray(one(fig, "launch").get_offsets())
+    np.testing.assert_allclose(
+        launch, projected(ax, [record["launch_lon"].item()], [record["launch_lat"].item()])
+    )
+    assert len(by_gid(fig, "recovery")) == 1
+    # everything drawn lies inside the map
+    x0, x1, y0, y1 = ax.get_extent()
+    pts = np.concatenate(
+        [
+            projected(ax, track["lon"].values, track["lat"].values),
+            projected(ax, record["source_lon"].values, record["source_lat"].values),
+        ]
+    )
+    assert (pts[:, 0] > x0).all() and (pts[:, 0] < x1).all()
+    assert (pts[:, 1] > y0).all() and (pts[:, 1] < y1).all()
+    assert isinstance(ax.projection, ccrs.LambertConformal)
+
+
+def test_map_uncertainty_band_covers_the_track(offline_map, sample):
+    _, track, _ = sample
+    fig = offline_map[0]
+    ax = map_axes(fig)
+    band = shapely.union_all(list(one(fig, "uncertainty")._feature.geometries()))
+    pts = shapely.points(projected(ax, track["lon"].values, track["lat"].values))
+    assert shapely.contains(band.buffer(1.0), pts).all()
+
+
+def test_map_without_truth_or_uncertainty(sample):
+    record, track, _ = sample
+    bare = track.drop_vars(["position_cov", "lat_std", "lon_std"])
+    fig = tracking.track_map(record, bare)
+    assert by_gid(fig, "truth") == [] and by_gid(fig, "uncertainty") == []
+    assert len(by_gid(fig, "track")) == 1
+
+
+def test_source_inactive_during_the_whole_track_is_hollow(sample):
+    record, track, _ = sample
+    rec = record.copy(deep=True)
+    start = rec["source_start_time"].values.copy()
+    start[0] = track["time"].values[-1] + np.timedelta64(30, "D")
+    rec["source_start_time"] = ("source", start)
+    fig = tracking.track_map(rec, track.drop_vars("position_cov"))
+    face = one(fig, "sources").get_facecolors()
+    np.testing.assert_allclose(face[0], [1, 1, 1, 1])
+    np.testing.assert_allclose(face[1:], style.source_colors(track.sizes["source"])[1:])
+    labels = [t.get_text() for t in map_axes(fig).texts]
+    assert f"{track['source'].values[0]}\n(inactive)" in labels
+
+
+def test_map_across_the_antimeridian_stays_regional(sample):
+    record, track, _ = sample
+    rec, tr = record.copy(deep=True), track.copy(deep=True)
+    shift = lambda lon: (lon + 180.0 + 180.0) % 360.0 - 180.0  # noqa: E731
+    for ds in (rec, tr):
+        for name in ("source_lon", "lon", "launch_lon", "recovery_lon"):
+            if name in ds:
+                ds[name] = ds[name].copy(data=shift(ds[name].values))
+    fig = tracking.track_map(rec, tr)
+    ax = map_axes(fig)
+    lon_w, lon_e, _, _ = ax.get_extent(crs=ccrs.PlateCarree(central_longitude=180))
+    assert lon_e - lon_w < 90.0  # not a world map
+    offsets = np.asarray(one(fig, "sources").get_offsets())
+    assert np.isfinite(offsets).all()
+
+
+def test_equatorial_map_uses_mercator(sample):
+    record, track, _ = sample
+    rec, tr = record.copy(deep=True), track.copy(deep=True)
+    for ds in (rec, tr):
+        for name in ("source_lat", "lat", "launch_lat", "recovery_lat"):
+            if name in ds:
+                ds[name] = ds[name].copy(data=ds[name].values + 58.0)
+    fig = tracking.track_map(rec, tr.drop_vars("position_cov"))
+    assert isinstance(map_axes(fig).projection, ccrs.Mercator)
+
+
+# ------------------------------------------------------------------------------------------
+# uncertainty maths
+# ------------------------------------------------------------------------------------------
+
+
+def test_confidence_ellipse_holds_95_percent_of_gaussian_errors(rng):
+    lat0, lon0 = np.array([-58.0]), np.array([-90.0])
+    cov = np.array([[[900.0, 360.0], [360.0, 400.0]]])  # km^2, correlated
+    elat, elon = tracking.confidence_ellipses(lat0, lon0, cov, n_points=720)
+    poly = shapely.Polygon(np.c_[elon[0], elat[0]])
+    d = rng.multivariate_normal([0.0, 0.0], cov[0], size=20000)
+    # map km offsets to degrees independently of the module (local tangent plane)
+    lat = lat0[0] + np.rad2deg(d[:, 1] / 6371.0)
+    lon = lon0[0] + np.rad2deg(d[:, 0] / (6371.0 * np.cos(np.deg2rad(lat0[0]))))
+    inside = shapely.contains_xy(poly, lon, lat).mean()
+    assert inside == pytest.approx(0.95, abs=0.006)
+
+
+def test_covariance_from_lat_lon_std_matches_great_circle_distances(sample):
+    _, track, _ = sample
+    tr = track.drop_vars("position_cov")
+    cov = tracking.position_covariance_km(tr)
+    lat, lon = tr["lat"].values, tr["lon"].values
+    north = great_circle_km(lat, lon, lat + tr["lat_std"].values, lon)
+    east = great_circle_km(lat, lon, lat, lon + tr["lon_std"].values)
+    np.testing.assert_allclose(np.sqrt(cov[:, 1, 1]), north, rtol=1e-3)
+    np.testing.assert_allclose(np.sqrt(cov[:, 0, 0]), east, rtol=1e-3)
+    assert (cov[:, 0, 1] == 0).all()
+
+
+def test_position_cov_with_contract_dims_is_read_cycle_first(sample):
+    _, track, _ = sample
+    cov = tracking.position_covariance_km(track)
+    assert cov.shape == (track.sizes["cycle"], 2, 2)
+    np.testing.assert_array_equal(cov, track["position_cov"].values)
+
+
+# ------------------------------------------------------------------------------------------
+# TOA diagram
+# ------------------------------------------------------------------------------------------
+
+
+def test_toa_diagram_plots_every_arrival_once_in_its_sources_colour(sample):
+    record, track, _ = sample
+    fig = tracking.toa_diagram(record, track)
+    toa = track["toa"].values
+    labels = track["association"].values
+    probs = track["association_prob"].values
+    dates = np.broadcast_to(mdates.date2num(track["time"].values)[:, None], toa.shape)
+    colors = style.source_colors(track.sizes["source"])
+    drawn = 0
+    for i, name in enumerate(track["source"].values):
+        sc = one(fig, f"arrivals-{name}")
+        mask = labels == i
+        offsets = np.asarray(sc.get_offsets())
+        np.testing.assert_allclose(offsets, np.c_[dates[mask], toa[mask]])
+        fc = sc.get_facecolors()
+        np.testing.assert_allclose(fc[:, :3], np.broadcast_to(colors[i, :3], fc[:, :3].shape))
+        # opacity increases with the association probability
+        order = np.argsort(probs[mask])
+        assert (np.diff(fc[order, 3]) >= -1e-12).all()
+        drawn += len(offsets)
+    clutter = one(fig, "clutter")
+    assert len(clutter.get_offsets()) == (labels == -1).sum()
+    drawn += len(clutter.get_offsets())
+    assert drawn == np.isfinite(toa).sum()
+
+
+def test_toa_diagram_predicted_curves_and_legend(sample):
+    record, track, _ = sample
+    fig = tracking.toa_diagram(record, track)
+    ax = fig.axes[0]
+    for i, name in enumerate(track["source"].values):
+        line = one(fig, f"predicted-{name}")
+        np.testing.assert_allclose(line.get_ydata(), track["predicted_toa"].values[:, i])
+        assert np.isnan(line.get_ydata()).any() == (name in ("US2-1", "US2-2", "UK1-1"))
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    for i, name in enumerate(track["source"].values):
+        assert f"{name} ({int((track['association'].values == i).sum())})" in legend
+    assert f"clutter ({int((track['association'].values == -1).sum())})" in legend
+    assert ax.get_ylim() == (0.0, float(record["window_length"]))
+
+
+# ------------------------------------------------------------------------------------------
+# diagnostics and hygiene
+# ------------------------------------------------------------------------------------------
+
+
+def test_diagnostics_marks_collapsed_cycles(sample):
+    _, track, _ = sample
+    tr = track.copy(deep=True)
+    tr["ess"][3] = 1.0
+    tr["loglik"][7] = -np.inf
+    fig = tracking.diagnostics(tr)
+    pts = np.asarray(one(fig, "collapsed").get_offsets())
+    np.testing.assert_allclose(pts[:, 0], mdates.date2num(tr["time"].values[[3, 7]]))
+    # an explicit flag from the filter wins over the ESS rule
+    tr["collapsed"] = ("cycle", np.arange(tr.sizes["cycle"]) == 11)
+    pts = np.asarray(one(tracking.diagnostics(tr), "collapsed").get_offsets())
+    np.testing.assert_allclose(pts[:, 0], mdates.date2num(tr["time"].values[[11]]))
+    assert by_gid(tracking.diagnostics(track), "collapsed") == []
+
+
+def test_figures_do_not_touch_pyplot_state(sample):
+    import matplotlib.pyplot as plt
+
+    record, track, _ = sample
+    before = plt.get_fignums()
+    tracking.toa_diagram(record, track)
+    tracking.diagnostics(track)
+    assert plt.get_fignums() == before
+
+
+def test_bad_association_index_is_a_value_error(sample):
+    record, track, _ = sample
+    tr = track.copy(deep=True)
+    tr["association"][0, 0] = 99
+    with pytest.raises(ValueError, match="association"):
+        tracking.toa_diagram(record, tr)
+    with pytest.raises(ValueError, match="lat"):
+        tracking.track_map(record, track.drop_vars("lat"))
