@@ -1,0 +1,83 @@
+"""Profiles as distributions: marginals checked against explicit enumeration of S_n."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rankmodels.aggregation import Profile
+from rankmodels.dsm import is_doubly_stochastic
+from rankmodels.permutations import inverse
+from tests._aggregation_helpers import expanded_distribution, random_weak_profile
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 5])
+def test_marginals_match_enumeration_with_ties_and_truncation(n, rng):
+    for _ in range(5):
+        profile = random_weak_profile(n, rng)
+        perms, probs = expanded_distribution(profile)
+        ranks = inverse(perms)
+        M = np.zeros((n, n))
+        for x in range(n):
+            for k in range(n):
+                M[x, k] = probs[ranks[:, x] == k].sum()
+        P = np.array([[probs[ranks[:, x] < ranks[:, y]].sum() for y in range(n)] for x in range(n)])
+        np.testing.assert_allclose(profile.positional_matrix, M, atol=1e-12)
+        np.testing.assert_allclose(profile.pairwise, P, atol=1e-12)
+        np.testing.assert_allclose(profile.first_place, M[:, 0], atol=1e-12)
+        assert is_doubly_stochastic(profile.positional_matrix)
+
+
+def test_raw_ballots_are_merged_into_a_histogram(rng):
+    raw = np.array([rng.permutation(4) for _ in range(500)])
+    profile = Profile.from_orders(raw)
+    assert profile.total == 500
+    assert len(profile.weights) == len({tuple(r) for r in raw.tolist()})
+    counts = {tuple(o): w for o, w in zip(profile.orders.tolist(), profile.weights, strict=True)}
+    for o, w in counts.items():
+        assert w == sum(tuple(r) == o for r in raw.tolist())
+
+
+def test_wide_profiles_merge_without_packing(rng):
+    base = np.array([rng.permutation(17) for _ in range(3)])
+    profile = Profile.from_orders(np.repeat(base, [2, 3, 4], axis=0))
+    assert sorted(profile.weights.tolist()) == [2, 3, 4]
+
+
+def test_unranked_candidates_share_the_remaining_positions():
+    profile = Profile.from_weak_orders([[[0]]], [1], 4)  # "0" then 1, 2, 3 unranked
+    np.testing.assert_allclose(profile.positional_matrix[1:, 1:], 1 / 3)
+    assert profile.pairwise[0, 1] == 1.0 and profile.pairwise[1, 2] == 0.5
+    assert not profile.is_strict
+
+
+def test_weak_orders_round_trip():
+    ballots = [[[2], [0, 3], [1]], [[1], [0], [2], [3]]]
+    profile = Profile.from_weak_orders(ballots, [2, 1], ["a", "b", "c", "d"])
+    assert sorted(map(str, profile.weak_orders())) == sorted(map(str, ballots))
+
+
+@pytest.mark.parametrize(
+    "ballots, weights, message",
+    [
+        ([[[0], [0]]], [1], "appears twice"),
+        ([[[5]]], [1], "outside"),
+        ([[[0]]], [0], "positive"),
+        ([[[0]]], [float("nan")], "positive"),
+        ([], [], "at least one ballot"),
+    ],
+)
+def test_invalid_ballots_raise_value_error(ballots, weights, message):
+    with pytest.raises(ValueError, match=message):
+        Profile.from_weak_orders(ballots, weights, 3)
+
+
+def test_constructor_validates_arrays():
+    with pytest.raises(ValueError, match="levels"):
+        Profile(("a", "b"), np.array([[0, 1]]), np.array([[0, 2]]), np.array([1.0]))
+    with pytest.raises(ValueError, match="unique"):
+        Profile(("a", "a"), np.array([[0, 1]]), np.array([[0, 1]]), np.array([1.0]))
+    with pytest.raises(ValueError, match="permutation"):
+        Profile.from_orders(np.array([[0, 0]]))
+    with pytest.raises(ValueError, match="unknown candidate"):
+        Profile.from_orders(np.array([[0, 1]])).index("z")
