@@ -25,7 +25,9 @@ from rankmodels.aggregation.profile import Profile
 from rankmodels.aggregation.result import (
     DEFAULT_MAX_TIES,
     Aggregation,
+    count_linear_extensions,
     from_scores,
+    linear_extensions,
 )
 
 __all__ = [
@@ -93,11 +95,27 @@ def schulze_strengths(profile: Profile | np.ndarray) -> np.ndarray:
 
 
 def schulze(profile: Profile, max_ties: int = DEFAULT_MAX_TIES) -> Aggregation:
-    """Schulze method with margins; scores = number of candidates beaten in ``p``."""
+    """Schulze method with margins.
+
+    The relation ``p[x, y] > p[y, x]`` is a strict partial order (Schulze 2011); every
+    linear extension is reported as an optimal ranking. Scores are the number of candidates
+    each one beats; the first ranking places available candidates by decreasing score.
+    """
     p = schulze_strengths(profile)
     beats = p > p.T + MARGIN_TOL
     scores = beats.sum(axis=1).astype(float)
-    return from_scores("schulze", scores, max_ties, details={"strengths": p})
+    return _from_partial_order("schulze", beats, scores, max_ties, {"strengths": p})
+
+
+def _from_partial_order(
+    rule: str, before: np.ndarray, scores: np.ndarray, max_ties: int, details: dict
+) -> Aggregation:
+    ties = linear_extensions(before, scores, max_ties)
+    n = before.shape[0]
+    count = count_linear_extensions(before) if n <= 20 else len(ties)
+    return Aggregation(
+        rule=rule, ranking=ties[0], ties=ties, n_optimal=count, scores=scores, details=details
+    )
 
 
 def _creates_cycle(locked: np.ndarray, x: int, y: int) -> bool:
@@ -138,18 +156,22 @@ def ranked_pairs(profile: Profile, max_ties: int = DEFAULT_MAX_TIES) -> Aggregat
                         locked[x, y] = True
                 new_states.add(locked.tobytes())
         states = new_states
-    results = set()
-    for state in states:
-        locked = np.frombuffer(state, dtype=bool).reshape(n, n)
-        closure = _transitive_closure(locked)
+    results: dict[tuple[int, ...], None] = {}
+    closures = [_transitive_closure(np.frombuffer(st, dtype=bool).reshape(n, n)) for st in states]
+    for closure in closures:
         # Unlocked pairs are majority ties; every linear extension of the closure is a result.
-        results.update(_linear_extensions(closure, max_ties))
+        for order in linear_extensions(closure, closure.sum(axis=1), max_ties):
+            results[tuple(order.tolist())] = None
     ties = [np.array(t, dtype=np.int64) for t in sorted(results)][:max_ties]
-    first = ties[0]
-    scores = (n - 1 - np.argsort(first)).astype(float)
+    if len(closures) == 1:
+        scores = closures[0].sum(axis=1).astype(float)
+        return _from_partial_order(
+            "ranked-pairs", closures[0], scores, max_ties, {"tie_orders_truncated": truncated}
+        )
+    scores = (n - 1 - np.argsort(ties[0])).astype(float)
     return Aggregation(
         rule="ranked-pairs",
-        ranking=first,
+        ranking=ties[0],
         ties=ties,
         n_optimal=len(results),
         scores=scores,
@@ -162,22 +184,3 @@ def _transitive_closure(rel: np.ndarray) -> np.ndarray:
     for k in range(rel.shape[0]):
         closure |= closure[:, k : k + 1] & closure[k : k + 1, :]
     return closure
-
-
-def _linear_extensions(before: np.ndarray, limit: int) -> list[tuple[int, ...]]:
-    """Up to ``limit`` orders respecting the strict partial order ``before[x, y]``."""
-    n = before.shape[0]
-    out: list[tuple[int, ...]] = []
-
-    def extend(prefix: list[int], remaining: set[int]) -> None:
-        if len(out) >= limit:
-            return
-        if not remaining:
-            out.append(tuple(prefix))
-            return
-        for x in sorted(remaining):
-            if not any(before[y, x] for y in remaining if y != x):
-                extend(prefix + [x], remaining - {x})
-
-    extend([], set(range(n)))
-    return out

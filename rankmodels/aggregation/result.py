@@ -14,12 +14,15 @@ import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+import numba
 import numpy as np
 
 __all__ = [
     "DEFAULT_MAX_TIES",
     "Aggregation",
+    "count_linear_extensions",
     "from_scores",
+    "linear_extensions",
     "orders_from_groups",
     "score_groups",
 ]
@@ -107,6 +110,59 @@ def _lazy_product(groups: list[np.ndarray], prefix: tuple[int, ...]) -> Iterator
         return
     for perm in itertools.permutations(groups[0].tolist()):
         yield from _lazy_product(groups[1:], prefix + perm)
+
+
+def linear_extensions(
+    before: np.ndarray, preference: np.ndarray | None = None, limit: int = DEFAULT_MAX_TIES
+) -> list[np.ndarray]:
+    """Up to ``limit`` orders respecting the strict partial order ``before[x, y]`` (x above y).
+
+    Orders are generated depth first, trying available candidates by decreasing
+    ``preference`` (then index), so the first one is the preference-greedy extension.
+    """
+    before = np.asarray(before, dtype=bool)
+    n = before.shape[0]
+    pref = np.zeros(n) if preference is None else np.asarray(preference, dtype=float)
+    try_order = np.lexsort((np.arange(n), -pref)).tolist()
+    out: list[np.ndarray] = []
+
+    def extend(prefix: list[int], placed: np.ndarray) -> None:
+        if len(out) >= limit:
+            return
+        if len(prefix) == n:
+            out.append(np.array(prefix, dtype=np.int64))
+            return
+        for x in try_order:
+            if not placed[x] and not np.any(before[~placed, x]):
+                placed[x] = True
+                extend([*prefix, x], placed)
+                placed[x] = False
+
+    extend([], np.zeros(n, dtype=bool))
+    return out
+
+
+def count_linear_extensions(before: np.ndarray) -> int:
+    """Number of linear extensions of the strict partial order ``before`` (exact, n <= 20)."""
+    before = np.asarray(before, dtype=bool)
+    n = before.shape[0]
+    if n > 20:
+        raise ValueError(f"counting linear extensions is limited to n <= 20, got {n}")
+    preds = np.array([int(sum(1 << y for y in np.flatnonzero(before[:, x]))) for x in range(n)])
+    return int(_count_extensions(preds.astype(np.int64), n))
+
+
+@numba.njit(cache=True)
+def _count_extensions(preds: np.ndarray, n: int) -> float:  # pragma: no cover - numba
+    ways = np.zeros(1 << n)
+    ways[0] = 1.0
+    for S in range(1 << n):
+        if ways[S] == 0.0:
+            continue
+        for x in range(n):
+            if not (S >> x) & 1 and (preds[x] & S) == preds[x]:
+                ways[S | (1 << x)] += ways[S]
+    return ways[(1 << n) - 1]
 
 
 def from_scores(
