@@ -94,6 +94,30 @@ def test_report_is_well_formed_and_references_the_images_relatively(sample):
     assert float(summary["Mean ESS"]) == pytest.approx(track["ess"].values.mean(), rel=1e-3)
 
 
+def test_pipeline_summary_keys_replace_rows_instead_of_duplicating(sample):
+    _, track, _ = sample
+    summary = {
+        "cycles": 60,
+        "arrivals": 7,
+        "mean_ess": 123.4,
+        "clutter_fraction": 0.25,
+        "collapsed_cycles": [3, 17],
+        "engine": "bp",
+        "smoothed": True,
+        "run_time_s": 53.71,
+        "my_extra": "<kept>",
+    }
+    rows = parse(tracking_report(track, summary, IMAGES)).tables["summary"]
+    labels = [r[0] for r in rows]
+    assert len(labels) == len(set(labels))
+    shown = dict(rows)
+    assert shown["Listening cycles"] == "60" and shown["Recorded arrivals"] == "7"
+    assert shown["Arrivals called clutter"] == "25.0 %"
+    assert shown["Collapsed cycles"] == "2"
+    assert shown["Likelihood engine"] == "bp" and shown["Smoothed"] == "yes"
+    assert shown["Run time"] == "53.7 s" and shown["my_extra"] == "<kept>"
+
+
 def test_per_source_table_matches_a_direct_count(sample):
     _, track, _ = sample
     page = parse(tracking_report(track, {}, IMAGES))

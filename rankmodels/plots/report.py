@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import PurePosixPath
 from urllib.parse import quote, urlsplit
 
@@ -20,6 +20,7 @@ import xarray as xr
 from rankmodels.plots.track_summary import (
     COLLAPSE_ESS,
     arrival_count,
+    attr_flag,
     clutter_fraction,
     collapsed_cycles,
     source_table,
@@ -69,8 +70,8 @@ def _e(value: object) -> str:
 
 
 def format_value(value: object) -> str:
-    """Readable text of a summary value: booleans as yes/no, floats with 4 significant digits,
-    sequences joined by commas, NaN/None as an en dash. Not escaped."""
+    """Readable text of a summary value: booleans as yes/no, floats with 4 significant digits
+    (one decimal from 1000 on), sequences joined by commas, NaN/None as an en dash. Not escaped."""
     if value is None:
         return "–"
     if isinstance(value, bool | np.bool_):
@@ -78,10 +79,48 @@ def format_value(value: object) -> str:
     if isinstance(value, float | np.floating):
         if not math.isfinite(value):
             return "–" if math.isnan(value) else str(value)
-        return f"{value:.4g}"
+        return f"{value:.4g}" if abs(value) < 1000 else f"{value:.1f}"
     if isinstance(value, list | tuple):
         return ", ".join(format_value(v) for v in value)
     return str(value)
+
+
+def _count(value: object) -> object:
+    """A list of cycle indices shown as its length; anything else unchanged."""
+    return len(value) if isinstance(value, list | tuple | np.ndarray) else value
+
+
+def _seconds(value: object) -> object:
+    return f"{float(value):.1f} s" if isinstance(value, int | float | np.number) else value
+
+
+SUMMARY_KEYS: dict[str, tuple[str, Callable[[object], object] | None]] = {
+    # summary-dict key (as returned by rankmodels.tracking.pipeline.track_float) ->
+    # (row label in the report, value conversion)
+    "float_id": ("Float", None),
+    "cycles": ("Listening cycles", None),
+    "cycles_without_data": ("Cycles without arrivals", None),
+    "arrivals": ("Recorded arrivals", None),
+    "mean_ess": ("Mean ESS", None),
+    "clutter_fraction": ("Arrivals called clutter", lambda v: _percent(float(v))),
+    "collapsed_cycles": ("Collapsed cycles", _count),
+    "log_likelihood": ("Total log-likelihood", None),
+    "engine": ("Likelihood engine", None),
+    "particles": ("Particles", None),
+    "seed": ("Seed", None),
+    "smoothed": ("Smoothed", bool),
+    "recovery_used": ("Recovery fix used by the smoother", bool),
+    "ensemble": ("Smoothing ensemble size", None),
+    "simulated": ("Simulated data", bool),
+    "run_time_s": ("Run time", _seconds),
+}
+"""Known summary keys: shown under the same label as the value computed from the track, which
+they replace (no duplicate rows). Other keys are shown as given."""
+
+
+def summary_label(key: str) -> tuple[str, Callable[[object], object] | None]:
+    """Row label and shown value for summary entry ``key``."""
+    return SUMMARY_KEYS.get(key, (key, None))
 
 
 def _fixed(value: float, digits: int) -> str:
@@ -101,22 +140,13 @@ def _image_src(path: str) -> str:
     return quote(text.replace("\\", "/"), safe="/")
 
 
-def _flag(attrs: Mapping[str, object], name: str) -> bool | None:
-    if name not in attrs:
-        return None
-    value = attrs[name]
-    if isinstance(value, str):
-        return value.strip().lower() in ("1", "true", "yes")
-    return bool(int(value))  # type: ignore[call-overload]
-
-
 def track_summary_rows(track: xr.Dataset) -> dict[str, object]:
     """The summary entries computed from the track itself (label -> value)."""
     attrs = track.attrs
     times = np.asarray(track["time"].values).astype("datetime64[ns]")
     finite = times[~np.isnat(times)]
     rows: dict[str, object] = {"Float": attrs.get("float_id", "?")}
-    if "source_file" in attrs:
+    if str(attrs.get("source_file", "")):
         rows["Input file"] = attrs["source_file"]
     rows["Listening cycles"] = int(track.sizes["cycle"])
     if finite.size:
@@ -131,17 +161,22 @@ def track_summary_rows(track: xr.Dataset) -> dict[str, object]:
         ("engine", "Likelihood engine"),
         ("particles", "Particles"),
         ("seed", "Seed"),
+        ("ensemble", "Smoothing ensemble size"),
         ("sigma", "TOA noise σ (s)"),
         ("p_detect", "Detection probability P_D"),
         ("clutter_rate", "Clutter rate λ (per window)"),
         ("sound_speed", "Sound speed (m/s)"),
-        ("process_noise_km", "Process noise (km per cycle)"),
+        ("process_noise_km", "Process noise (km per axis, 1-day step)"),
     ):
         if key in attrs:
             rows[label] = attrs[key]
-    smoothed = _flag(attrs, "smoothed")
-    if smoothed is not None:
-        rows["Smoothed"] = smoothed
+    for key, label in (
+        ("smoothed", "Smoothed"),
+        ("recovery_used", "Recovery fix used by the smoother"),
+    ):
+        flag = attr_flag(attrs, key)
+        if flag is not None:
+            rows[label] = flag
     if "ess" in track:
         ess = np.asarray(track["ess"].values, dtype=float)
         if np.isfinite(ess).any():
@@ -152,7 +187,7 @@ def track_summary_rows(track: xr.Dataset) -> dict[str, object]:
         rows["Total log-likelihood"] = float(ll.sum()) if np.isfinite(ll).all() else float("-inf")
     rows["Arrivals called clutter"] = _percent(clutter_fraction(track))
     rows["Collapsed cycles"] = int(collapsed_cycles(track).sum())
-    rows["Simulated data"] = bool(_flag(attrs, "simulated"))
+    rows["Simulated data"] = bool(attr_flag(attrs, "simulated"))
     for key, label in (("rankmodels_version", "rankmodels version"), ("created", "Created")):
         if key in attrs:
             rows[label] = attrs[key]
@@ -226,14 +261,17 @@ def tracking_report(
 ) -> str:
     """The HTML report (a complete document as a string).
 
-    ``summary``: extra entries for the summary table (e.g. ``{"Run time (s)": 12.3}``); they are
-    shown after, and override, the entries computed from ``track``
-    (:func:`track_summary_rows`). ``images``: figure name -> path relative to the report, shown in
-    the given order; the names "map", "toa" and "diagnostics" get standard captions.
+    ``summary``: extra entries for the summary table, e.g. the summary dict of
+    :func:`rankmodels.tracking.pipeline.track_float` (``run_time_s``, ``collapsed_cycles``, ...).
+    Keys in :data:`SUMMARY_KEYS` replace the row of the same meaning computed from ``track``
+    (:func:`track_summary_rows`); other keys are appended as given. ``images``: figure name ->
+    path relative to the report, shown in the given order; the names "map", "toa" and
+    "diagnostics" get standard captions.
     """
     rows = track_summary_rows(track)
     for key, value in summary.items():
-        rows[str(key)] = value
+        label, convert = summary_label(str(key))
+        rows[label] = convert(value) if convert is not None and value is not None else value
     float_id = rows.get("Float", track.attrs.get("float_id", "?"))
     simulated = bool(rows.get("Simulated data"))
     badge = '<span class="badge">simulated data</span>' if simulated else ""

@@ -8,6 +8,7 @@ probability; optional ``association_posterior`` (cycle, rank, candidate) over so
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,6 +30,16 @@ class SourceRow:
     arrivals: int  # arrivals whose most probable origin is this candidate
     mean_prob: float  # mean association_prob over those arrivals (NaN if none)
     expected: float  # sum over all arrivals of P(origin = this candidate) (NaN if unavailable)
+
+
+def attr_flag(attrs: Mapping[str, object], name: str) -> bool | None:
+    """A 0/1, boolean or "true"/"yes" attribute as bool; None when absent."""
+    if name not in attrs:
+        return None
+    value = attrs[name]
+    if isinstance(value, str):
+        return value.strip().lower() in ("1", "true", "yes")
+    return bool(np.asarray(value).item())
 
 
 def source_names(track: xr.Dataset) -> list[str]:

@@ -31,6 +31,7 @@ from rankmodels.plots import style
 from rankmodels.plots.cartopy_data import natural_earth_feature
 from rankmodels.plots.track_summary import (
     CLUTTER,
+    attr_flag,
     collapsed_cycles,
     source_names,
     source_table,
@@ -354,7 +355,7 @@ def track_map(record: xr.Dataset, track: xr.Dataset, truth: xr.Dataset | None = 
         track_lc.set_clim(finite_dates.min(), max(finite_dates.max(), finite_dates.min() + 1))
     track_lc.set_gid("track")
     ax.add_collection(track_lc)
-    smoothed = bool(int(track.attrs.get("smoothed", 0)))
+    smoothed = bool(attr_flag(track.attrs, "smoothed"))
     handles.append(
         Line2D(
             [],
@@ -595,9 +596,9 @@ def _title(track: xr.Dataset, record: xr.Dataset | None, what: str) -> str:
             f", {np.datetime_as_string(finite.min(), unit='D')}"
             f" to {np.datetime_as_string(finite.max(), unit='D')}"
         )
-    simulated = bool(int(track.attrs.get("simulated", 0) or 0))
-    if record is not None and not simulated:
-        simulated = bool(int(record.attrs.get("simulated", 0) or 0))
+    simulated = bool(attr_flag(track.attrs, "simulated")) or (
+        record is not None and bool(attr_flag(record.attrs, "simulated"))
+    )
     extra = " (simulated record)" if simulated else ""
     return f"RAFOS float {_float_id(track, record)}: {what}{span}{extra}"
 
