@@ -153,9 +153,7 @@ def aggregate_command(
     if rule is None:
         rule = "scores" if vector is not None else "borda"
     if vector is not None and rule != "scores":
-        raise BadInput(
-            f"--scores gives a custom score vector; it cannot be used with --rule {rule}"
-        )
+        raise BadInput(f"--scores gives a custom score vector; it cannot go with --rule {rule}")
     if rule == "k-approval" and k is None:
         raise BadInput("--rule k-approval needs --k")
     profile = read_votes(votes)
