@@ -13,14 +13,23 @@ positive matrix onto the polytope.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+import numba
 import numpy as np
+from scipy.optimize import linear_sum_assignment
 
 from rankmodels.permutations import as_permutation
 
 __all__ = [
+    "SinkhornResult",
+    "birkhoff_decomposition",
+    "hungarian_decode",
     "is_doubly_stochastic",
     "marginal_matrix",
     "permutation_matrix",
+    "sinkhorn",
+    "sinkhorn_vjp",
 ]
 
 
@@ -84,3 +93,531 @@ def is_doubly_stochastic(M: np.ndarray, atol: float = 1e-8) -> bool:
         and np.allclose(M.sum(axis=-1), 1.0, atol=atol)
         and np.allclose(M.sum(axis=-2), 1.0, atol=atol)
     )
+
+
+# --------------------------------------------------------------------------- Sinkhorn
+
+
+@dataclass(frozen=True)
+class SinkhornResult:
+    """Output of :func:`sinkhorn`, with what :func:`sinkhorn_vjp` needs to go backward.
+
+    Attributes
+    ----------
+    log_p, p:
+        ``(B, n, n)`` (or ``(n, n)``) normalised matrix and its log (0 / ``-inf`` on padding).
+    n_iter:
+        ``(B,)`` number of (column, row) iterations performed on each matrix.
+    lengths:
+        ``(B,)`` list sizes: matrix ``b`` lives in ``[:lengths[b], :lengths[b]]``.
+    log_a, col_lse, row_lse:
+        The input and the cumulative column / row log-normalisers ``C_t, R_t`` after each
+        iteration, ``(B, T, n)`` (``None`` when ``record=False``): iterate ``t`` is
+        ``log_a[j, k] - C_t[k] - R_t[j]``, so the backward pass rebuilds it instead of
+        storing it.
+    scaled:
+        ``(B,)`` True where the iterations after the first ran in the scaling domain.
+    """
+
+    log_p: np.ndarray
+    p: np.ndarray
+    n_iter: np.ndarray
+    lengths: np.ndarray
+    log_a: np.ndarray
+    col_lse: np.ndarray | None
+    row_lse: np.ndarray | None
+    scaled: np.ndarray
+    single: bool
+
+
+_FAST = {"contract", "reassoc", "nsz", "arcp"}  # no nnan/ninf: -inf entries are legal
+_SCALE_LIMIT = 1e100  # bound on the scaling vectors of the fast path
+
+
+@numba.njit(cache=True)
+def _log_iterations(la, X, P, t0, steps, tol, rec, C_hist, R_hist, C, R):  # pragma: no cover
+    """Pure log-domain iterations ``t0 .. steps-1`` on ``X = log_a - C - R`` (in place).
+
+    Returns the number of iterations done and whether every row / column had mass.
+    ``C_hist[t], R_hist[t]`` receive the cumulative normalisers after iteration ``t``.
+    """
+    m = X.shape[0]
+    mx = np.empty(m)
+    acc = np.empty(m)
+    ok = True
+    t = t0
+    while t < steps:
+        for k in range(m):
+            mx[k] = -np.inf
+            acc[k] = 0.0
+        for j in range(m):
+            for k in range(m):
+                if X[j, k] > mx[k]:
+                    mx[k] = X[j, k]
+        for j in range(m):
+            for k in range(m):
+                acc[k] += np.exp(X[j, k] - mx[k])
+        worst = 0.0
+        for k in range(m):
+            if mx[k] == -np.inf:
+                ok = False
+                acc[k] = 0.0
+            else:
+                acc[k] = mx[k] + np.log(acc[k])
+            worst = max(worst, abs(np.exp(acc[k]) - 1.0))
+        if tol > 0.0 and t > 0 and worst <= tol:
+            break
+        for k in range(m):
+            C[k] += acc[k]
+        for j in range(m):
+            for k in range(m):
+                X[j, k] -= acc[k]
+        for j in range(m):
+            rm = -np.inf
+            for k in range(m):
+                if X[j, k] > rm:
+                    rm = X[j, k]
+            r = 0.0
+            if rm == -np.inf:
+                ok = False
+            else:
+                s = 0.0
+                for k in range(m):
+                    e = np.exp(X[j, k] - rm)
+                    P[j, k] = e
+                    s += e
+                r = rm + np.log(s)
+                for k in range(m):
+                    P[j, k] /= s
+            R[j] += r
+            for k in range(m):
+                X[j, k] -= r
+        if rec:
+            for k in range(m):
+                C_hist[t, k] = C[k]
+                R_hist[t, k] = R[k]
+        t += 1
+    return t, ok
+
+
+@numba.njit(fastmath=_FAST, cache=True)
+def _scaled_iterations(K, t0, steps, tol, rec, C_hist, R_hist, C, R, u, v):  # pragma: no cover
+    """Iterations ``t0 ..`` in the scaling domain: the iterate is ``diag(u) K diag(v)``.
+
+    ``K`` is the row-normalised matrix of a first log-domain iteration, so its entries lie
+    in [0, 1] and the scalings stay moderate; the log-normalisers are accumulated exactly
+    as in the log domain (``C += log colsum``, ``R += log rowsum``). Returns the number of
+    iterations done and False if a scaling left ``[1/_SCALE_LIMIT, _SCALE_LIMIT]``
+    (the caller then redoes the matrix in the log domain).
+    """
+    m = K.shape[0]
+    sig = np.empty(m)
+    t = t0
+    while t < steps:
+        for k in range(m):
+            sig[k] = 0.0
+        for j in range(m):
+            uj = u[j]
+            for k in range(m):
+                sig[k] += K[j, k] * uj
+        worst = 0.0
+        for k in range(m):
+            worst = max(worst, abs(v[k] * sig[k] - 1.0))
+        if tol > 0.0 and worst <= tol:
+            break
+        for k in range(m):
+            colsum = v[k] * sig[k]
+            if not (colsum > 0.0) or not (sig[k] > 1.0 / _SCALE_LIMIT):
+                return t, False
+            C[k] += np.log(colsum)
+            v[k] = 1.0 / sig[k]
+            if v[k] > _SCALE_LIMIT:
+                return t, False
+        for j in range(m):
+            rho = 0.0
+            for k in range(m):
+                rho += K[j, k] * v[k]
+            rowsum = u[j] * rho
+            if not (rowsum > 0.0) or not (rho > 1.0 / _SCALE_LIMIT):
+                return t, False
+            R[j] += np.log(rowsum)
+            u[j] = 1.0 / rho
+            if u[j] > _SCALE_LIMIT or u[j] < 1.0 / _SCALE_LIMIT:
+                return t, False
+        if rec:
+            for k in range(m):
+                C_hist[t, k] = C[k]
+                R_hist[t, k] = R[k]
+        t += 1
+    return t, True
+
+
+@numba.njit(parallel=True, cache=True)
+def _sinkhorn_forward(
+    log_a, lengths, steps, tol, rec, allow_scaled, out, p_out, C_hist, R_hist, n_done, ok, fast
+):  # pragma: no cover - numba
+    for b in numba.prange(log_a.shape[0]):
+        m = lengths[b]
+        la = np.ascontiguousarray(log_a[b, :m, :m])
+        X = la.copy()
+        P = np.empty((m, m))
+        Ch = C_hist[b] if rec else C_hist[0]
+        Rh = R_hist[b] if rec else R_hist[0]
+        C = np.zeros(m)
+        R = np.zeros(m)
+        first = min(steps, 1) if allow_scaled else steps
+        t, good = _log_iterations(la, X, P, 0, first, tol, rec, Ch, Rh, C, R)
+        scaled = allow_scaled and steps > 1 and good
+        if scaled:
+            u = np.ones(m)
+            v = np.ones(m)
+            t, scaled = _scaled_iterations(P, 1, steps, tol, rec, Ch, Rh, C, R, u, v)
+            if scaled:
+                for j in range(m):
+                    for k in range(m):
+                        X[j, k] = la[j, k] - C[k] - R[j]
+                        P[j, k] *= u[j] * v[k]
+            else:  # scalings out of range: redo this matrix in the log domain
+                X[:, :] = la
+                C[:] = 0.0
+                R[:] = 0.0
+                t, good = _log_iterations(la, X, P, 0, steps, tol, rec, Ch, Rh, C, R)
+        if not scaled:
+            for j in range(m):
+                for k in range(m):
+                    P[j, k] = np.exp(X[j, k])
+        out[b, :, :] = -np.inf
+        p_out[b, :, :] = 0.0
+        out[b, :m, :m] = X
+        p_out[b, :m, :m] = P
+        fast[b] = scaled
+        ok[b] = good
+        n_done[b] = t
+
+
+@numba.njit(fastmath=_FAST, cache=True)
+def _adjoint_rows(G, K, a, bk):  # pragma: no cover - numba
+    """``G <- G - Y * rowsum(G)`` with ``Y[j, k] = K[j, k] a[j] bk[k]`` (adjoint of T_R)."""
+    m = G.shape[0]
+    for j in range(m):
+        s = 0.0
+        for k in range(m):
+            s += G[j, k]
+        c = a[j] * s
+        for k in range(m):
+            G[j, k] -= K[j, k] * c * bk[k]
+
+
+@numba.njit(fastmath=_FAST, cache=True)
+def _adjoint_cols(G, K, a, bk, cs):  # pragma: no cover - numba
+    """``G <- G - Y * colsum(G)`` with ``Y[j, k] = K[j, k] a[j] bk[k]`` (adjoint of T_C)."""
+    m = G.shape[0]
+    for k in range(m):
+        cs[k] = 0.0
+    for j in range(m):
+        for k in range(m):
+            cs[k] += G[j, k]
+    for k in range(m):
+        cs[k] *= bk[k]
+    for j in range(m):
+        aj = a[j]
+        for k in range(m):
+            G[j, k] -= K[j, k] * aj * cs[k]
+
+
+@numba.njit(parallel=True, cache=True)
+def _sinkhorn_backward(
+    log_a, lengths, n_done, fast, C_hist, R_hist, grad_log_p, out
+):  # pragma: no cover - numba
+    B = log_a.shape[0]
+    for b in numba.prange(B):
+        m = lengths[b]
+        T = n_done[b]
+        G = np.ascontiguousarray(grad_log_p[b, :m, :m])
+        la = np.ascontiguousarray(log_a[b, :m, :m])
+        Ch, Rh = C_hist[b], R_hist[b]
+        K = np.empty((m, m))
+        a = np.ones(m)
+        bk = np.ones(m)
+        cs = np.empty(m)
+        if T > 0 and fast[b]:
+            for j in range(m):
+                for k in range(m):
+                    K[j, k] = np.exp(la[j, k] - Ch[0, k] - Rh[0, j])
+        for t in range(T - 1, -1, -1):
+            if fast[b]:
+                # iterates relative to K = exp(log_a - C_0 - R_0): scalings stay moderate
+                for k in range(m):
+                    bk[k] = np.exp(Ch[0, k] - Ch[t, k])
+                for j in range(m):
+                    a[j] = np.exp(Rh[0, j] - Rh[t, j])
+                _adjoint_rows(G, K, a, bk)
+                for j in range(m):
+                    a[j] = np.exp(Rh[0, j] - (Rh[t - 1, j] if t > 0 else 0.0))
+                _adjoint_cols(G, K, a, bk, cs)
+            else:
+                # log domain: rebuild each iterate from log_a and the normalisers
+                for j in range(m):
+                    for k in range(m):
+                        K[j, k] = np.exp(la[j, k] - Ch[t, k] - Rh[t, j])
+                _adjoint_rows(G, K, a, bk)
+                for j in range(m):
+                    rp = Rh[t - 1, j] if t > 0 else 0.0
+                    for k in range(m):
+                        K[j, k] = np.exp(la[j, k] - Ch[t, k] - rp)
+                _adjoint_cols(G, K, a, bk, cs)
+        out[b, :, :] = 0.0
+        out[b, :m, :m] = G
+
+
+def _square_stack(log_a: np.ndarray, lengths: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    if log_a.ndim != 3 or log_a.shape[1] != log_a.shape[2]:
+        raise ValueError(f"log_a must be (n, n) or (B, n, n), got shape {log_a.shape}")
+    B, n = log_a.shape[0], log_a.shape[1]
+    if lengths is None:
+        return log_a, np.full(B, n, dtype=np.int64)
+    lens = np.asarray(lengths)
+    if lens.size and not np.issubdtype(lens.dtype, np.integer):
+        raise TypeError(f"lengths must be integers, got dtype {lens.dtype}")
+    lens = lens.astype(np.int64).reshape(-1)
+    if lens.shape != (B,) or np.any(lens < 0) or np.any(lens > n):
+        raise ValueError(f"lengths must be {B} integers in 0..{n}")
+    return log_a, lens
+
+
+def sinkhorn(
+    log_a: np.ndarray,
+    lengths: np.ndarray | None = None,
+    *,
+    n_iter: int | None = None,
+    tol: float = 1e-9,
+    max_iter: int = 1000,
+    record: bool = True,
+    domain: str = "auto",
+) -> SinkhornResult:
+    """Sinkhorn normalisation in the log domain, batched over matrices of different sizes.
+
+    One iteration is a column then a row normalisation (SinkProp section 3,
+    ``Z^i = T_R(T_C(Z^{i-1}))``)::
+
+        X <- X - logsumexp_j X[j, :]      (columns sum to one)
+        X <- X - logsumexp_k X[:, k]      (rows sum to one)
+
+    starting from ``X = log A``. With ``n_iter`` exactly that many iterations are run (an
+    *incomplete* normalisation, SinkProp uses 5); otherwise it iterates until the column
+    sums are within ``tol`` of one (rows are exact after a row step) or ``max_iter``.
+
+    The first iteration runs in the log domain. It leaves a row-stochastic ``K`` with
+    entries in ``[0, 1]``; the later iterations run on ``diag(u) K diag(v)`` (no
+    exponentials, the log-stabilised scheme of Schmitzer 2019) while the log-normalisers
+    ``C, R`` are accumulated exactly, so ``log_p = log_a - C - R`` keeps full range. A
+    matrix whose scalings leave ``[1e-100, 1e100]`` is redone entirely in the log domain.
+    Entries of ``K`` that underflow contribute below ``1e-108`` relative to any sum, so both
+    paths compute the same function to rounding; ``domain="log"`` forces the log domain
+    throughout (every iteration costs ``2 n^2`` exponentials instead of ``2 n^2`` products).
+
+    Parameters
+    ----------
+    log_a:
+        ``(n, n)`` or ``(B, n, n)`` log of the non-negative matrices (``-inf`` for zeros).
+        Matrix ``b`` is ``log_a[b, :lengths[b], :lengths[b]]``; the rest is ignored.
+    lengths:
+        ``(B,)`` sizes of the matrices in a padded batch; all ``n`` if omitted.
+    record:
+        Keep the per-iteration log-normalisers (``B * T * n * 16`` bytes) for
+        :func:`sinkhorn_vjp`.
+
+    Raises
+    ------
+    ValueError
+        If a row or column is entirely ``-inf`` (no doubly-stochastic scaling exists).
+    """
+    if domain not in ("auto", "log"):
+        raise ValueError(f"domain must be 'auto' or 'log', got {domain!r}")
+    arr = np.asarray(log_a, dtype=np.float64)
+    single = arr.ndim == 2
+    arr = np.ascontiguousarray(arr[None] if single else arr)
+    arr, lens = _square_stack(arr, lengths)
+    if np.any(np.isnan(arr)) or np.any(arr == np.inf):
+        raise ValueError("log_a must not contain NaN or +inf")
+    if n_iter is not None:
+        if n_iter < 0:
+            raise ValueError(f"n_iter must be >= 0, got {n_iter}")
+        steps, tol_used = int(n_iter), 0.0
+    else:
+        if tol <= 0 or max_iter < 1:
+            raise ValueError("tol must be > 0 and max_iter >= 1 when n_iter is not given")
+        steps, tol_used = int(max_iter), float(tol)
+    B, n = arr.shape[0], arr.shape[1]
+    out = np.empty_like(arr)
+    p_out = np.empty_like(arr)
+    shape = (B, steps, n) if record else (1, 1, 1)
+    col_lse = np.zeros(shape)
+    row_lse = np.zeros(shape)
+    n_done = np.zeros(B, dtype=np.int64)
+    ok = np.ones(B, dtype=np.bool_)
+    scaled = np.zeros(B, dtype=np.bool_)
+    _sinkhorn_forward(
+        arr,
+        lens,
+        steps,
+        tol_used,
+        record,
+        domain == "auto",
+        out,
+        p_out,
+        col_lse,
+        row_lse,
+        n_done,
+        ok,
+        scaled,
+    )
+    if not ok.all():
+        bad = int(np.flatnonzero(~ok)[0])
+        raise ValueError(f"matrix {bad} has a row or column without a positive entry")
+    if record:
+        T = int(n_done.max(initial=0))
+        col_lse, row_lse = col_lse[:, :T], row_lse[:, :T]
+    else:
+        col_lse = row_lse = None
+    return SinkhornResult(
+        out[0] if single else out,
+        p_out[0] if single else p_out,
+        n_done,
+        lens,
+        arr,
+        col_lse,
+        row_lse,
+        scaled,
+        single,
+    )
+
+
+def sinkhorn_vjp(result: SinkhornResult, grad_p: np.ndarray) -> np.ndarray:
+    """Exact vector-Jacobian product of :func:`sinkhorn`: ``dU/d log_a`` from ``dU/dP``.
+
+    Reverse mode through the unrolled iterations actually performed (SinkProp section 3 in
+    the log domain). Through ``Y = X - logsumexp(X)`` along an axis the adjoint is
+    ``g_X = g_Y - exp(Y) * sum(g_Y)`` along that axis; the iterates ``Y`` are rebuilt as
+    ``log_a - C_t[k] - R_t[j]`` from the recorded cumulative log-normalisers, so memory stays
+    ``O(B n T)``. The input gradient is ``g_log_P = grad_p * P``. For the gradient with
+    respect to ``A`` itself divide by ``A``.
+
+    ``grad_p`` has the shape of ``result.log_p``; the output has the shape of ``log_a``
+    (zero on padding).
+    """
+    if result.col_lse is None:
+        raise ValueError("sinkhorn was run with record=False; rerun with record=True")
+    g = np.asarray(grad_p, dtype=np.float64)
+    if g.shape != result.log_p.shape:
+        raise ValueError(f"grad_p must have shape {result.log_p.shape}, got {g.shape}")
+    p = result.p[None] if result.single else result.p
+    g_log_p = (g[None] if result.single else g) * p
+    out = np.empty_like(result.log_a)
+    _sinkhorn_backward(
+        result.log_a,
+        result.lengths,
+        result.n_iter,
+        result.scaled,
+        result.col_lse,
+        result.row_lse,
+        np.ascontiguousarray(g_log_p),
+        out,
+    )
+    return out[0] if result.single else out
+
+
+# ------------------------------------------------------------------ decoding a DSM
+
+
+def _finite_log(log_p: np.ndarray) -> np.ndarray:
+    """Replace ``-inf`` by a value far below every finite entry (for assignment solvers)."""
+    finite = np.isfinite(log_p)
+    floor = (log_p[finite].min() if finite.any() else 0.0) - 1e6
+    return np.where(finite, log_p, floor)
+
+
+def _assign(log_p: np.ndarray) -> np.ndarray:
+    """Order maximising ``sum_k log_p[order[k], k]`` (SinkProp eq. 5)."""
+    items, positions = linear_sum_assignment(_finite_log(log_p), maximize=True)
+    order = np.empty(log_p.shape[0], dtype=np.int64)
+    order[positions] = items
+    return order
+
+
+def hungarian_decode(
+    log_p: np.ndarray,
+    lengths: np.ndarray | None = None,
+    *,
+    shortcut: int | None = None,
+) -> np.ndarray:
+    """Most likely single permutation under a DSM: ``argmax_s sum_k log P[s[k], k]`` (eq. 5).
+
+    Solved exactly with the Hungarian algorithm (``scipy.optimize.linear_sum_assignment``,
+    ``O(n^3)``). With ``shortcut=P`` and lists longer than ``P`` the paper's short-cut
+    (SinkProp section 2.3) is used: sort the items by expected position
+    ``E[rank_j] = sum_k P[j, k] k`` (``O(n^2)``), then re-solve eq. 5 exactly for the top
+    ``P`` items on the top ``P`` positions, keeping the rest of that order (``O(n^2 + P^3)``).
+
+    ``log_p`` is ``(n, n)`` or ``(B, n, n)`` (log of the DSM, ``-inf`` allowed); returns
+    orders (items best first) of shape ``(n,)`` or ``(B, n)``, padded with ``-1``.
+    """
+    arr = np.asarray(log_p, dtype=float)
+    single = arr.ndim == 2
+    arr, lens = _square_stack(arr[None] if single else arr, lengths)
+    if shortcut is not None and shortcut < 1:
+        raise ValueError(f"shortcut must be >= 1, got {shortcut}")
+    out = np.full(arr.shape[:2], -1, dtype=np.int64)
+    for b in range(arr.shape[0]):
+        m = int(lens[b])
+        sub = arr[b, :m, :m]
+        if shortcut is None or m <= shortcut:
+            out[b, :m] = _assign(sub)
+            continue
+        expected = np.exp(sub) @ np.arange(m)
+        rough = np.argsort(expected, kind="stable")
+        top = rough[:shortcut]
+        head = _assign(sub[np.ix_(top, np.arange(shortcut))])
+        out[b, :shortcut] = top[head]
+        out[b, shortcut:m] = rough[shortcut:]
+    return out[0] if single else out
+
+
+def birkhoff_decomposition(
+    M: np.ndarray, *, tol: float = 1e-9, max_terms: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Write a DSM as a convex combination of permutations (Birkhoff-von Neumann).
+
+    Greedy: repeatedly take the permutation in the support of the residual ``R`` that
+    maximises ``sum_k log R[order[k], k]`` (an assignment problem), give it the weight
+    ``w = min_k R[order[k], k]`` and subtract ``w`` along it. Each step zeroes at least one
+    entry, so at most ``n^2 - 2n + 2`` terms are produced (Marcus-Ree / SinkProp sec. 2.2).
+    Stops when the remaining mass ``sum(R) / n`` is below ``tol``.
+
+    Returns ``orders`` ``(m, n)`` (items best first, as :func:`marginal_matrix` takes them)
+    and ``weights`` ``(m,)`` with ``marginal_matrix(orders, weights) ~= M`` and
+    ``weights.sum() ~= 1``.
+    """
+    R = np.array(M, dtype=float)
+    if R.ndim != 2 or R.shape[0] != R.shape[1]:
+        raise ValueError(f"M must be a square matrix, got shape {R.shape}")
+    if not is_doubly_stochastic(R, atol=max(tol, 1e-8) * R.shape[0]):
+        raise ValueError("M must be doubly stochastic")
+    n = R.shape[0]
+    limit = n * n - 2 * n + 2 if max_terms is None else max_terms
+    cols = np.arange(n)
+    orders, weights = [], []
+    while R.sum() / max(n, 1) > tol and len(weights) < max(limit, 1):
+        support = R > tol
+        with np.errstate(divide="ignore"):
+            order = _assign(np.where(support, np.log(np.where(support, R, 1.0)), -np.inf))
+        w = R[order, cols].min()
+        if w <= tol:
+            break  # only numerical dust is left
+        R[order, cols] -= w
+        R[np.abs(R) < tol * 1e-3] = 0.0
+        orders.append(order)
+        weights.append(w)
+    if not weights:
+        raise ValueError("M has no permutation in its support above tol")
+    return np.array(orders, dtype=np.int64), np.array(weights)
