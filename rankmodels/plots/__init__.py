@@ -1,0 +1,8 @@
+"""Figures and reports: RAFOS track maps (cartopy, offline Natural Earth), TOA diagrams,
+filter diagnostics and the HTML run report.
+
+Modules: :mod:`~rankmodels.plots.tracking` (figures), :mod:`~rankmodels.plots.report` (HTML),
+:mod:`~rankmodels.plots.cartopy_data` (shipped Natural Earth data),
+:mod:`~rankmodels.plots.track_summary` (numbers shown), :mod:`~rankmodels.plots.style`.
+Importing this package does not import cartopy or pyplot.
+"""

@@ -99,6 +99,16 @@ def _scalar(record: xr.Dataset | None, name: str) -> float | None:
     return float(val.item())
 
 
+def _nice_degrees(lo: float, hi: float, steps: tuple[int, ...], max_lines: int) -> np.ndarray:
+    """Grid-line positions in whole degrees over [lo, hi]: the smallest step of ``steps``
+    giving at most ``max_lines`` lines (longitudes wrapped to [-180, 180))."""
+    for step in steps:
+        ticks = np.arange(np.ceil(lo / step) * step, hi + 1e-9, step)
+        if ticks.size <= max_lines:
+            break
+    return (ticks + 180.0) % 360.0 - 180.0
+
+
 def _map_projection(lat_min: float, lat_max: float, lon0: float):
     """Lambert conformal conic for mid/high latitudes (what Southern Ocean maps use), Mercator
     near the equator or across it."""
@@ -310,6 +320,8 @@ def track_map(record: xr.Dataset, track: xr.Dataset, truth: xr.Dataset | None = 
         color="0.55",
         alpha=0.6,
         linestyle="--",
+        xlocs=_nice_degrees(vis[0] + lon0, vis[1] + lon0, (1, 2, 5, 10, 15, 20, 30), 9),
+        ylocs=_nice_degrees(vis[2], vis[3], (1, 2, 5, 10, 15, 20, 30), 12),
         rotate_labels=False,
         zorder=2.5,
     )
@@ -347,7 +359,7 @@ def track_map(record: xr.Dataset, track: xr.Dataset, truth: xr.Dataset | None = 
     segments = np.stack([xy[:-1], xy[1:]], axis=1)
     keep = np.isfinite(segments).all(axis=(1, 2))
     track_lc = LineCollection(
-        segments[keep], cmap=style.TRACK_CMAP, linewidths=1.8, zorder=4, capstyle="round"
+        segments[keep], cmap=style.TRACK_CMAP, linewidths=2.0, zorder=4, capstyle="round"
     )
     track_lc.set_array(dates[:-1][keep])
     finite_dates = dates[np.isfinite(dates)]
@@ -361,7 +373,7 @@ def track_map(record: xr.Dataset, track: xr.Dataset, truth: xr.Dataset | None = 
             [],
             [],
             color=track_lc.cmap(0.5),
-            lw=1.8,
+            lw=2.0,
             label="estimated track" + (" (smoothed)" if smoothed else ""),
         )
     )
@@ -373,7 +385,7 @@ def track_map(record: xr.Dataset, track: xr.Dataset, truth: xr.Dataset | None = 
             txy[:, 1],
             transform=proj,
             color=style.TRUTH_COLOR,
-            lw=1.1,
+            lw=0.9,
             ls=(0, (4, 2.5)),
             zorder=4.5,
             label="true track",
