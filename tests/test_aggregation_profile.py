@@ -81,3 +81,19 @@ def test_constructor_validates_arrays():
         Profile.from_orders(np.array([[0, 0]]))
     with pytest.raises(ValueError, match="unknown candidate"):
         Profile.from_orders(np.array([[0, 1]])).index("z")
+
+
+def test_ballots_differing_only_in_ties_stay_apart():
+    # "0 > 1 > 2" and "0 > 1 = 2" list the same order but are different ballots.
+    profile = Profile.from_weak_orders([[[0], [1], [2]], [[0], [1, 2]], [[0], [1], [2]]], None, 3)
+    assert sorted(profile.weights.tolist()) == [1.0, 2.0]
+    assert profile.pairwise[1, 2] == pytest.approx(2 / 3 + 1 / 6)
+
+
+def test_dublin_unique_ballots(shared_data):
+    from rankmodels.aggregation import read_votes
+
+    profile = read_votes(shared_data / "preflib" / "00001-00000001.soi")
+    # 19,299 distinct lines in the file; two of them rank 11 of the 12 candidates and so
+    # equal a complete ballot already listed (the 12th is forced into last place).
+    assert profile.total == 43942 and profile.weights.size == 19297

@@ -137,7 +137,7 @@ class Profile:
         for j, ballot in enumerate(ballots):
             orders[j], levels[j] = _canonical_weak_order(ballot, n)
         w = np.ones(m) if weights is None else np.asarray(weights, dtype=float)
-        return cls._merged(names, orders, levels, w, strict=True)
+        return cls._merged(names, orders, levels, w, strict=False)
 
     @classmethod
     def _merged(
