@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["RaggedBatch", "pad_lists", "ragged_batch", "hard_orders"]
+__all__ = ["LossResult", "RaggedBatch", "hard_orders", "pad_lists", "ragged_batch"]
 
 
 def pad_lists(lists: Sequence[np.ndarray], fill: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
@@ -60,6 +60,22 @@ class RaggedBatch:
     def per_item(self, values: np.ndarray) -> np.ndarray:
         """Return ``(B, n_max)`` values as given, or ``(n,)`` for a single-list input."""
         return values[0] if self.single else values
+
+    def result(self, value: np.ndarray, grad: np.ndarray) -> LossResult:
+        """Package ``(B,)`` values and ``(B, n_max)`` gradients (zeroed on padding)."""
+        return LossResult(self.per_query(value), self.per_item(np.where(self.mask, grad, 0.0)))
+
+
+@dataclass(frozen=True)
+class LossResult:
+    """A loss for each query and its exact gradient with respect to the scores.
+
+    ``value`` is ``(B,)`` (a float for one list) and ``grad`` ``(B, n_max)`` (``(n,)``),
+    ``grad[b, j] = d value[b] / d scores[b, j]``, zero on padding. Losses are minimised.
+    """
+
+    value: np.ndarray | float
+    grad: np.ndarray
 
 
 def _as_2d(x: object, name: str) -> tuple[np.ndarray, np.ndarray | None, bool]:
