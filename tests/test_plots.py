@@ -436,3 +436,33 @@ def test_bad_association_index_is_a_value_error(sample):
         tracking.toa_diagram(record, tr)
     with pytest.raises(ValueError, match="lat"):
         tracking.track_map(record, track.drop_vars("lat"))
+
+
+def test_degenerate_inputs_still_render(sample):
+    """One cycle without optional record fields; a record without arrivals, with a missing
+    position and a missing covariance."""
+    record, track, truth = make_float(n_cycles=1)
+    record = record.drop_vars(
+        ["recovery_lat", "recovery_lon", "recovery_time", "source_start_time", "window_length"]
+    )
+    for fig in (
+        tracking.track_map(record, track, truth),
+        tracking.toa_diagram(record, track),
+        tracking.diagnostics(track),
+    ):
+        fig.savefig(io.BytesIO(), format="png", dpi=40)
+    assert by_gid(tracking.track_map(record, track), "recovery") == []
+
+    record, track, truth = sample
+    tr = track.copy(deep=True)
+    for name in ("association_prob", "association_posterior", "toa"):
+        tr[name][:] = np.nan
+    tr["association"][:] = -2
+    tr["lat"][5] = np.nan
+    tr["position_cov"][7] = np.nan
+    fig = tracking.track_map(record, tr, truth)
+    fig.savefig(io.BytesIO(), format="png", dpi=40)
+    # the two segments touching the missing position are left out
+    assert len(one(fig, "track").get_segments()) == tr.sizes["cycle"] - 1 - 2
+    toa_fig = tracking.toa_diagram(record, tr)
+    assert sum(len(a.get_offsets()) for a in toa_fig.findobj() if a.get_gid() == "clutter") == 0
