@@ -17,7 +17,7 @@ from cartopy.io import Downloader, shapereader
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_rgba
 
-from rankmodels.plots import cartopy_data, style, tracking
+from rankmodels.plots import cartopy_data, style, tracking, uncertainty
 from tests._plots_data import great_circle_km, make_float
 
 warnings.filterwarnings("ignore", message="Duplicate dimension names", category=UserWarning)
@@ -323,7 +323,7 @@ def test_equatorial_map_uses_mercator(sample):
 def test_confidence_ellipse_holds_95_percent_of_gaussian_errors(rng):
     lat0, lon0 = np.array([-58.0]), np.array([-90.0])
     cov = np.array([[[900.0, 360.0], [360.0, 400.0]]])  # km^2, correlated
-    elat, elon = tracking.confidence_ellipses(lat0, lon0, cov, n_points=720)
+    elat, elon = uncertainty.confidence_ellipses(lat0, lon0, cov, n_points=720)
     poly = shapely.Polygon(np.c_[elon[0], elat[0]])
     d = rng.multivariate_normal([0.0, 0.0], cov[0], size=20000)
     # map km offsets to degrees independently of the module (local tangent plane)
@@ -336,7 +336,7 @@ def test_confidence_ellipse_holds_95_percent_of_gaussian_errors(rng):
 def test_covariance_from_lat_lon_std_matches_great_circle_distances(sample):
     _, track, _ = sample
     tr = track.drop_vars("position_cov")
-    cov = tracking.position_covariance_km(tr)
+    cov = uncertainty.position_covariance_km(tr)
     lat, lon = tr["lat"].values, tr["lon"].values
     north = great_circle_km(lat, lon, lat + tr["lat_std"].values, lon)
     east = great_circle_km(lat, lon, lat, lon + tr["lon_std"].values)
@@ -347,7 +347,7 @@ def test_covariance_from_lat_lon_std_matches_great_circle_distances(sample):
 
 def test_position_cov_with_contract_dims_is_read_cycle_first(sample):
     _, track, _ = sample
-    cov = tracking.position_covariance_km(track)
+    cov = uncertainty.position_covariance_km(track)
     assert cov.shape == (track.sizes["cycle"], 2, 2)
     np.testing.assert_array_equal(cov, track["position_cov"].values)
 

@@ -49,8 +49,9 @@ def source_names(track: xr.Dataset) -> list[str]:
     return [str(v) for v in np.asarray(track["source"].values).ravel()]
 
 
-def _association(track: xr.Dataset) -> tuple[np.ndarray, np.ndarray]:
-    """``association`` (cycle, rank) int and ``association_prob`` (cycle, rank) float."""
+def association_arrays(track: xr.Dataset) -> tuple[np.ndarray, np.ndarray]:
+    """``association`` (cycle, rank) int (validated codes) and ``association_prob`` (cycle, rank)
+    float."""
     for name in ("association", "association_prob"):
         if name not in track:
             raise ValueError(f"track has no {name!r} variable")
@@ -69,7 +70,7 @@ def _association(track: xr.Dataset) -> tuple[np.ndarray, np.ndarray]:
 
 def source_table(track: xr.Dataset) -> list[SourceRow]:
     """One :class:`SourceRow` per source, then one for clutter (``index=-1``, name 'clutter')."""
-    labels, probs = _association(track)
+    labels, probs = association_arrays(track)
     names = source_names(track)
     posterior = None
     if "association_posterior" in track:
@@ -96,13 +97,13 @@ def source_table(track: xr.Dataset) -> list[SourceRow]:
 
 def arrival_count(track: xr.Dataset) -> int:
     """Number of recorded arrivals (association label other than 'no arrival')."""
-    labels, _ = _association(track)
+    labels, _ = association_arrays(track)
     return int((labels != NO_ARRIVAL).sum())
 
 
 def clutter_fraction(track: xr.Dataset) -> float:
     """Fraction of recorded arrivals whose most probable origin is clutter (NaN if none)."""
-    labels, _ = _association(track)
+    labels, _ = association_arrays(track)
     recorded = labels != NO_ARRIVAL
     return float((labels[recorded] == CLUTTER).mean()) if recorded.any() else float("nan")
 

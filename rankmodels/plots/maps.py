@@ -1,0 +1,435 @@
+"""Map of a RAFOS float track (cartopy; Natural Earth land and coasts shipped with the package).
+
+Inputs follow the tracking contract: ``record`` is a validated float record (``source_lat``,
+``source_lon`` (source), ``launch_*``, optional ``recovery_*``, ``source_start_time`` /
+``source_end_time``); ``track`` is the ``track-float`` output (``lat``, ``lon``, ``time`` (cycle),
+``position_cov`` (cycle, enu, enu) km^2 or ``lat_std``/``lon_std`` degrees, ``source_lat``,
+``source_lon``); ``truth`` has ``lat``, ``lon`` (cycle).
+
+Artists carrying data have a ``gid``: "land", "coastline", "uncertainty", "track", "truth",
+"sources", "launch", "recovery".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import matplotlib.dates as mdates
+import numpy as np
+import xarray as xr
+from matplotlib import patheffects
+from matplotlib.artist import Artist
+from matplotlib.collections import LineCollection
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
+
+from rankmodels.plots import style
+from rankmodels.plots._fields import scalar, span_days, times, title, values
+from rankmodels.plots.cartopy_data import natural_earth_feature
+from rankmodels.plots.labels import LABEL_FONTSIZE, place_labels
+from rankmodels.plots.track_summary import attr_flag, source_names
+from rankmodels.plots.uncertainty import CONFIDENCE, position_covariance_km, uncertainty_band
+
+MAP_WIDTH_IN = 9.4
+"""Width of the map panel (inches); the height follows the map's aspect ratio."""
+_HALO = [patheffects.withStroke(linewidth=2.5, foreground="white")]
+_GRID_STEPS = (1, 2, 5, 10, 15, 20, 30)
+
+
+# --------------------------------------------------------------------------------------------
+# geometry of the map frame
+# --------------------------------------------------------------------------------------------
+
+
+def center_longitude(lons: np.ndarray) -> float:
+    """Circular mean of longitudes (degrees), robust to the antimeridian."""
+    rad = np.deg2rad(lons[np.isfinite(lons)])
+    if rad.size == 0:
+        return 0.0
+    return float(np.rad2deg(np.arctan2(np.sin(rad).mean(), np.cos(rad).mean())))
+
+
+def unwrap_longitude(lons: np.ndarray, center: float) -> np.ndarray:
+    """Longitudes shifted by multiples of 360 into [center - 180, center + 180)."""
+    return (np.asarray(lons, dtype=float) - center + 180.0) % 360.0 - 180.0 + center
+
+
+def grid_degrees(lo: float, hi: float, max_lines: int) -> np.ndarray:
+    """Grid-line positions in whole degrees over [lo, hi]: the smallest of 1, 2, 5, 10, 15, 20,
+    30 degrees giving at most ``max_lines`` lines (wrapped to [-180, 180))."""
+    for step in _GRID_STEPS:
+        ticks = np.arange(np.ceil(lo / step) * step, hi + 1e-9, step)
+        if ticks.size <= max_lines:
+            break
+    return (ticks + 180.0) % 360.0 - 180.0
+
+
+def map_projection(lat_min: float, lat_max: float, lon0: float):
+    """Lambert conformal conic for mid/high latitudes (what Southern Ocean maps use), with
+    standard parallels at 1/6 and 5/6 of the latitude range; Mercator near or across the
+    equator."""
+    import cartopy.crs as ccrs
+
+    lat0 = 0.5 * (lat_min + lat_max)
+    if abs(lat0) >= 20.0 and lat_min * lat_max > 0:
+        span = lat_max - lat_min
+        return ccrs.LambertConformal(
+            central_longitude=lon0,
+            central_latitude=lat0,
+            standard_parallels=(lat_min + span / 6.0, lat_max - span / 6.0),
+            cutoff=30.0 if lat0 < 0 else -30.0,
+        )
+    return ccrs.Mercator(central_longitude=lon0)
+
+
+@dataclass
+class MapFrame:
+    """A map axes and what the drawing helpers need to know about it."""
+
+    fig: Figure
+    ax: object  # cartopy GeoAxes
+    lon0: float  # central longitude
+    visible: tuple[
+        float, float, float, float
+    ]  # lon_min, lon_max (relative to lon0), lat_min, lat_max
+    per_pt: float  # projected units per typographic point
+
+    def project(self, lon, lat) -> np.ndarray:
+        """``(n, 2)`` projected x, y of lon/lat degrees (NaN stays NaN)."""
+        import cartopy.crs as ccrs
+
+        lon = np.atleast_1d(np.asarray(lon, dtype=float))
+        lat = np.atleast_1d(np.asarray(lat, dtype=float))
+        xy = self.ax.projection.transform_points(ccrs.Geodetic(), lon, lat)[:, :2].copy()
+        xy[~(np.isfinite(lon) & np.isfinite(lat))] = np.nan
+        return xy
+
+    @property
+    def bounds(self) -> tuple[float, float, float, float]:
+        return tuple(self.ax.get_extent())
+
+
+def map_frame(lats: np.ndarray, lons: np.ndarray) -> MapFrame:
+    """Figure and projected axes covering the points (degrees) with a margin of 12 % of the
+    latitude range (at least 1 degree) and 6 % of the longitude range (at least 2 degrees);
+    the figure height follows the map's aspect ratio."""
+    import cartopy.crs as ccrs
+
+    lon0 = center_longitude(lons)
+    lons = unwrap_longitude(lons, lon0)
+    ok = np.isfinite(lats) & np.isfinite(lons)
+    if not ok.any():
+        raise ValueError("nothing to draw: no finite positions in track, sources or record")
+    lat_min, lat_max = lats[ok].min(), lats[ok].max()
+    lon_min, lon_max = lons[ok].min(), lons[ok].max()
+    pad_lat = max(1.0, 0.12 * (lat_max - lat_min))
+    pad_lon = max(2.0, 0.06 * (lon_max - lon_min))
+    lat_min, lat_max = max(-89.0, lat_min - pad_lat), min(89.0, lat_max + pad_lat)
+
+    fig = Figure(figsize=(MAP_WIDTH_IN + 1.7, 6.8), layout="constrained")
+    ax = fig.add_subplot(1, 1, 1, projection=map_projection(lat_min, lat_max, lon0))
+    relative = ccrs.PlateCarree(central_longitude=lon0)
+    ax.set_extent([lon_min - pad_lon - lon0, lon_max + pad_lon - lon0, lat_min, lat_max], relative)
+    ax.set_facecolor(style.OCEAN_COLOR)
+    x0, x1, y0, y1 = ax.get_extent()
+    height = np.clip(MAP_WIDTH_IN * (y1 - y0) / (x1 - x0) + 1.5, 4.0, 10.0)
+    fig.set_size_inches(MAP_WIDTH_IN + 1.7, height)
+    visible = tuple(ax.get_extent(crs=relative))
+    return MapFrame(fig, ax, lon0, visible, (x1 - x0) / (MAP_WIDTH_IN * 72.0))
+
+
+# --------------------------------------------------------------------------------------------
+# layers
+# --------------------------------------------------------------------------------------------
+
+
+def _draw_land_and_grid(frame: MapFrame) -> None:
+    """Land and coastlines (shipped Natural Earth, 50m, or 110m beyond 60 degrees across),
+    clipped to the visible box; dashed whole-degree graticule labelled left and bottom."""
+    import cartopy.crs as ccrs
+
+    ax, lon0 = frame.ax, frame.lon0
+    w, e, s, n = frame.visible
+    clip = (w + lon0 - 2.0, e + lon0 + 2.0, max(s - 2.0, -90.0), min(n + 2.0, 90.0))
+    across = max(n - s, (e - w) * np.cos(np.deg2rad(0.5 * (s + n))))
+    scale = "50m" if across <= 60.0 else "110m"
+    land = natural_earth_feature(
+        "land", scale, extent=clip, facecolor=style.LAND_COLOR, edgecolor="none"
+    )
+    ax.add_feature(land, zorder=1).set_gid("land")
+    coast = natural_earth_feature(
+        "coastline", scale, extent=clip, edgecolor=style.COAST_COLOR, linewidth=0.6
+    )
+    ax.add_feature(coast, zorder=2).set_gid("coastline")
+    gl = ax.gridlines(
+        crs=ccrs.PlateCarree(),
+        draw_labels=True,
+        x_inline=False,
+        y_inline=False,
+        rotate_labels=False,
+        xlocs=grid_degrees(w + lon0, e + lon0, 9),
+        ylocs=grid_degrees(s, n, 12),
+        linewidth=0.5,
+        color="0.55",
+        alpha=0.6,
+        linestyle="--",
+        zorder=2.5,
+    )
+    gl.top_labels = gl.right_labels = False
+    gl.xlabel_style = gl.ylabel_style = {"size": 8}
+
+
+def _draw_uncertainty(frame: MapFrame, track: xr.Dataset, lat, lon) -> list[Artist]:
+    cov = position_covariance_km(track)
+    band = None if cov is None else uncertainty_band(frame.project, lat, lon, cov)
+    if band is None:
+        return []
+    kw = {"facecolor": style.UNCERTAINTY_COLOR, "alpha": 0.35}
+    frame.ax.add_geometries(
+        [band], crs=frame.ax.projection, edgecolor="none", zorder=3, **kw
+    ).set_gid("uncertainty")
+    return [Patch(label=f"{CONFIDENCE:.0%} position uncertainty", **kw)]
+
+
+def _draw_track(frame: MapFrame, xy: np.ndarray, t: np.ndarray, smoothed: bool) -> LineCollection:
+    """The track as segments between consecutive valid positions, coloured by date."""
+    dates = mdates.date2num(t)
+    segments = np.stack([xy[:-1], xy[1:]], axis=1)
+    keep = np.isfinite(segments).all(axis=(1, 2))
+    lc = LineCollection(
+        segments[keep], cmap=style.TRACK_CMAP, linewidths=2.0, zorder=4, capstyle="round"
+    )
+    lc.set_array(dates[:-1][keep])
+    finite = dates[np.isfinite(dates)]
+    if finite.size:
+        lc.set_clim(finite.min(), max(finite.max(), finite.min() + 1.0))
+    lc.set_gid("track")
+    lc.set_label("estimated track" + (" (smoothed)" if smoothed else ""))
+    frame.ax.add_collection(lc)
+    return lc
+
+
+def _draw_truth(frame: MapFrame, txy: np.ndarray) -> Line2D:
+    (line,) = frame.ax.plot(
+        txy[:, 0],
+        txy[:, 1],
+        transform=frame.ax.projection,
+        color=style.TRUTH_COLOR,
+        lw=0.9,
+        ls=(0, (4, 2.5)),
+        zorder=4.5,
+        label="true track",
+    )
+    line.set_gid("truth")
+    return line
+
+
+def source_activity(
+    record: xr.Dataset, n_sources: int, t0: np.datetime64, t1: np.datetime64
+) -> tuple[np.ndarray, list[str]]:
+    """Per source: whether it was active at any time in [t0, t1] (``source_start_time`` /
+    ``source_end_time``, NaT = unbounded), and a note 'from DATE' / 'until DATE' for a period
+    that starts or ends inside [t0, t1] ('' otherwise)."""
+    active = np.ones(n_sources, dtype=bool)
+    notes = [""] * n_sources
+    bounds = {}
+    for name in ("source_start_time", "source_end_time"):
+        if name in record:
+            bounds[name] = np.asarray(record[name].values).astype("datetime64[ns]")
+    start, end = bounds.get("source_start_time"), bounds.get("source_end_time")
+    for i in range(n_sources):
+        parts = []
+        if start is not None and not np.isnat(start[i]):
+            active[i] &= start[i] <= t1
+            if start[i] > t0:
+                parts.append(f"from {np.datetime_as_string(start[i], unit='D')}")
+        if end is not None and not np.isnat(end[i]):
+            active[i] &= end[i] >= t0
+            if end[i] < t1:
+                parts.append(f"until {np.datetime_as_string(end[i], unit='D')}")
+        notes[i] = ", ".join(parts)
+    return active, notes
+
+
+def _draw_sources(
+    frame: MapFrame,
+    record: xr.Dataset,
+    names: list[str],
+    sxy: np.ndarray,
+    t: np.ndarray,
+    obstacles: np.ndarray,
+    markers: np.ndarray,
+) -> list[Artist]:
+    """Triangles in the source colours (hollow when inactive throughout the track), labelled
+    with the name and a partial activity period."""
+    finite_t = t[~np.isnat(t)]
+    if finite_t.size:
+        active, notes = source_activity(record, len(names), finite_t.min(), finite_t.max())
+    else:
+        active, notes = np.ones(len(names), dtype=bool), [""] * len(names)
+    colors = style.source_colors(len(names))
+    face = colors.copy()
+    face[~active] = (1.0, 1.0, 1.0, 1.0)
+    edge = np.where(active[:, None], np.array([[0.1, 0.1, 0.1, 1.0]]), colors)
+    ax = frame.ax
+    sc = ax.scatter(
+        sxy[:, 0],
+        sxy[:, 1],
+        transform=ax.projection,
+        marker="^",
+        s=95,
+        c=face,
+        edgecolors=edge,
+        linewidths=0.9,
+        zorder=6,
+    )
+    sc.set_gid("sources")
+    texts = [
+        f"{name}\n(inactive)" if not active[i] else (f"{name}\n{notes[i]}" if notes[i] else name)
+        for i, name in enumerate(names)
+    ]
+    placements = place_labels(sxy, texts, obstacles, markers, frame.per_pt, frame.bounds)
+    for anchor, text, placement in zip(sxy, texts, placements, strict=True):
+        if placement is None:
+            continue
+        dx, dy, ha, va = placement
+        ax.annotate(
+            text,
+            xy=(anchor[0], anchor[1]),
+            xycoords=ax.transData,
+            xytext=(dx, dy),
+            textcoords="offset points",
+            ha=ha,
+            va=va,
+            fontsize=LABEL_FONTSIZE,
+            color="0.1",
+            linespacing=0.95,
+            path_effects=_HALO,
+            zorder=7,
+            annotation_clip=True,
+        )
+    return [
+        Line2D(
+            [],
+            [],
+            ls="none",
+            marker="^",
+            markersize=8,
+            markerfacecolor="0.6",
+            markeredgecolor="0.1",
+            label="sound source",
+        )
+    ]
+
+
+_ENDPOINTS = {
+    # gid: (marker, colour, marker area, legend marker size, legend label)
+    "launch": ("*", style.LAUNCH_COLOR, 230, 11, "launch"),
+    "recovery": ("s", style.RECOVERY_COLOR, 80, 7, "recovery (surfacing)"),
+}
+
+
+def _draw_endpoint(frame: MapFrame, gid: str, pxy: np.ndarray) -> list[Artist]:
+    marker, color, size, legend_size, label = _ENDPOINTS[gid]
+    frame.ax.scatter(
+        pxy[:, 0],
+        pxy[:, 1],
+        transform=frame.ax.projection,
+        marker=marker,
+        s=size,
+        c=color,
+        edgecolors="k",
+        linewidths=0.8,
+        zorder=8,
+    ).set_gid(gid)
+    return [
+        Line2D(
+            [],
+            [],
+            ls="none",
+            marker=marker,
+            markersize=legend_size,
+            markerfacecolor=color,
+            markeredgecolor="k",
+            label=label,
+        )
+    ]
+
+
+# --------------------------------------------------------------------------------------------
+# the figure
+# --------------------------------------------------------------------------------------------
+
+
+def track_map(record: xr.Dataset, track: xr.Dataset, truth: xr.Dataset | None = None) -> Figure:
+    """Map of the estimated track with its 95 % uncertainty band, the sound sources, launch and
+    recovery positions and, if given, the true track (dashed).
+
+    The extent covers sources, track, launch/recovery and truth with a margin (longitudes are
+    unwrapped around their circular mean, so tracks across the antimeridian work); the projection
+    is Lambert conformal conic centred on them (Mercator near the equator). Land and coastlines
+    come from the shipped Natural Earth data: nothing is downloaded. The track is coloured by date
+    (colour bar); sources share their colours with :func:`rankmodels.plots.tracking.toa_diagram`.
+    """
+    lat, lon = values(track, "lat"), values(track, "lon")
+    if lat is None or lon is None:
+        raise ValueError("track has no 'lat'/'lon' variables")
+    t = times(track)
+    names = source_names(track)
+    src = next(
+        (
+            (values(ds, "source_lat"), values(ds, "source_lon"))
+            for ds in (track, record)
+            if "source_lat" in ds and "source_lon" in ds
+        ),
+        None,
+    )
+    if src is None:
+        raise ValueError("neither track nor record has 'source_lat'/'source_lon'")
+    src_lat, src_lon = src
+    if src_lat.size != len(names):
+        raise ValueError(f"{src_lat.size} source positions for {len(names)} source names")
+    ends = {
+        gid: (scalar(record, f"{gid}_lat"), scalar(record, f"{gid}_lon"))
+        for gid in ("launch", "recovery")
+    }
+    ends = {gid: p for gid, p in ends.items() if None not in p}
+    truth_ll = None
+    if truth is not None and "lat" in truth and "lon" in truth:
+        truth_ll = (values(truth, "lat"), values(truth, "lon"))
+
+    pts_lat = [lat, src_lat, *(np.array([p[0]]) for p in ends.values())]
+    pts_lon = [lon, src_lon, *(np.array([p[1]]) for p in ends.values())]
+    if truth_ll is not None:
+        pts_lat.append(truth_ll[0])
+        pts_lon.append(truth_ll[1])
+    frame = map_frame(np.concatenate(pts_lat), np.concatenate(pts_lon))
+    _draw_land_and_grid(frame)
+
+    handles = _draw_uncertainty(frame, track, lat, lon)
+    xy = frame.project(lon, lat)
+    lc = _draw_track(frame, xy, t, bool(attr_flag(track.attrs, "smoothed")))
+    handles.append(Line2D([], [], color=lc.cmap(0.5), lw=2.0, label=lc.get_label()))
+    obstacles = [xy]
+    if truth_ll is not None:
+        txy = frame.project(truth_ll[1], truth_ll[0])
+        handles.append(_draw_truth(frame, txy))
+        obstacles.append(txy)
+    sxy = frame.project(src_lon, src_lat)
+    end_xy = {gid: frame.project(p[1], p[0]) for gid, p in ends.items()}
+    markers = np.concatenate([sxy, *end_xy.values()])
+    handles += _draw_sources(frame, record, names, sxy, t, np.concatenate(obstacles), markers)
+    for gid, pxy in end_xy.items():
+        handles += _draw_endpoint(frame, gid, pxy)
+
+    fig = frame.fig
+    fig.legend(
+        handles=handles, loc="outside lower center", ncols=len(handles), fontsize=8, frameon=False
+    )
+    cbar = fig.colorbar(lc, ax=frame.ax, shrink=0.82, pad=0.02, aspect=30)
+    cbar.set_label("date of listening cycle", fontsize=9)
+    style.date_axis(cbar.ax.yaxis, span_days(t))
+    cbar.ax.tick_params(labelsize=8)
+    frame.ax.set_title(title(track, record, "estimated track"), fontsize=11, loc="left")
+    return fig
