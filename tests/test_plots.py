@@ -466,3 +466,30 @@ def test_degenerate_inputs_still_render(sample):
     assert len(one(fig, "track").get_segments()) == tr.sizes["cycle"] - 1 - 2
     toa_fig = tracking.toa_diagram(record, tr)
     assert sum(len(a.get_offsets()) for a in toa_fig.findobj() if a.get_gid() == "clutter") == 0
+
+
+def test_label_placement_avoids_the_track_and_other_labels():
+    from rankmodels.plots.labels import CANDIDATES, label_box, place_labels
+
+    # a track running right through the preferred (upper-right) spot of the first anchor
+    anchors = np.array([[0.0, 0.0], [3.0, 0.0], [0.0, 2.0], [np.nan, np.nan]])
+    track = np.c_[np.linspace(0.5, 40.0, 200), np.full(200, 0.6)]
+    texts = ["US1-1", "US1-2\nfrom 2010-01-01", "UK1-3", "lost"]
+    per_pt = 0.1
+    out = place_labels(anchors, texts, track, anchors[:3], per_pt, (-50.0, 50.0, -50.0, 50.0))
+    assert out[3] is None
+    boxes = []
+    for anchor, text, cand in zip(anchors[:3], texts[:3], out[:3], strict=True):
+        lines = text.split("\n")
+        w = (0.56 * 7.5 * max(map(len, lines)) + 2.0) * per_pt
+        h = 1.2 * 7.5 * len(lines) * per_pt
+        box = label_box(anchor, cand, w, h, per_pt)
+        inside = (track[:, 0] >= box[0]) & (track[:, 0] <= box[1])
+        inside &= (track[:, 1] >= box[2]) & (track[:, 1] <= box[3])
+        assert not inside.any(), (text, cand)
+        boxes.append(box)
+    assert out[0] != CANDIDATES[0]  # the default spot was on the track
+    for i in range(3):
+        for j in range(i + 1, 3):
+            a, b = boxes[i], boxes[j]
+            assert not (a[0] < b[1] and b[0] < a[1] and a[2] < b[3] and b[2] < a[3])
