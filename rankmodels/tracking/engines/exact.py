@@ -1,0 +1,440 @@
+"""Exact likelihood: sum over all associations of the bipartite model (eqs. 5.25-5.26, 5.64-5.67).
+
+For each particle the sum over partial matchings of the ``s`` sources to the ``m`` recorded
+arrivals (unmatched arrivals are clutter, unmatched sources late or missing) is computed by a
+dynamic programme over the sources with a bitmask of the arrivals matched so far:
+
+    F_0[0] = 1,   F_{i+1}[A] = F_i[A] + sum_{j in A} F_i[A \\ {j}] a_ij,
+    Z = sum_A F_s[A] prod_{j not in A} k_j,
+
+in ``O(s m 2^m)`` time, where the source factors are divided by the unmatched weight
+``u_i = (1 - P_D) + P_D P(t_i > tau)`` (so "unmatched" has weight 1 and matching ``i`` to ``j``
+has ``a_ij = P_D N(T_j; pred_i, sigma^2) / u_i``), and each arrival's weights (its ``a_ij`` and
+its clutter weight ``k_j = lambda / W``) are divided by their maximum ``e^{c_j}``: every
+association explains each arrival exactly once, so ``log P = log Z + sum_i log u_i +
+sum_j c_j + log_poisson`` and nothing underflows unless ``Z`` itself is below ``1e-200``; such
+particles (far away, and ``lambda = 0``) are recomputed in log space.
+
+Association marginals come from a backward pass ``B_s[A] = prod_{j not in A} k_j``,
+``B_i[A] = B_{i+1}[A] + sum_{j not in A} a_ij B_{i+1}[A + {j}]``:
+
+    P(S_i = j | T, X) = sum_{A not containing j} F_i[A] a_ij B_{i+1}[A + {j}] / Z,
+    P(R_j = C | T, X) = sum_{A not containing j} F_s[A] B_s[A] / Z.
+
+The same kernel evaluates the baseline model (eq. 5.72): only the unmatched weight changes.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import get_num_threads, njit, prange
+
+from rankmodels.tracking.engines._common import (
+    LOG_SQRT_2PI,
+    Cycle,
+    log_unmatched,
+    unmatched_params,
+)
+from rankmodels.tracking.signal_model import SignalModel
+
+__all__ = ["exact_engine", "unmatched_weights", "sum_over_associations"]
+
+#: Below this scaled partition function the particle is recomputed in log space.
+_UNDERFLOW = 1e-200
+#: Scaled weights below exp(_LOG_TINY) are set to zero (they underflow anyway).
+_LOG_TINY = -708.0
+
+
+def unmatched_weights(model: SignalModel, *, ranked: bool = True) -> tuple[float, float]:
+    """``(const, tail_coef)`` with ``u_i = const + tail_coef * P(t_i > tau)``.
+
+    Ranked model (eq. 5.66): missing ``1 - P_D`` plus late ``P_D P(t_i > tau)``.
+    Baseline (eq. 5.72): late and missing each ``1 - P_D``, the arrival order ignored.
+    """
+    pd = float(model.p_detect)
+    if ranked:
+        return 1.0 - pd, pd
+    return 2.0 * (1.0 - pd), 0.0
+
+
+@njit(cache=True)
+def _scaled_weights(
+    toa,
+    log_clutter,
+    pred,
+    unm,
+    log_match0,
+    inv_2var,
+    inv_sigma,
+    tau,
+    a,
+    k,
+    log_scale,
+    active,
+    n_active,
+):
+    """Fill ``a`` (s, m), ``k`` (m,) with scaled weights; return ``sum log u + sum c``.
+
+    ``active[i, :n_active[i]]`` lists the arrivals with ``a_ij > 0`` (the others underflow
+    relative to the arrival's best explanation and contribute exactly nothing).
+    """
+    s = pred.shape[0]
+    m = toa.shape[0]
+    total = 0.0
+    for j in range(m):
+        log_scale[j] = log_clutter[j]
+    for i in range(s):
+        lu = log_unmatched((tau - pred[i]) * inv_sigma, unm)
+        total += lu
+        for j in range(m):
+            d = toa[j] - pred[i]
+            lr = log_match0 - d * d * inv_2var - lu
+            a[i, j] = lr
+            if lr > log_scale[j]:
+                log_scale[j] = lr
+    for j in range(m):
+        c = log_scale[j]
+        if c == -math.inf:
+            return -math.inf
+        total += c
+        k[j] = math.exp(log_clutter[j] - c)
+    for i in range(s):
+        n = 0
+        for j in range(m):
+            x = a[i, j] - log_scale[j]
+            if x > _LOG_TINY:
+                a[i, j] = math.exp(x)
+                active[i, n] = j
+                n += 1
+            else:
+                a[i, j] = 0.0
+        n_active[i] = n
+    return total
+
+
+@njit(cache=True)
+def _forward(a, k, active, n_active, fwd, kc, keep):
+    """Forward DP and clutter products ``kc[A]``; return ``Z``.
+
+    With ``keep`` row ``i`` of ``fwd`` holds ``F_i`` (for the marginals); otherwise row 0 is
+    updated in place (masks in descending order read only not-yet-updated smaller masks).
+    """
+    s, m = a.shape
+    size = 1 << m
+    kc[size - 1] = 1.0
+    for mask in range(size - 2, -1, -1):
+        for j in range(m):
+            if not mask & (1 << j):
+                kc[mask] = kc[mask | (1 << j)] * k[j]
+                break
+    fwd[0, 0] = 1.0
+    for mask in range(1, size):
+        fwd[0, mask] = 0.0
+    for i in range(s):
+        src = i if keep else 0
+        dst = i + 1 if keep else 0
+        if keep:
+            for mask in range(size):
+                fwd[dst, mask] = fwd[src, mask]
+        na = n_active[i]
+        if na == 0:
+            continue
+        for mask in range(size - 1, 0, -1):
+            v = fwd[dst, mask]
+            for q in range(na):
+                j = active[i, q]
+                bit = 1 << j
+                if mask & bit:
+                    v += fwd[src, mask ^ bit] * a[i, j]
+            fwd[dst, mask] = v
+    last = s if keep else 0
+    z = 0.0
+    for mask in range(size):
+        z += fwd[last, mask] * kc[mask]
+    return z
+
+
+@njit(cache=True)
+def _marginals(a, active, n_active, kc, fwd, bwd, z, out):
+    """Backward pass and association marginals ``out[j, i]`` (column ``s`` = clutter)."""
+    s, m = a.shape
+    size = 1 << m
+    half = size >> 1
+    for mask in range(size):
+        bwd[s, mask] = kc[mask]
+    for i in range(s - 1, -1, -1):
+        for mask in range(size):
+            bwd[i, mask] = bwd[i + 1, mask]
+        for q in range(n_active[i]):
+            j = active[i, q]
+            bit = 1 << j
+            aij = a[i, j]
+            for t in range(half):
+                low = t & (bit - 1)
+                mask = ((t - low) << 1) | low
+                bwd[i, mask] += aij * bwd[i + 1, mask | bit]
+    inv_z = 1.0 / z
+    out[:, :] = 0.0
+    for j in range(m):
+        bit = 1 << j
+        clutter = 0.0
+        for t in range(half):
+            low = t & (bit - 1)
+            mask = ((t - low) << 1) | low
+            clutter += fwd[s, mask] * kc[mask]
+        out[j, s] = clutter * inv_z
+    for i in range(s):
+        for q in range(n_active[i]):
+            j = active[i, q]
+            bit = 1 << j
+            v = 0.0
+            for t in range(half):
+                low = t & (bit - 1)
+                mask = ((t - low) << 1) | low
+                v += fwd[i, mask] * bwd[i + 1, mask | bit]
+            out[j, i] = v * a[i, j] * inv_z
+
+
+@njit(cache=True)
+def _logaddexp(x, y):
+    if x == -math.inf:
+        return y
+    if y == -math.inf:
+        return x
+    if x > y:
+        return x + math.log1p(math.exp(y - x))
+    return y + math.log1p(math.exp(x - y))
+
+
+@njit(cache=True)
+def _log_space(log_a, log_k, fwd, bwd, kc, want, out):
+    """The same recursions on log weights (the underflow-safe slow path); return ``log Z``."""
+    s, m = log_a.shape
+    full = (1 << m) - 1
+    kc[full] = 0.0
+    for mask in range(full - 1, -1, -1):
+        for j in range(m):
+            if not mask & (1 << j):
+                kc[mask] = kc[mask | (1 << j)] + log_k[j]
+                break
+    fwd[0, 0] = 0.0
+    for mask in range(1, full + 1):
+        fwd[0, mask] = -math.inf
+    for i in range(s):
+        for mask in range(full + 1):
+            v = fwd[i, mask]
+            for j in range(m):
+                bit = 1 << j
+                if mask & bit:
+                    v = _logaddexp(v, fwd[i, mask ^ bit] + log_a[i, j])
+            fwd[i + 1, mask] = v
+    log_z = -math.inf
+    for mask in range(full + 1):
+        log_z = _logaddexp(log_z, fwd[s, mask] + kc[mask])
+    if not want or log_z == -math.inf:
+        return log_z
+    for mask in range(full + 1):
+        bwd[s, mask] = kc[mask]
+    for i in range(s - 1, -1, -1):
+        for mask in range(full + 1):
+            v = bwd[i + 1, mask]
+            for j in range(m):
+                bit = 1 << j
+                if not mask & bit:
+                    v = _logaddexp(v, log_a[i, j] + bwd[i + 1, mask | bit])
+            bwd[i, mask] = v
+    for j in range(m):
+        bit = 1 << j
+        clutter = -math.inf
+        for mask in range(full + 1):
+            if not mask & bit:
+                clutter = _logaddexp(clutter, fwd[s, mask] + kc[mask])
+        out[j, s] = math.exp(clutter - log_z)
+        for i in range(s):
+            v = -math.inf
+            for mask in range(full + 1):
+                if not mask & bit:
+                    v = _logaddexp(v, fwd[i, mask] + bwd[i + 1, mask | bit])
+            out[j, i] = math.exp(v + log_a[i, j] - log_z)
+    return log_z
+
+
+@njit(cache=True)
+def _exact_range(
+    lo, hi, toa, log_clutter, predicted, unm, sigma, log_pd, tau, log_poisson, want, loglik, assoc
+):
+    """Particles ``lo <= p < hi``: ``loglik[p]`` and, if ``want``, ``assoc[p]`` (m, s + 1)."""
+    s = predicted.shape[1]
+    m = toa.shape[0]
+    size = 1 << m
+    inv_2var = 0.5 / (sigma * sigma)
+    inv_sigma = 1.0 / sigma
+    log_match0 = log_pd - math.log(sigma) - LOG_SQRT_2PI
+    a = np.empty((s, m))
+    k = np.empty(m)
+    log_scale = np.empty(m)
+    fwd = np.empty((s + 1, size))
+    bwd = np.empty((s + 1, size))
+    kc = np.empty(size)
+    active = np.empty((s, m), dtype=np.int64)
+    n_active = np.empty(s, dtype=np.int64)
+    for p in range(lo, hi):
+        pred = predicted[p]
+        offset = _scaled_weights(
+            toa,
+            log_clutter,
+            pred,
+            unm,
+            log_match0,
+            inv_2var,
+            inv_sigma,
+            tau,
+            a,
+            k,
+            log_scale,
+            active,
+            n_active,
+        )
+        if offset == -math.inf:
+            loglik[p] = -math.inf
+            if want:
+                assoc[p, :, :] = np.nan
+            continue
+        z = _forward(a, k, active, n_active, fwd, kc, want)
+        if z > _UNDERFLOW:
+            loglik[p] = math.log(z) + offset + log_poisson
+            if want:
+                _marginals(a, active, n_active, kc, fwd, bwd, z, assoc[p])
+            continue
+        log_z = _log_space_rescaled(
+            toa,
+            log_clutter,
+            pred,
+            unm,
+            log_match0,
+            inv_2var,
+            inv_sigma,
+            tau,
+            a,
+            k,
+            fwd,
+            bwd,
+            kc,
+            want,
+            assoc[p],
+        )
+        loglik[p] = log_z + log_poisson
+        if want and log_z == -math.inf:
+            assoc[p, :, :] = np.nan
+
+
+@njit(cache=True, parallel=True)
+def _exact_parallel(
+    n_chunks, toa, log_clutter, predicted, unm, sigma, log_pd, tau, log_poisson, want, loglik, assoc
+):
+    """:func:`_exact_range` over ``n_chunks`` chunks of particles, in parallel."""
+    n = predicted.shape[0]
+    chunk = (n + n_chunks - 1) // n_chunks
+    for c in prange(n_chunks):
+        _exact_range(
+            c * chunk,
+            min(n, (c + 1) * chunk),
+            toa,
+            log_clutter,
+            predicted,
+            unm,
+            sigma,
+            log_pd,
+            tau,
+            log_poisson,
+            want,
+            loglik,
+            assoc,
+        )
+
+
+@njit(cache=True)
+def _log_space_rescaled(
+    toa,
+    log_clutter,
+    pred,
+    unm,
+    log_match0,
+    inv_2var,
+    inv_sigma,
+    tau,
+    log_a,
+    log_k,
+    fwd,
+    bwd,
+    kc,
+    want,
+    out,
+):
+    """Slow path: fill ``log a_ij = log(P_D N(T_j; pred_i) / u_i)`` and return the full log Z."""
+    s, m = log_a.shape
+    total = 0.0
+    for i in range(s):
+        lu = log_unmatched((tau - pred[i]) * inv_sigma, unm)
+        total += lu
+        for j in range(m):
+            d = toa[j] - pred[i]
+            log_a[i, j] = log_match0 - d * d * inv_2var - lu
+    for j in range(m):
+        log_k[j] = log_clutter[j]
+    return _log_space(log_a, log_k, fwd, bwd, kc, want, out) + total
+
+
+#: Batches at least this large use threads (below, launching them costs more than it saves).
+PARALLEL_MIN = 512
+
+
+def sum_over_associations(
+    cycle: Cycle,
+    predicted: np.ndarray,
+    model: SignalModel,
+    *,
+    ranked: bool = True,
+    association: bool = False,
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """Exact ``log P(T | X)`` for every row of ``predicted`` (N, s), and optionally the marginals.
+
+    ``ranked=False`` gives the baseline model of eq. 5.72. Returns ``loglik`` (N,) and
+    ``association`` (N, m, s + 1) or None.
+    """
+    n, s = predicted.shape
+    m = cycle.m
+    if m > 20:
+        raise ValueError(
+            f"the exact engine handles at most 20 recorded arrivals per cycle, got {m}"
+        )
+    const, tail_coef = unmatched_weights(model, ranked=ranked)
+    loglik = np.empty(n)
+    assoc = np.empty((n, m, s + 1) if association else (0, m, s + 1))
+    args = (
+        cycle.toa,
+        cycle.log_clutter,
+        predicted,
+        unmatched_params(const, tail_coef),
+        float(model.sigma),
+        math.log(model.p_detect),
+        cycle.tau,
+        cycle.log_poisson,
+        association,
+        loglik,
+        assoc,
+    )
+    if n >= PARALLEL_MIN:
+        _exact_parallel(8 * get_num_threads(), *args)
+    elif n:
+        _exact_range(0, n, *args)
+    return loglik, (assoc if association else None)
+
+
+def exact_engine(
+    cycle: Cycle, predicted: np.ndarray, model: SignalModel, *, association: bool = False
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """The ``exact`` engine: eq. 5.26 summed over all associations (see the module docstring)."""
+    return sum_over_associations(cycle, predicted, model, ranked=True, association=association)
