@@ -1,0 +1,76 @@
+"""NeuralSort / PiRank: the operator as printed, tau limits (proposition 1), multi-level,
+straight-through estimation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rankmodels.ltr import metrics
+from rankmodels.ltr.neuralsort import neuralsort, pirank_loss, relaxed_topk
+
+
+def _operator_as_printed(s, tau):
+    """P[i, :] = softmax(((n + 1 - 2i) s - A_s 1) / tau), i = 1..n, A_s[j,l] = |s_j - s_l|."""
+    n = len(s)
+    A1 = np.array([sum(abs(s[j] - s[l]) for l in range(n)) for j in range(n)])
+    P = np.empty((n, n))
+    for i in range(1, n + 1):
+        z = ((n + 1 - 2 * i) * s - A1) / tau
+        e = np.exp(z - z.max())
+        P[i - 1] = e / e.sum()
+    return P
+
+
+def test_operator_matches_the_printed_formula(rng):
+    s = rng.normal(size=7)
+    np.testing.assert_allclose(neuralsort(s, 0.8), _operator_as_printed(s, 0.8), atol=1e-14)
+    np.testing.assert_allclose(neuralsort(s, 0.8, k=3), _operator_as_printed(s, 0.8)[:3])
+    np.testing.assert_allclose(neuralsort(s, 0.8).sum(axis=1), 1.0)
+
+
+@pytest.mark.parametrize("block_size", [None, 6, 11])
+def test_tau_to_zero_recovers_sort_and_hard_ndcg_proposition1(rng, block_size):
+    n, k = 40, 5
+    s = rng.normal(size=n)
+    rel = rng.integers(0, 4, size=n).astype(float)
+    P, _ = relaxed_topk(s, 1e-5, k, block_size)
+    np.testing.assert_allclose(P, np.eye(n)[np.argsort(-s)[:k]], atol=1e-12)
+    hard = 1 - metrics.ndcg(rel, s, k=k)
+    gaps = [
+        abs(
+            pirank_loss(s, rel, tau=t, k=k, block_size=block_size, straight_through=False).value
+            - hard
+        )
+        for t in (10.0, 1.0, 0.01, 1e-5)
+    ]
+    assert gaps[-1] < 1e-9 and gaps[0] > gaps[-1]
+
+
+def test_multilevel_rows_are_distributions_and_blocks_beyond_n_are_single_level(rng):
+    s = rng.normal(size=30)
+    P, _ = relaxed_topk(s, 0.5, 4, block_size=7)
+    assert P.shape == (4, 30)
+    np.testing.assert_allclose(P.sum(axis=1), 1.0)
+    single, _ = relaxed_topk(s, 0.5, 4)
+    same, _ = relaxed_topk(s, 0.5, 4, block_size=30)
+    np.testing.assert_array_equal(single, same)
+    assert np.abs(P - single).max() > 1e-3  # a different relaxation at finite tau
+    with pytest.raises(ValueError, match="block_size"):
+        relaxed_topk(s, 0.5, 4, block_size=4)
+
+
+def test_straight_through_value_is_hard_and_gradient_is_relaxed(rng):
+    s = [rng.normal(size=m) for m in (9, 4)]
+    rel = [rng.integers(0, 3, size=m).astype(float) + (np.arange(m) == 0) for m in (9, 4)]
+    st = pirank_loss(s, rel, tau=0.5, k=3)
+    relaxed = pirank_loss(s, rel, tau=0.5, k=3, straight_through=False)
+    hard = [1 - metrics.ndcg(r, x, k=3) for r, x in zip(rel, s, strict=True)]
+    np.testing.assert_allclose(st.value, hard)
+    np.testing.assert_array_equal(st.grad, relaxed.grad)
+    assert np.all(np.abs(relaxed.value - st.value) > 1e-6)
+
+
+def test_invalid_tau():
+    with pytest.raises(ValueError, match="tau"):
+        neuralsort(np.zeros(3), 0.0)
