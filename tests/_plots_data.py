@@ -139,7 +139,7 @@ def make_float(
         "source_lon": ("source", src_lon),
     }
     if with_cov:
-        data["position_cov"] = (("cycle", "enu", "enu"), cov)
+        data["position_cov"] = (("cycle", "enu", "enu2"), cov)  # as rankmodels.tracking.output
     track = xr.Dataset(
         data,
         coords={
@@ -147,6 +147,7 @@ def make_float(
             "source": names,
             "candidate": [*names, "clutter"],
             "enu": ["east", "north"],
+            "enu2": ["east", "north"],
         },
         attrs={
             "float_id": float_id,

@@ -20,10 +20,6 @@ from matplotlib.colors import to_rgba
 from rankmodels.plots import cartopy_data, style, tracking, uncertainty
 from tests._plots_data import great_circle_km, make_float
 
-warnings.filterwarnings("ignore", message="Duplicate dimension names", category=UserWarning)
-pytestmark = pytest.mark.filterwarnings("ignore:Duplicate dimension names:UserWarning")
-
-
 # ------------------------------------------------------------------------------------------
 # helpers
 # ------------------------------------------------------------------------------------------
@@ -345,11 +341,19 @@ def test_covariance_from_lat_lon_std_matches_great_circle_distances(sample):
     assert (cov[:, 0, 1] == 0).all()
 
 
-def test_position_cov_with_contract_dims_is_read_cycle_first(sample):
+def test_position_cov_is_read_cycle_first_whatever_the_dim_names(sample):
     _, track, _ = sample
-    cov = uncertainty.position_covariance_km(track)
-    assert cov.shape == (track.sizes["cycle"], 2, 2)
-    np.testing.assert_array_equal(cov, track["position_cov"].values)
+    cov = track["position_cov"].values
+    assert uncertainty.position_covariance_km(track).shape == (track.sizes["cycle"], 2, 2)
+    # the contract's literal (cycle, enu, enu), and a cycle-last layout
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        dup = track.drop_vars("position_cov")
+        dup["position_cov"] = (("cycle", "enu", "enu"), cov)
+        np.testing.assert_array_equal(uncertainty.position_covariance_km(dup), cov)
+    last = track.drop_vars("position_cov")
+    last["position_cov"] = (("enu", "enu2", "cycle"), np.moveaxis(cov, 0, -1))
+    np.testing.assert_array_equal(uncertainty.position_covariance_km(last), cov)
 
 
 # ------------------------------------------------------------------------------------------

@@ -7,12 +7,12 @@ from html.parser import HTMLParser
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rankmodels.plots.report import tracking_report
 from rankmodels.plots.track_summary import collapsed_cycles, source_table
 from tests._plots_data import make_float
-
-pytestmark = pytest.mark.filterwarnings("ignore:Duplicate dimension names:UserWarning")
 
 IMAGES = {"map": "map.png", "toa": "toa.png", "diagnostics": "diagnostics.png"}
 VOID = {"meta", "img", "br", "hr", "link", "input"}
@@ -209,3 +209,26 @@ def test_source_table_rejects_foreign_association_codes(sample):
     tr["association"][2, 1] = -3
     with pytest.raises(ValueError, match="-3"):
         source_table(tr)
+
+
+_FUZZ_TRACK = make_float(n_cycles=8, seed=5)[1]
+_REPORT_TAGS = {
+    "html", "head", "meta", "title", "style", "body", "h1", "span", "p", "h2", "table", "tr",
+    "th", "td", "figure", "img", "figcaption", "footer",
+}  # fmt: skip
+
+
+@settings(max_examples=60, deadline=None)
+@given(float_id=st.text(max_size=30), source=st.text(min_size=1, max_size=20), value=st.text())
+def test_arbitrary_strings_never_become_markup(float_id, source, value):
+    tr = _FUZZ_TRACK.copy()
+    tr.attrs = {**_FUZZ_TRACK.attrs, "float_id": float_id}
+    names = [source, *map(str, tr["source"].values[1:])]
+    tr = tr.assign_coords(source=names, candidate=[*names, "clutter"])
+    page = parse(tracking_report(tr, {"note": value}, {"map": "map.png"}))
+    assert {tag for tag, _ in page.starts} <= _REPORT_TAGS
+    assert sum(tag == "img" for tag, _ in page.starts) == 1
+    summary = dict(page.tables["summary"])
+    assert summary["note"] == value.strip()
+    assert summary["Float"] == float_id.strip()
+    assert page.tables["sources"][1][0] == source.strip()
