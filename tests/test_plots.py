@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import socket
 import urllib.request
 import warnings
 from pathlib import Path
@@ -62,6 +63,8 @@ def offline_map(sample):
     mp = pytest.MonkeyPatch()
     mp.setattr(urllib.request, "urlopen", refuse)
     mp.setattr(Downloader, "acquire_resource", refuse)
+    mp.setattr(socket.socket, "connect", refuse)
+    mp.setattr(socket, "create_connection", refuse)
     # pretend cartopy has no data at all: empty data dirs, so any lookup would have to download
     mp.setitem(cartopy.config, "pre_existing_data_dir", Path("/nonexistent-cartopy-pre"))
     mp.setitem(cartopy.config, "data_dir", Path("/nonexistent-cartopy-data"))
@@ -276,12 +279,17 @@ def test_source_inactive_during_the_whole_track_is_hollow(sample):
     start = rec["source_start_time"].values.copy()
     start[0] = track["time"].values[-1] + np.timedelta64(30, "D")
     rec["source_start_time"] = ("source", start)
+    end = np.full(track.sizes["source"], np.datetime64("NaT", "ns"))
+    end[1] = track["time"].values[10]
+    rec["source_end_time"] = ("source", end)
     fig = tracking.track_map(rec, track.drop_vars("position_cov"))
     face = one(fig, "sources").get_facecolors()
     np.testing.assert_allclose(face[0], [1, 1, 1, 1])
     np.testing.assert_allclose(face[1:], style.source_colors(track.sizes["source"])[1:])
     labels = [t.get_text() for t in map_axes(fig).texts]
     assert f"{track['source'].values[0]}\n(inactive)" in labels
+    until = np.datetime_as_string(end[1], unit="D")
+    assert f"{track['source'].values[1]}\nuntil {until}" in labels
 
 
 def test_map_across_the_antimeridian_stays_regional(sample):
