@@ -19,7 +19,9 @@ by zero.
 Arrays: particles ``(N, 2)``, ``mean (T, 2)``, ``cov (T, 2, 2)``, per-cycle ``(T,)`` vectors,
 ``ensembles (T, M, 2)`` (an equally weighted resample of each cycle's weighted particles, used
 for association posteriors), and with ``keep_history`` the weighted particle sets
-``history_x (T, N, 2)``, ``history_logw (T, N)`` that the smoother needs.
+``history_x (T, N, 2)``, ``history_logw (T, N)`` and ``history_parent (T, N)`` (index in the
+weighted set of step ``t - 1`` that particle ``i`` of step ``t`` descends from; ``-1`` at
+``t = 0``) that the smoother needs.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ class FilterResult:
     ensembles: np.ndarray
     history_x: np.ndarray | None = None
     history_logw: np.ndarray | None = None
+    history_parent: np.ndarray | None = None
 
 
 def systematic_resample(weights: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -100,6 +103,8 @@ def particle_filter(
     if keep_history:
         res.history_x = np.empty((n_cyc, n_particles, 2))
         res.history_logw = np.empty((n_cyc, n_particles))
+        res.history_parent = np.empty((n_cyc, n_particles), dtype=np.int32)
+    parent = np.full(n_particles, -1)
     for t in range(n_cyc):
         x = dynamics.propagate(x, dt[t], rng)
         ell = loglik(t, x)
@@ -121,8 +126,11 @@ def particle_filter(
         if keep_history:
             res.history_x[t] = x
             res.history_logw[t] = logw
+            res.history_parent[t] = parent
+        parent = np.arange(n_particles)
         if res.ess[t] < ess_threshold * n_particles:
-            x = x[systematic_resample(w, n_particles, rng)]
+            parent = systematic_resample(w, n_particles, rng)
+            x = x[parent]
             logw = np.full(n_particles, -np.log(n_particles))
             res.resampled[t] = True
         if progress is not None:

@@ -11,7 +11,7 @@ variable                      dims        default when absent
 ============================  ==========  =============================================
 ``source_offset``             (source)    0 s
 ``sound_speed``               ()          1500 m/s
-``window_length``             ()          smallest multiple of 60 s >= the largest TOA
+``window_length``             ()          1800 s, or more if a TOA is later (next minute)
 ``source_start_time``         (source)    NaT (active since before the record)
 ``source_end_time``           (source)    NaT (active until after the record)
 ============================  ==========  =============================================
@@ -27,10 +27,12 @@ import numpy as np
 import xarray as xr
 
 from rankmodels.errors import InputError
+from rankmodels.tracking.signal_model import DEFAULT_WINDOW
 
 __all__ = [
     "DEFAULT_SOUND_SPEED",
     "active_sources",
+    "compressed_encoding",
     "read_float",
     "validate_float",
     "write_float",
@@ -251,7 +253,8 @@ def validate_float(ds: xr.Dataset, path: PathLike | None = None) -> xr.Dataset:
     window = ck.scalar("window_length", required=False, lo=0.0, strict_lo=True)
     max_toa = float(np.nanmax(toa))
     if window is None:
-        out["window_length"] = ((), 60.0 * max(1.0, math.ceil(max_toa / 60.0)), {"units": "s"})
+        default = max(DEFAULT_WINDOW, 60.0 * math.ceil(max_toa / 60.0))
+        out["window_length"] = ((), default, {"units": "s"})
     elif max_toa > window:
         ck.fail(
             "toa",
@@ -306,7 +309,8 @@ def read_float(path: PathLike) -> xr.Dataset:
     return validate_float(ds, path=path)
 
 
-def _encoding(ds: xr.Dataset) -> dict[Hashable, dict[str, object]]:
+def compressed_encoding(ds: xr.Dataset) -> dict[Hashable, dict[str, object]]:
+    """NetCDF4 encoding: zlib-compressed numeric arrays, NaN fill, datetimes in seconds."""
     enc: dict[Hashable, dict[str, object]] = {}
     for name, da in ds.variables.items():
         if np.issubdtype(da.dtype, np.datetime64):
@@ -321,7 +325,7 @@ def _encoding(ds: xr.Dataset) -> dict[Hashable, dict[str, object]]:
 def write_float(ds: xr.Dataset, path: PathLike) -> None:
     """Validate ``ds`` and write it as a compressed NetCDF4 float record at ``path``."""
     ds = validate_float(ds)
-    ds.to_netcdf(os.fspath(path), engine="netcdf4", encoding=_encoding(ds))
+    ds.to_netcdf(os.fspath(path), engine="netcdf4", encoding=compressed_encoding(ds))
 
 
 def active_sources(record: xr.Dataset) -> np.ndarray:

@@ -1,0 +1,136 @@
+"""The track dataset written by ``track-float`` (``track.nc``; format in ``docs/tracking.md``).
+
+:func:`build_track` turns the estimator's arrays into an :class:`xarray.Dataset` with dims
+``cycle`` (coordinate ``time``), ``rank``, ``source``, ``candidate`` (the sources then
+``"clutter"``) and ``enu`` (``["east", "north"]``); :func:`write_track` writes it compressed.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+import numpy as np
+import xarray as xr
+
+from rankmodels import __version__
+from rankmodels.tracking.geometry import EARTH_RADIUS_KM
+from rankmodels.tracking.records import compressed_encoding
+
+__all__ = ["TrackEstimate", "build_track", "write_track"]
+
+_KM_PER_DEG = EARTH_RADIUS_KM * math.pi / 180.0
+
+
+@dataclass
+class TrackEstimate:
+    """Estimator output for ``T`` cycles, ``r`` ranks, ``s`` sources.
+
+    ``mean (T, 2)`` (lat, lon) posterior mean (smoothed when smoothing), ``cov (T, 2, 2)`` km^2
+    (east, north), ``filtered_mean (T, 2)``, ``association_posterior (T, r, s + 1)`` (NaN where
+    no arrival), ``predicted_toa (T, s)`` at the mean (NaN for inactive sources), ``ess``,
+    ``loglik`` (log p(y_t | y_<t)) and ``collapsed`` ``(T,)``.
+    """
+
+    mean: np.ndarray
+    cov: np.ndarray
+    filtered_mean: np.ndarray
+    association_posterior: np.ndarray
+    predicted_toa: np.ndarray
+    ess: np.ndarray
+    loglik: np.ndarray
+    collapsed: np.ndarray
+
+
+def build_track(record: xr.Dataset, est: TrackEstimate, attrs: dict[str, object]) -> xr.Dataset:
+    """The track dataset of ``record`` (a validated float record) from ``est``; ``attrs``
+    (model parameters, engine, ...) are added to the standard ones."""
+    post = est.association_posterior
+    no_arrival = np.isnan(post).all(axis=2)
+    best = np.where(no_arrival, 0, np.argmax(np.nan_to_num(post, nan=-1.0), axis=2))
+    n_src = post.shape[2] - 1
+    association = np.where(no_arrival, -2, np.where(best == n_src, -1, best))
+    prob = np.where(no_arrival, np.nan, np.take_along_axis(post, best[..., None], 2)[..., 0])
+    lat_std = np.sqrt(est.cov[:, 1, 1]) / _KM_PER_DEG
+    lon_std = np.sqrt(est.cov[:, 0, 0]) / (_KM_PER_DEG * np.cos(np.radians(est.mean[:, 0])))
+    sources = [str(s) for s in record["source"].values]
+    ds = xr.Dataset(
+        {
+            "lat": (
+                "cycle",
+                est.mean[:, 0],
+                {"units": "degrees_north", "long_name": "posterior mean latitude"},
+            ),
+            "lon": (
+                "cycle",
+                est.mean[:, 1],
+                {"units": "degrees_east", "long_name": "posterior mean longitude"},
+            ),
+            "lat_std": ("cycle", lat_std, {"units": "degrees_north"}),
+            "lon_std": ("cycle", lon_std, {"units": "degrees_east"}),
+            "position_cov": (("cycle", "enu", "enu2"), est.cov, {"units": "km2"}),
+            "lat_filtered": ("cycle", est.filtered_mean[:, 0], {"units": "degrees_north"}),
+            "lon_filtered": ("cycle", est.filtered_mean[:, 1], {"units": "degrees_east"}),
+            "association": (
+                ("cycle", "rank"),
+                association.astype(np.int16),
+                {"long_name": "most probable source index, -1 clutter, -2 no arrival"},
+            ),
+            "association_prob": (("cycle", "rank"), prob),
+            "association_posterior": (("cycle", "rank", "candidate"), post),
+            "toa": (
+                ("cycle", "rank"),
+                np.asarray(record["toa"].values, dtype=np.float64),
+                {"units": "s"},
+            ),
+            "predicted_toa": (("cycle", "source"), est.predicted_toa, {"units": "s"}),
+            "ess": ("cycle", est.ess, {"long_name": "effective sample size after weighting"}),
+            "loglik": (
+                "cycle",
+                est.loglik,
+                {"long_name": "log predictive likelihood log p(T_t | T_1:t-1)"},
+            ),
+            "collapsed": (
+                "cycle",
+                est.collapsed.astype(np.int8),
+                {"long_name": "1 where every particle had zero likelihood"},
+            ),
+            "source_lat": (
+                "source",
+                np.asarray(record["source_lat"].values, dtype=float),
+                {"units": "degrees_north"},
+            ),
+            "source_lon": (
+                "source",
+                np.asarray(record["source_lon"].values, dtype=float),
+                {"units": "degrees_east"},
+            ),
+        },
+        coords={
+            "time": ("cycle", np.asarray(record["time"].values).astype("datetime64[ns]")),
+            "source": ("source", sources),
+            "candidate": ("candidate", [*sources, "clutter"]),
+            "enu": ("enu", ["east", "north"]),
+            "enu2": ("enu2", ["east", "north"]),
+        },
+    )
+    for name in ("temperature", "pressure"):
+        if name in record:
+            ds[name] = record[name].reset_coords(drop=True)
+    ds.attrs = {
+        "float_id": str(record.attrs.get("float_id", "")),
+        "source_file": str(record.encoding.get("source", record.attrs.get("source_file", ""))),
+        **attrs,
+        "rankmodels_version": __version__,
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
+    if record.attrs.get("simulated"):
+        ds.attrs["simulated"] = 1
+    return ds
+
+
+def write_track(track: xr.Dataset, path: str | os.PathLike[str]) -> None:
+    """Write the track as compressed NetCDF4."""
+    track.to_netcdf(os.fspath(path), engine="netcdf4", encoding=compressed_encoding(track))
