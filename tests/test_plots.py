@@ -430,6 +430,20 @@ def test_diagnostics_marks_collapsed_cycles(sample):
     assert by_gid(tracking.diagnostics(track), "collapsed") == []
 
 
+def test_diagnostics_shows_the_95_percent_semi_major_axis(sample):
+    _, track, _ = sample
+    cov = track["position_cov"].values
+    a, b, d = cov[:, 0, 0], cov[:, 0, 1], cov[:, 1, 1]
+    lam_max = (a + d) / 2 + np.sqrt(((a - d) / 2) ** 2 + b**2)  # closed form for 2 x 2
+    chi2_95 = 5.991464547107979  # chi-square(2) 95 % quantile
+    line = one(tracking.diagnostics(track), "uncertainty-km")
+    np.testing.assert_allclose(line.get_ydata(), np.sqrt(chi2_95 * lam_max), rtol=1e-9)
+    assert (
+        by_gid(tracking.diagnostics(track.drop_vars(["position_cov", "lat_std"])), "uncertainty-km")
+        == []
+    )
+
+
 def test_figures_do_not_touch_pyplot_state(sample):
     import matplotlib.pyplot as plt
 

@@ -37,8 +37,8 @@ FIGURE_CAPTIONS: dict[str, str] = {
         "estimated track."
     ),
     "diagnostics": (
-        "Effective sample size after weighting and predictive log-likelihood of each cycle; "
-        "red marks cycles where the filter collapsed."
+        "Effective sample size after weighting, predictive log-likelihood of each cycle and "
+        "size of the 95 % position ellipse; red marks cycles where the filter collapsed."
     ),
 }
 

@@ -11,7 +11,7 @@ Inputs follow the tracking contract: ``track`` is the ``track-float`` output (``
 ``window_length``).
 
 Artists carrying data have a ``gid``: "arrivals-<source>", "clutter", "predicted-<source>",
-"ess", "loglik", "collapsed" (and those listed in :mod:`rankmodels.plots.maps`).
+"ess", "loglik", "uncertainty-km", "collapsed" (and those listed in :mod:`rankmodels.plots.maps`).
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from rankmodels.plots.track_summary import (
     source_names,
     source_table,
 )
+from rankmodels.plots.uncertainty import CONFIDENCE, ELLIPSE_SCALE, position_covariance_km
 
 __all__ = ["diagnostics", "toa_diagram", "track_map"]
 
@@ -156,8 +157,9 @@ def toa_diagram(record: xr.Dataset, track: xr.Dataset) -> Figure:
 
 
 def diagnostics(track: xr.Dataset) -> Figure:
-    """Effective sample size and per-cycle predictive log-likelihood log p(T_t | T_1:t-1) over
-    time; cycles where the filter collapsed (see ``track_summary.collapsed_cycles``) in red."""
+    """Effective sample size, per-cycle predictive log-likelihood log p(T_t | T_1:t-1) and, when
+    the track has a position covariance, the semi-major axis of the 95 % position ellipse (km)
+    over time; cycles where the filter collapsed (``track_summary.collapsed_cycles``) in red."""
     t = times(track)
     ess = values(track, "ess")
     loglik = values(track, "loglik")
@@ -166,8 +168,10 @@ def diagnostics(track: xr.Dataset) -> Figure:
     collapsed = collapsed_cycles(track)
     particles = track.attrs.get("particles")
 
-    fig = Figure(figsize=(11.0, 4.6), layout="constrained")
-    ax_ess, ax_ll = fig.subplots(2, 1, sharex=True)
+    cov = position_covariance_km(track)
+    fig = Figure(figsize=(11.0, 4.6 if cov is None else 6.4), layout="constrained")
+    axes = list(fig.subplots(2 if cov is None else 3, 1, sharex=True))
+    ax_ess, ax_ll = axes[:2]
     (line,) = ax_ess.plot(t, ess, color="#1f4e79", lw=0.9)
     line.set_gid("ess")
     if particles:
@@ -189,9 +193,15 @@ def diagnostics(track: xr.Dataset) -> Figure:
     (line,) = ax_ll.plot(t, np.where(finite, loglik, np.nan), color="#7b3f00", lw=0.9)
     line.set_gid("loglik")
     ax_ll.set_ylabel(r"$\log p(T_t \mid T_{1:t-1})$")
-    ax_ll.set_xlabel("date")
+    if cov is not None:
+        major = ELLIPSE_SCALE * np.sqrt(np.clip(np.linalg.eigvalsh(cov)[:, -1], 0.0, None))
+        (line,) = axes[2].plot(t, major, color="#4b6f96", lw=0.9)
+        line.set_gid("uncertainty-km")
+        axes[2].set_ylabel(f"{CONFIDENCE:.0%} ellipse\nsemi-major axis (km)")
+        axes[2].set_ylim(bottom=0.0)
+    axes[-1].set_xlabel("date")
     if collapsed.any():
-        for ax in (ax_ess, ax_ll):
+        for ax in axes:
             for when in t[collapsed]:
                 ax.axvline(when, color="#d62728", lw=0.8, alpha=0.6, zorder=0)
         sc = ax_ess.scatter(
@@ -204,10 +214,10 @@ def diagnostics(track: xr.Dataset) -> Figure:
         )
         sc.set_gid("collapsed")
         ax_ess.legend(fontsize=8, loc="lower left")
-    for ax in (ax_ess, ax_ll):
+    for ax in axes:
         ax.grid(True, lw=0.4, color="0.85")
-    style.date_axis(ax_ll.xaxis, span_days(t))
+    style.date_axis(axes[-1].xaxis, span_days(t))
     if (limits := time_limits(t)) is not None:
-        ax_ll.set_xlim(*limits)
+        axes[-1].set_xlim(*limits)
     ax_ess.set_title(title(track, None, "filter diagnostics"), fontsize=11, loc="left")
     return fig
