@@ -519,3 +519,20 @@ def test_label_placement_avoids_the_track_and_other_labels():
         for j in range(i + 1, 3):
             a, b = boxes[i], boxes[j]
             assert not (a[0] < b[1] and b[0] < a[1] and a[2] < b[3] and b[2] < a[3])
+
+
+def test_time_marks_fall_on_month_starts_or_every_ten_days(offline_map, sample):
+    from rankmodels.plots.maps import time_marks
+
+    day0 = np.datetime64("2009-01-23", "ns")
+    long = day0 + np.arange(120) * np.timedelta64(1, "D")
+    idx, label = time_marks(long)
+    assert idx.tolist() == [9, 37, 68, 98] and "month" in label  # Feb 1, Mar 1, Apr 1, May 1
+    idx, label = time_marks(long[:30])
+    assert idx.tolist() == [10, 20] and "10 days" in label
+    # on the map: one white dot per mark, on the track
+    _, track, _ = sample
+    fig = offline_map[0]
+    marks = np.asarray(one(fig, "time-marks").get_offsets())
+    expected = projected(map_axes(fig), track["lon"].values, track["lat"].values)
+    np.testing.assert_allclose(marks, expected[time_marks(track["time"].values)[0]], rtol=1e-9)

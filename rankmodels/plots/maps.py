@@ -7,7 +7,7 @@ Inputs follow the tracking contract: ``record`` is a validated float record (``s
 ``source_lon``); ``truth`` has ``lat``, ``lon`` (cycle).
 
 Artists carrying data have a ``gid``: "land", "coastline", "uncertainty", "track", "truth",
-"sources", "launch", "recovery".
+"sources", "launch", "recovery", "time-marks".
 """
 
 from __future__ import annotations
@@ -208,6 +208,45 @@ def _draw_track(frame: MapFrame, xy: np.ndarray, t: np.ndarray, smoothed: bool) 
     lc.set_label("estimated track" + (" (smoothed)" if smoothed else ""))
     frame.ax.add_collection(lc)
     return lc
+
+
+def time_marks(t: np.ndarray) -> tuple[np.ndarray, str]:
+    """Indices of the cycles that start a new month (records longer than 90 days) or a new
+    10-day period since the first cycle (shorter records), and the legend text."""
+    valid = ~np.isnat(t)
+    if span_days(t) > 90:
+        period = np.where(valid, t.astype("datetime64[M]").astype(np.int64), -1)
+        label = "first cycle of each month"
+    else:
+        first = t[valid].min() if valid.any() else np.datetime64(0, "ns")
+        period = np.where(valid, (t - first) // np.timedelta64(10, "D"), -1)
+        label = "every 10 days"
+    change = np.flatnonzero(valid[1:] & (period[1:] != period[:-1])) + 1
+    return change, label
+
+
+def _draw_time_marks(frame: MapFrame, xy: np.ndarray, t: np.ndarray) -> list[Artist]:
+    idx, label = time_marks(t)
+    idx = idx[np.isfinite(xy[idx]).all(axis=1)]
+    if idx.size == 0:
+        return []
+    kw = {"marker": "o", "edgecolors": "0.15", "linewidths": 0.6}
+    frame.ax.scatter(
+        xy[idx, 0], xy[idx, 1], transform=frame.ax.projection, s=11, c="white", zorder=4.7, **kw
+    ).set_gid("time-marks")
+    return [
+        Line2D(
+            [],
+            [],
+            ls="none",
+            marker="o",
+            markersize=4,
+            markerfacecolor="white",
+            markeredgecolor="0.15",
+            markeredgewidth=0.6,
+            label=label,
+        )
+    ]
 
 
 def _draw_truth(frame: MapFrame, txy: np.ndarray) -> Line2D:
@@ -416,6 +455,7 @@ def track_map(record: xr.Dataset, track: xr.Dataset, truth: xr.Dataset | None = 
         txy = frame.project(truth_ll[1], truth_ll[0])
         handles.append(_draw_truth(frame, txy))
         obstacles.append(txy)
+    handles += _draw_time_marks(frame, xy, t)
     sxy = frame.project(src_lon, src_lat)
     end_xy = {gid: frame.project(p[1], p[0]) for gid, p in ends.items()}
     markers = np.concatenate([sxy, *end_xy.values()])
@@ -424,9 +464,8 @@ def track_map(record: xr.Dataset, track: xr.Dataset, truth: xr.Dataset | None = 
         handles += _draw_endpoint(frame, gid, pxy)
 
     fig = frame.fig
-    fig.legend(
-        handles=handles, loc="outside lower center", ncols=len(handles), fontsize=8, frameon=False
-    )
+    ncols = len(handles) if len(handles) <= 5 else (len(handles) + 1) // 2
+    fig.legend(handles=handles, loc="outside lower center", ncols=ncols, fontsize=8, frameon=False)
     cbar = fig.colorbar(lc, ax=frame.ax, shrink=0.82, pad=0.02, aspect=30)
     cbar.set_label("date of listening cycle", fontsize=9)
     style.date_axis(cbar.ax.yaxis, span_days(t))
