@@ -13,6 +13,7 @@ Artists carrying data have a ``gid``: "land", "coastline", "uncertainty", "track
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import matplotlib.dates as mdates
 import numpy as np
@@ -30,6 +31,9 @@ from rankmodels.plots.cartopy_data import natural_earth_feature
 from rankmodels.plots.labels import LABEL_FONTSIZE, place_labels
 from rankmodels.plots.track_summary import attr_flag, source_names
 from rankmodels.plots.uncertainty import CONFIDENCE, position_covariance_km, uncertainty_band
+
+if TYPE_CHECKING:
+    from cartopy.mpl.geoaxes import GeoAxes
 
 MAP_WIDTH_IN = 9.4
 """Width of the map panel (inches); the height follows the map's aspect ratio."""
@@ -88,12 +92,13 @@ class MapFrame:
     """A map axes and what the drawing helpers need to know about it."""
 
     fig: Figure
-    ax: object  # cartopy GeoAxes
-    lon0: float  # central longitude
-    visible: tuple[
-        float, float, float, float
-    ]  # lon_min, lon_max (relative to lon0), lat_min, lat_max
-    per_pt: float  # projected units per typographic point
+    ax: GeoAxes
+    lon0: float
+    """Central longitude (degrees)."""
+    visible: tuple[float, float, float, float]
+    """Visible box in degrees: west, east (relative to ``lon0``), south, north."""
+    per_pt: float
+    """Projected units per typographic point."""
 
     def project(self, lon, lat) -> np.ndarray:
         """``(n, 2)`` projected x, y of lon/lat degrees (NaN stays NaN)."""
@@ -107,7 +112,9 @@ class MapFrame:
 
     @property
     def bounds(self) -> tuple[float, float, float, float]:
-        return tuple(self.ax.get_extent())
+        """Projected extent: left, right, bottom, top."""
+        x0, x1, y0, y1 = self.ax.get_extent()
+        return x0, x1, y0, y1
 
 
 def map_frame(lats: np.ndarray, lons: np.ndarray) -> MapFrame:
