@@ -31,6 +31,7 @@ import numpy as np
 
 from rankmodels.tracking.engines._common import check_predicted, prepare_cycle
 from rankmodels.tracking.engines.baseline import baseline_engine
+from rankmodels.tracking.engines.bp import bp_engine
 from rankmodels.tracking.engines.exact import exact_engine
 from rankmodels.tracking.engines.labels import labels_engine
 from rankmodels.tracking.signal_model import SignalModel
@@ -67,7 +68,7 @@ def log_likelihood(
     engine: str = "exact",
     labels: np.ndarray | None = None,
     association: bool = False,
-    damping: float = 0.5,
+    damping: float = 0.0,
     tol: float = 1e-9,
     max_iter: int = 200,
 ) -> LikelihoodResult:
@@ -83,7 +84,8 @@ def log_likelihood(
         -2 no arrival.
     association: also return the association posteriors.
     damping, tol, max_iter: message-passing controls of ``bp`` and ``minfactor`` (new message =
-        ``damping * old + (1 - damping) * update``; stop when no message moves more than ``tol``).
+        ``damping * old + (1 - damping) * update``; stop when no message changes by more than
+        ``tol`` relative to its size).
 
     Raises ValueError for malformed inputs or an unknown engine.
     """
@@ -99,4 +101,15 @@ def log_likelihood(
         return LikelihoodResult(*baseline_engine(cycle, pred, model, association=association))
     if engine == "labels":
         return LikelihoodResult(*labels_engine(cycle, pred, model, labels, association=association))
+    if engine == "bp":
+        loglik, assoc, sweeps, converged = bp_engine(
+            cycle,
+            pred,
+            model,
+            association=association,
+            damping=damping,
+            tol=tol,
+            max_iter=max_iter,
+        )
+        return LikelihoodResult(loglik, assoc, sweeps, converged)
     raise NotImplementedError(engine)
