@@ -32,11 +32,12 @@ def run(tmp_path_factory):
 def test_figures_and_report_from_a_real_run(run, tmp_path):
     record, track, truth, summary = run
     images = {}
-    for name, fig in (
-        ("map", tracking.track_map(record, track, truth)),
-        ("toa", tracking.toa_diagram(record, track)),
-        ("diagnostics", tracking.diagnostics(track)),
-    ):
+    figures = {
+        "map": tracking.track_map(record, track, truth),
+        "toa": tracking.toa_diagram(record, track),
+        "diagnostics": tracking.diagnostics(track),
+    }
+    for name, fig in figures.items():
         FigureCanvasAgg(fig).draw()
         fig.savefig(tmp_path / f"{name}.png", dpi=50)
         assert (tmp_path / f"{name}.png").stat().st_size > 1000
@@ -47,13 +48,13 @@ def test_figures_and_report_from_a_real_run(run, tmp_path):
     for src in images.values():
         assert f'src="{src}"' in html_text
     # the map's track is the posterior mean, sources one marker each
-    fig = tracking.track_map(record, track, truth)
+    fig = figures["map"]
     (lc,) = [a for a in fig.findobj() if a.get_gid() == "track"]
     assert len(lc.get_segments()) == track.sizes["cycle"] - 1
     (src,) = [a for a in fig.findobj() if a.get_gid() == "sources"]
     assert len(src.get_offsets()) == track.sizes["source"]
     # every recorded arrival appears exactly once on the TOA diagram
-    toa_fig = tracking.toa_diagram(record, track)
+    toa_fig = figures["toa"]
     dots = sum(
         len(a.get_offsets())
         for a in toa_fig.findobj()
