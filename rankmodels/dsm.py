@@ -110,13 +110,14 @@ class SinkhornResult:
         ``(B,)`` number of (column, row) iterations performed on each matrix.
     lengths:
         ``(B,)`` list sizes: matrix ``b`` lives in ``[:lengths[b], :lengths[b]]``.
-    log_a, col_lse, row_lse:
-        The input and the cumulative column / row log-normalisers ``C_t, R_t`` after each
-        iteration, ``(B, T, n)`` (``None`` when ``record=False``): iterate ``t`` is
-        ``log_a[j, k] - C_t[k] - R_t[j]``, so the backward pass rebuilds it instead of
-        storing it.
+    log_a, col_hist, row_hist, top:
+        The input and, per iteration ``t``, ``(B, T, n)`` vectors from which the backward
+        pass rebuilds iterate ``t`` instead of storing it (``None`` when ``record=False``):
+        for a matrix run in the scaling domain the scalings ``v_t, u_t`` with iterate
+        ``diag(u_t) exp(log_a - top) diag(v_t)``; for one run in the log domain the
+        cumulative log-normalisers ``C_t, R_t`` with iterate ``log_a[j,k] - C_t[k] - R_t[j]``.
     scaled:
-        ``(B,)`` True where the iterations after the first ran in the scaling domain.
+        ``(B,)`` True where the iterations ran in the scaling domain.
     """
 
     log_p: np.ndarray
@@ -124,8 +125,9 @@ class SinkhornResult:
     n_iter: np.ndarray
     lengths: np.ndarray
     log_a: np.ndarray
-    col_lse: np.ndarray | None
-    row_lse: np.ndarray | None
+    col_hist: np.ndarray | None
+    row_hist: np.ndarray | None
+    top: np.ndarray
     scaled: np.ndarray
     single: bool
 
@@ -135,7 +137,7 @@ _SCALE_LIMIT = 1e100  # bound on the scaling vectors of the fast path
 
 
 @numba.njit(cache=True)
-def _log_iterations(la, X, P, t0, steps, tol, rec, C_hist, R_hist, C, R):  # pragma: no cover
+def _log_iterations(la, X, t0, steps, tol, rec, C_hist, R_hist, C, R):  # pragma: no cover
     """Pure log-domain iterations ``t0 .. steps-1`` on ``X = log_a - C - R`` (in place).
 
     Returns the number of iterations done and whether every row / column had mass.
@@ -183,12 +185,8 @@ def _log_iterations(la, X, P, t0, steps, tol, rec, C_hist, R_hist, C, R):  # pra
             else:
                 s = 0.0
                 for k in range(m):
-                    e = np.exp(X[j, k] - rm)
-                    P[j, k] = e
-                    s += e
+                    s += np.exp(X[j, k] - rm)
                 r = rm + np.log(s)
-                for k in range(m):
-                    P[j, k] /= s
             R[j] += r
             for k in range(m):
                 X[j, k] -= r
@@ -201,60 +199,66 @@ def _log_iterations(la, X, P, t0, steps, tol, rec, C_hist, R_hist, C, R):  # pra
 
 
 @numba.njit(fastmath=_FAST, cache=True)
-def _scaled_iterations(K, t0, steps, tol, rec, C_hist, R_hist, C, R, u, v):  # pragma: no cover
-    """Iterations ``t0 ..`` in the scaling domain: the iterate is ``diag(u) K diag(v)``.
+def _scaled_iterations(E, steps, tol, rec, V_hist, U_hist, u, v):  # pragma: no cover
+    """Iterations in the scaling domain: the iterate is ``diag(u) E diag(v)``.
 
-    ``K`` is the row-normalised matrix of a first log-domain iteration, so its entries lie
-    in [0, 1] and the scalings stay moderate; the log-normalisers are accumulated exactly
-    as in the log domain (``C += log colsum``, ``R += log rowsum``). Returns the number of
-    iterations done and False if a scaling left ``[1/_SCALE_LIMIT, _SCALE_LIMIT]``
-    (the caller then redoes the matrix in the log domain).
+    ``E = exp(log_a - max log_a)`` has entries in [0, 1] with a 1 somewhere. No logarithm
+    or exponential is taken per iteration; ``V_hist[t], U_hist[t]`` receive the scalings
+    after iteration ``t``. Returns the number of iterations done and False if a scaling
+    left ``[1/_SCALE_LIMIT, _SCALE_LIMIT]`` (the caller then redoes the matrix in the log
+    domain).
     """
-    m = K.shape[0]
+    m = E.shape[0]
     sig = np.empty(m)
-    t = t0
+    t = 0
     while t < steps:
         for k in range(m):
             sig[k] = 0.0
         for j in range(m):
             uj = u[j]
             for k in range(m):
-                sig[k] += K[j, k] * uj
-        worst = 0.0
+                sig[k] += E[j, k] * uj
+        if tol > 0.0 and t > 0:
+            worst = 0.0
+            for k in range(m):
+                worst = max(worst, abs(v[k] * sig[k] - 1.0))
+            if worst <= tol:
+                break
         for k in range(m):
-            worst = max(worst, abs(v[k] * sig[k] - 1.0))
-        if tol > 0.0 and worst <= tol:
-            break
-        for k in range(m):
-            colsum = v[k] * sig[k]
-            if not (colsum > 0.0) or not (sig[k] > 1.0 / _SCALE_LIMIT):
+            if not (sig[k] > 1.0 / _SCALE_LIMIT):
                 return t, False
-            C[k] += np.log(colsum)
             v[k] = 1.0 / sig[k]
-            if v[k] > _SCALE_LIMIT:
-                return t, False
         for j in range(m):
             rho = 0.0
             for k in range(m):
-                rho += K[j, k] * v[k]
-            rowsum = u[j] * rho
-            if not (rowsum > 0.0) or not (rho > 1.0 / _SCALE_LIMIT):
+                rho += E[j, k] * v[k]
+            if not (rho > 1.0 / _SCALE_LIMIT and rho < _SCALE_LIMIT):
                 return t, False
-            R[j] += np.log(rowsum)
             u[j] = 1.0 / rho
-            if u[j] > _SCALE_LIMIT or u[j] < 1.0 / _SCALE_LIMIT:
-                return t, False
         if rec:
             for k in range(m):
-                C_hist[t, k] = C[k]
-                R_hist[t, k] = R[k]
+                V_hist[t, k] = v[k]
+                U_hist[t, k] = u[k]
         t += 1
     return t, True
 
 
 @numba.njit(parallel=True, cache=True)
 def _sinkhorn_forward(
-    log_a, lengths, steps, tol, rec, allow_scaled, out, p_out, C_hist, R_hist, n_done, ok, fast
+    log_a,
+    lengths,
+    steps,
+    tol,
+    rec,
+    allow_scaled,
+    out,
+    p_out,
+    C_hist,
+    R_hist,
+    n_done,
+    ok,
+    fast,
+    tops,
 ):  # pragma: no cover - numba
     for b in numba.prange(log_a.shape[0]):
         m = lengths[b]
@@ -263,26 +267,34 @@ def _sinkhorn_forward(
         P = np.empty((m, m))
         Ch = C_hist[b] if rec else C_hist[0]
         Rh = R_hist[b] if rec else R_hist[0]
-        C = np.zeros(m)
-        R = np.zeros(m)
-        first = min(steps, 1) if allow_scaled else steps
-        t, good = _log_iterations(la, X, P, 0, first, tol, rec, Ch, Rh, C, R)
-        scaled = allow_scaled and steps > 1 and good
+        top = -np.inf
+        for j in range(m):
+            for k in range(m):
+                top = max(top, la[j, k])
+        scaled = allow_scaled and steps > 0 and top > -np.inf
+        good = True
+        t = 0
         if scaled:
+            # scaling domain on E = exp(log_a - top): one exponential per entry in all
+            for j in range(m):
+                for k in range(m):
+                    P[j, k] = np.exp(la[j, k] - top)
             u = np.ones(m)
             v = np.ones(m)
-            t, scaled = _scaled_iterations(P, 1, steps, tol, rec, Ch, Rh, C, R, u, v)
+            t, scaled = _scaled_iterations(P, steps, tol, rec, Ch, Rh, u, v)
             if scaled:
+                # iterate = exp(log_a - C - R) with C = top - log v, R = -log u
+                lv = np.log(v) - top
                 for j in range(m):
+                    lu = np.log(u[j])
                     for k in range(m):
-                        X[j, k] = la[j, k] - C[k] - R[j]
+                        X[j, k] = la[j, k] + lv[k] + lu
                         P[j, k] *= u[j] * v[k]
-            else:  # scalings out of range: redo this matrix in the log domain
-                X[:, :] = la
-                C[:] = 0.0
-                R[:] = 0.0
-                t, good = _log_iterations(la, X, P, 0, steps, tol, rec, Ch, Rh, C, R)
         if not scaled:
+            X[:, :] = la
+            C = np.zeros(m)
+            R = np.zeros(m)
+            t, good = _log_iterations(la, X, 0, steps, tol, rec, Ch, Rh, C, R)
             for j in range(m):
                 for k in range(m):
                     P[j, k] = np.exp(X[j, k])
@@ -290,6 +302,7 @@ def _sinkhorn_forward(
         p_out[b, :, :] = 0.0
         out[b, :m, :m] = X
         p_out[b, :m, :m] = P
+        tops[b] = top
         fast[b] = scaled
         ok[b] = good
         n_done[b] = t
@@ -327,45 +340,37 @@ def _adjoint_cols(G, K, a, bk, cs):  # pragma: no cover - numba
 
 @numba.njit(parallel=True, cache=True)
 def _sinkhorn_backward(
-    log_a, lengths, n_done, fast, C_hist, R_hist, grad_log_p, out
+    log_a, lengths, n_done, fast, tops, C_hist, R_hist, grad_log_p, out
 ):  # pragma: no cover - numba
-    B = log_a.shape[0]
-    for b in numba.prange(B):
+    for b in numba.prange(log_a.shape[0]):
         m = lengths[b]
         T = n_done[b]
         G = np.ascontiguousarray(grad_log_p[b, :m, :m])
         la = np.ascontiguousarray(log_a[b, :m, :m])
         Ch, Rh = C_hist[b], R_hist[b]
         K = np.empty((m, m))
-        a = np.ones(m)
-        bk = np.ones(m)
+        ones = np.ones(m)
         cs = np.empty(m)
         if T > 0 and fast[b]:
+            # iterate t = diag(u_t) E diag(v_t), E = exp(log_a - top): no exp per step
             for j in range(m):
                 for k in range(m):
-                    K[j, k] = np.exp(la[j, k] - Ch[0, k] - Rh[0, j])
-        for t in range(T - 1, -1, -1):
-            if fast[b]:
-                # iterates relative to K = exp(log_a - C_0 - R_0): scalings stay moderate
-                for k in range(m):
-                    bk[k] = np.exp(Ch[0, k] - Ch[t, k])
-                for j in range(m):
-                    a[j] = np.exp(Rh[0, j] - Rh[t, j])
-                _adjoint_rows(G, K, a, bk)
-                for j in range(m):
-                    a[j] = np.exp(Rh[0, j] - (Rh[t - 1, j] if t > 0 else 0.0))
-                _adjoint_cols(G, K, a, bk, cs)
-            else:
-                # log domain: rebuild each iterate from log_a and the normalisers
+                    K[j, k] = np.exp(la[j, k] - tops[b])
+            for t in range(T - 1, -1, -1):
+                _adjoint_rows(G, K, Rh[t], Ch[t])
+                _adjoint_cols(G, K, Rh[t - 1] if t > 0 else ones, Ch[t], cs)
+        else:
+            # log domain: rebuild each iterate from log_a and the log-normalisers
+            for t in range(T - 1, -1, -1):
                 for j in range(m):
                     for k in range(m):
                         K[j, k] = np.exp(la[j, k] - Ch[t, k] - Rh[t, j])
-                _adjoint_rows(G, K, a, bk)
+                _adjoint_rows(G, K, ones, ones)
                 for j in range(m):
                     rp = Rh[t - 1, j] if t > 0 else 0.0
                     for k in range(m):
                         K[j, k] = np.exp(la[j, k] - Ch[t, k] - rp)
-                _adjoint_cols(G, K, a, bk, cs)
+                _adjoint_cols(G, K, ones, ones, cs)
         out[b, :, :] = 0.0
         out[b, :m, :m] = G
 
@@ -407,14 +412,14 @@ def sinkhorn(
     *incomplete* normalisation, SinkProp uses 5); otherwise it iterates until the column
     sums are within ``tol`` of one (rows are exact after a row step) or ``max_iter``.
 
-    The first iteration runs in the log domain. It leaves a row-stochastic ``K`` with
-    entries in ``[0, 1]``; the later iterations run on ``diag(u) K diag(v)`` (no
-    exponentials, the log-stabilised scheme of Schmitzer 2019) while the log-normalisers
-    ``C, R`` are accumulated exactly, so ``log_p = log_a - C - R`` keeps full range. A
-    matrix whose scalings leave ``[1e-100, 1e100]`` is redone entirely in the log domain.
-    Entries of ``K`` that underflow contribute below ``1e-108`` relative to any sum, so both
-    paths compute the same function to rounding; ``domain="log"`` forces the log domain
-    throughout (every iteration costs ``2 n^2`` exponentials instead of ``2 n^2`` products).
+    The iterations run on ``diag(u) K diag(v)`` with ``K = exp(log_a - max log_a)`` (one
+    exponential per entry in all; the log-stabilised scheme of Schmitzer 2019) while the
+    log-normalisers ``C, R`` are accumulated exactly, so ``log_p = log_a - C - R`` keeps
+    full range. A matrix whose scalings leave ``[1e-100, 1e100]`` is redone entirely in the
+    log domain. Entries of ``K`` that underflow contribute below ``1e-108`` to any entry of
+    the result, so both paths compute the same function to rounding; ``domain="log"``
+    forces the log domain (every iteration costs ``2 n^2`` exponentials instead of
+    ``2 n^2`` multiply-adds).
 
     Parameters
     ----------
@@ -452,11 +457,12 @@ def sinkhorn(
     out = np.empty_like(arr)
     p_out = np.empty_like(arr)
     shape = (B, steps, n) if record else (1, 1, 1)
-    col_lse = np.zeros(shape)
-    row_lse = np.zeros(shape)
+    col_hist = np.zeros(shape)
+    row_hist = np.zeros(shape)
     n_done = np.zeros(B, dtype=np.int64)
     ok = np.ones(B, dtype=np.bool_)
     scaled = np.zeros(B, dtype=np.bool_)
+    tops = np.zeros(B)
     _sinkhorn_forward(
         arr,
         lens,
@@ -466,28 +472,30 @@ def sinkhorn(
         domain == "auto",
         out,
         p_out,
-        col_lse,
-        row_lse,
+        col_hist,
+        row_hist,
         n_done,
         ok,
         scaled,
+        tops,
     )
     if not ok.all():
         bad = int(np.flatnonzero(~ok)[0])
         raise ValueError(f"matrix {bad} has a row or column without a positive entry")
     if record:
         T = int(n_done.max(initial=0))
-        col_lse, row_lse = col_lse[:, :T], row_lse[:, :T]
+        col_hist, row_hist = col_hist[:, :T], row_hist[:, :T]
     else:
-        col_lse = row_lse = None
+        col_hist = row_hist = None
     return SinkhornResult(
         out[0] if single else out,
         p_out[0] if single else p_out,
         n_done,
         lens,
         arr,
-        col_lse,
-        row_lse,
+        col_hist,
+        row_hist,
+        tops,
         scaled,
         single,
     )
@@ -498,15 +506,16 @@ def sinkhorn_vjp(result: SinkhornResult, grad_p: np.ndarray) -> np.ndarray:
 
     Reverse mode through the unrolled iterations actually performed (SinkProp section 3 in
     the log domain). Through ``Y = X - logsumexp(X)`` along an axis the adjoint is
-    ``g_X = g_Y - exp(Y) * sum(g_Y)`` along that axis; the iterates ``Y`` are rebuilt as
-    ``log_a - C_t[k] - R_t[j]`` from the recorded cumulative log-normalisers, so memory stays
-    ``O(B n T)``. The input gradient is ``g_log_P = grad_p * P``. For the gradient with
-    respect to ``A`` itself divide by ``A``.
+    ``g_X = g_Y - exp(Y) * sum(g_Y)`` along that axis; the iterates ``Y`` are rebuilt from
+    the recorded per-iteration vectors (scalings, or cumulative log-normalisers in the log
+    domain, see :class:`SinkhornResult`), so memory stays ``O(B n T)``. The input gradient
+    is ``g_log_P = grad_p * P``. For the gradient with respect to ``A`` itself divide by
+    ``A``.
 
     ``grad_p`` has the shape of ``result.log_p``; the output has the shape of ``log_a``
     (zero on padding).
     """
-    if result.col_lse is None:
+    if result.col_hist is None:
         raise ValueError("sinkhorn was run with record=False; rerun with record=True")
     g = np.asarray(grad_p, dtype=np.float64)
     if g.shape != result.log_p.shape:
@@ -519,8 +528,9 @@ def sinkhorn_vjp(result: SinkhornResult, grad_p: np.ndarray) -> np.ndarray:
         result.lengths,
         result.n_iter,
         result.scaled,
-        result.col_lse,
-        result.row_lse,
+        result.top,
+        result.col_hist,
+        result.row_hist,
         np.ascontiguousarray(g_log_p),
         out,
     )
