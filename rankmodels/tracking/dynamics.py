@@ -23,15 +23,16 @@ import numpy as np
 
 from rankmodels.tracking.geometry import (
     EARTH_RADIUS_KM,
-    spherical_mean,
     tangent_offsets,
     tangent_step,
+    wrap_longitude,
 )
 
 __all__ = ["RandomWalk"]
 
+_KM_PER_DEG = EARTH_RADIUS_KM * math.pi / 180.0
 # d(east) d(north) = R^2 cos(lat) (pi/180)^2 d(lat) d(lon)
-_AREA_PER_DEG2 = (EARTH_RADIUS_KM * math.pi / 180.0) ** 2
+_AREA_PER_DEG2 = _KM_PER_DEG**2
 
 
 @dataclass(frozen=True)
@@ -76,11 +77,22 @@ class RandomWalk:
     def moments(
         self, x: np.ndarray, weights: np.ndarray | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
-        """Weighted mean position ``(lat, lon)`` (spherical mean) and the ``(2, 2)`` covariance
-        in km^2 of the particles' (east, north) offsets in the tangent plane at the mean."""
+        """Weighted mean ``(lat, lon)`` and the ``(2, 2)`` covariance in km^2 of the (east,
+        north) offsets in the tangent plane at the mean.
+
+        Longitudes are unwrapped about the first particle, so clouds across the date line are
+        fine; for clouds of a few hundred km this equirectangular mean differs from the
+        spherical mean by well under a metre."""
         w = np.full(x.shape[0], 1.0 / x.shape[0]) if weights is None else weights / np.sum(weights)
-        lat, lon = spherical_mean(x[:, 0], x[:, 1], w)
-        east, north = tangent_offsets(lat, lon, x[:, 0], x[:, 1])
-        d = np.column_stack([east, north])
-        d -= w @ d
-        return np.array([lat, lon]), (d * w[:, None]).T @ d
+        lat = x[:, 0]
+        dlon = wrap_longitude(x[:, 1] - x[0, 1])
+        mean_lat = float(w @ lat)
+        mean_dlon = float(w @ dlon)
+        d = np.column_stack(
+            [
+                (dlon - mean_dlon) * (_KM_PER_DEG * math.cos(math.radians(mean_lat))),
+                (lat - mean_lat) * _KM_PER_DEG,
+            ]
+        )
+        mean = np.array([mean_lat, float(wrap_longitude(x[0, 1] + mean_dlon))])
+        return mean, (d * w[:, None]).T @ d

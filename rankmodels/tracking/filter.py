@@ -26,12 +26,13 @@ weighted set of step ``t - 1`` that particle ``i`` of step ``t`` descends from; 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import numba
 import numpy as np
-from scipy.special import logsumexp
 
 __all__ = ["FilterResult", "particle_filter", "systematic_resample"]
 
@@ -60,6 +61,40 @@ def systematic_resample(weights: np.ndarray, n: int, rng: np.random.Generator) -
     cdf[-1] = 1.0
     u = (rng.random() + np.arange(n)) / n
     return np.minimum(np.searchsorted(cdf, u, side="right"), weights.size - 1)
+
+
+@numba.njit(cache=True)
+def _reweight(logw, ell, w):  # pragma: no cover - numba
+    """In place: ``logw <- normalise(logw + ell)`` and ``w <- exp(logw)``; NaN in ``ell`` counts
+    as ``-inf``. Returns ``(log sum_i exp(logw_i + ell_i), ESS, status)`` with status 0 = ok,
+    1 = collapsed (weights left unchanged), 2 = some ``ell`` is ``+inf``."""
+    n = logw.shape[0]
+    top = -math.inf
+    for i in range(n):
+        if ell[i] == math.inf:
+            return math.nan, math.nan, 2
+        v = logw[i] + ell[i]
+        if v > top:  # False for NaN
+            top = v
+    status = 0
+    lse = -math.inf
+    if top == -math.inf:
+        status = 1
+    else:
+        total = 0.0
+        for i in range(n):
+            v = logw[i] + ell[i]
+            if v == v:
+                total += math.exp(v - top)
+        lse = top + math.log(total)
+        for i in range(n):
+            v = logw[i] + ell[i]
+            logw[i] = v - lse if v == v else -math.inf
+    sq = 0.0
+    for i in range(n):
+        w[i] = math.exp(logw[i])
+        sq += w[i] * w[i]
+    return lse, 1.0 / sq, status
 
 
 def particle_filter(
@@ -105,22 +140,20 @@ def particle_filter(
         res.history_logw = np.empty((n_cyc, n_particles))
         res.history_parent = np.empty((n_cyc, n_particles), dtype=np.int32)
     parent = np.full(n_particles, -1)
+    w = np.empty(n_particles)
+    no_data = np.zeros(n_particles)
     for t in range(n_cyc):
         x = dynamics.propagate(x, dt[t], rng)
         ell = loglik(t, x)
-        if ell is not None:
-            ell = np.where(np.isnan(ell), -np.inf, np.asarray(ell, dtype=float))
-            if np.isposinf(ell).any():
-                raise ValueError(f"cycle {t}: likelihood +inf (a degenerate likelihood)")
-            if np.isneginf(ell).all():
-                res.collapsed[t] = True
-                res.loglik[t] = -np.inf
-            else:
-                unnorm = logw + ell
-                res.loglik[t] = logsumexp(unnorm)
-                logw = unnorm - res.loglik[t]
-        w = np.exp(logw)
-        res.ess[t] = 1.0 / np.sum(w * w)
+        has_data = ell is not None
+        ell = no_data if ell is None else np.ascontiguousarray(ell, dtype=np.float64)
+        if ell.shape != (n_particles,):
+            raise ValueError(f"cycle {t}: likelihood of shape {ell.shape}, expected (N,)")
+        lse, res.ess[t], status = _reweight(logw, ell, w)
+        if status == 2:
+            raise ValueError(f"cycle {t}: likelihood +inf (a degenerate likelihood)")
+        res.collapsed[t] = status == 1
+        res.loglik[t] = lse if has_data else 0.0
         res.mean[t], res.cov[t] = dynamics.moments(x, w)
         res.ensembles[t] = x[systematic_resample(w, m, rng)]
         if keep_history:

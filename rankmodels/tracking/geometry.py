@@ -23,7 +23,6 @@ __all__ = [
     "EARTH_RADIUS_KM",
     "great_circle_km",
     "pairwise_distance_km",
-    "spherical_mean",
     "tangent_offsets",
     "tangent_step",
     "wrap_longitude",
@@ -47,38 +46,45 @@ def great_circle_km(lat1, lon1, lat2, lon2) -> np.ndarray:
     return 2.0 * EARTH_RADIUS_KM * np.arcsin(np.sqrt(np.clip(h, 0.0, 1.0)))
 
 
-@numba.njit(cache=True, parallel=True, fastmath=False)
-def _pairwise_haversine(lat, lon, src_lat, src_lon, out):  # pragma: no cover - numba
-    n = lat.shape[0]
-    s = src_lat.shape[0]
+@numba.njit(cache=True)
+def _pairwise_chord(lat, lon, sx, sy, sz, out):  # pragma: no cover - numba
     deg = math.pi / 180.0
-    for i in numba.prange(n):
-        p1 = lat[i] * deg
-        c1 = math.cos(p1)
-        for k in range(s):
-            p2 = src_lat[k] * deg
-            a = math.sin((p2 - p1) / 2.0)
-            b = math.sin((src_lon[k] - lon[i]) * deg / 2.0)
-            h = a * a + c1 * math.cos(p2) * b * b
-            h = min(max(h, 0.0), 1.0)
-            out[i, k] = 2.0 * 6371.0 * math.asin(math.sqrt(h))
+    for i in range(lat.shape[0]):
+        phi = lat[i] * deg
+        lmb = lon[i] * deg
+        cp = math.cos(phi)
+        x = cp * math.cos(lmb)
+        y = cp * math.sin(lmb)
+        z = math.sin(phi)
+        for k in range(sx.shape[0]):
+            dx = x - sx[k]
+            dy = y - sy[k]
+            dz = z - sz[k]
+            half_chord = 0.5 * math.sqrt(dx * dx + dy * dy + dz * dz)
+            out[i, k] = 2.0 * EARTH_RADIUS_KM * math.asin(min(half_chord, 1.0))
 
 
 def pairwise_distance_km(
     lat: np.ndarray, lon: np.ndarray, src_lat: np.ndarray, src_lon: np.ndarray
 ) -> np.ndarray:
     """Great-circle distances ``D[i, k]`` (km) from points ``i`` (shape ``(N,)``) to
-    sources ``k`` (shape ``(s,)``); returns ``(N, s)``. Numba, parallel over points."""
+    sources ``k`` (shape ``(s,)``); returns ``(N, s)``.
+
+    Numba kernel using the chord form ``d = 2 R asin(|u_i - v_k| / 2)`` of unit vectors
+    (identical to the haversine, and accurate for all distances up to antipodal)."""
     lat = np.ascontiguousarray(lat, dtype=np.float64)
     lon = np.ascontiguousarray(lon, dtype=np.float64)
-    src_lat = np.ascontiguousarray(src_lat, dtype=np.float64)
-    src_lon = np.ascontiguousarray(src_lon, dtype=np.float64)
+    src_lat = np.asarray(src_lat, dtype=np.float64)
+    src_lon = np.asarray(src_lon, dtype=np.float64)
     if lat.shape != lon.shape or lat.ndim != 1:
         raise ValueError(f"lat and lon must be 1-d of equal length, got {lat.shape}, {lon.shape}")
     if src_lat.shape != src_lon.shape or src_lat.ndim != 1:
         raise ValueError("src_lat and src_lon must be 1-d of equal length")
+    phi, lmb = np.radians(src_lat), np.radians(src_lon)
     out = np.empty((lat.shape[0], src_lat.shape[0]))
-    _pairwise_haversine(lat, lon, src_lat, src_lon, out)
+    _pairwise_chord(
+        lat, lon, np.cos(phi) * np.cos(lmb), np.cos(phi) * np.sin(lmb), np.sin(phi), out
+    )
     return out
 
 
@@ -108,20 +114,3 @@ def tangent_offsets(
     east = np.radians(dlon) * EARTH_RADIUS_KM * np.cos(np.radians(lat0))
     north = np.radians(np.asarray(lat, dtype=float) - lat0) * EARTH_RADIUS_KM
     return east, north
-
-
-def spherical_mean(
-    lat: np.ndarray, lon: np.ndarray, weights: np.ndarray | None = None
-) -> tuple[float, float]:
-    """Weighted mean position on the sphere: the normalised weighted mean of the unit
-    vectors (well defined across the date line). ``weights`` need not be normalised."""
-    phi = np.radians(np.asarray(lat, dtype=float))
-    lmb = np.radians(np.asarray(lon, dtype=float))
-    w = np.ones_like(phi) if weights is None else np.asarray(weights, dtype=float)
-    cp = np.cos(phi)
-    x = np.dot(w, cp * np.cos(lmb))
-    y = np.dot(w, cp * np.sin(lmb))
-    z = np.dot(w, np.sin(phi))
-    mean_lat = math.degrees(math.atan2(z, math.hypot(x, y)))
-    mean_lon = math.degrees(math.atan2(y, x))
-    return mean_lat, float(wrap_longitude(mean_lon))

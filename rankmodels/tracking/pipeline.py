@@ -60,7 +60,7 @@ class TrackConfig:
     clutter_rate: float = 1.0
     process_noise: float = 5.0
     smooth: bool = True
-    ensemble: int = 1000
+    ensemble: int = 500
     recovery_sigma: float = 1.0
     sound_speed: float | None = None
     ess_threshold: float = 0.5
