@@ -5,6 +5,8 @@ from __future__ import annotations
 import click
 
 from apps.aggregate import aggregate_command
+from apps.simulate import simulate_float
+from apps.track import track_float
 from rankmodels import __version__
 
 
@@ -15,6 +17,8 @@ def cli() -> None:
 
 
 cli.add_command(aggregate_command)
+cli.add_command(track_float)
+cli.add_command(simulate_float)
 
 
 def main() -> None:

@@ -35,6 +35,7 @@ from rankmodels.tracking.geometry import (
 
 __all__ = [
     "DIMES_SOURCES",
+    "TRAJECTORIES",
     "SignalSpec",
     "Source",
     "dimes_float767",
@@ -296,18 +297,31 @@ def simulate_record(
     return record, truth
 
 
+TRAJECTORIES = ("drift", "straight", "spiral")
+
+
 def dimes_float767(
-    seed: int = 767, *, days: int = 729, spec: SignalSpec | None = None
+    seed: int = 767,
+    *,
+    days: int = 729,
+    trajectory: str = "drift",
+    spec: SignalSpec | None = None,
 ) -> tuple[xr.Dataset, xr.Dataset]:
     """The shipped sample: a simulated record of DIMES float 767 (12 sources, daily cycles).
 
-    Launch (-56.326, -105.003) on 2009-01-23, recovery (-60.225, -82.746) ``days`` later;
-    drifting track (mean eastward drift + OU eddies, pinned at both ends); US1-x active from
-    2008-12-15, US2-x and UK1-x deployed a year later (2009-12-20 .. 2010-01-25), all until
-    2011-03-01; schedule offsets 0/20/40/60 s; 4 earliest arrivals per cycle, sigma = 5 s,
-    ``P_D`` 0.95 falling to 0.75 with range, ``Poisson(1)`` clutter per 1800 s window,
-    sound speed 1480 m/s (written to the file's ``sound_speed``).
+    Launch (-56.326, -105.003) on 2009-01-23; ``trajectory`` "drift" (the sample: mean
+    eastward drift + OU eddies, pinned to the recovery position (-60.225, -82.746) ``days``
+    later), "straight" (constant velocity to that recovery position) or "spiral" (3 turns
+    about the launch point, radius 20 -> 300 km). US1-x active from 2008-12-15, US2-x and
+    UK1-x deployed a year later (2009-12-20 .. 2010-01-04), all until 2011-03-01; schedule
+    offsets 0/20/40/60 s; 4 earliest arrivals per cycle, sigma = 5 s, ``P_D`` 0.95 falling to
+    0.75 with range, ``Poisson(1)`` clutter per 1800 s window, sound speed 1480 m/s (written
+    to the file's ``sound_speed``).
     """
+    if trajectory not in TRAJECTORIES:
+        raise ValueError(f"trajectory must be one of {TRAJECTORIES}, got {trajectory!r}")
+    if days < 2:
+        raise ValueError(f"days must be >= 2, got {days}")
     rng = np.random.default_rng(seed)
     spec = spec or SignalSpec(p_detect=range_dependent_detection())
     launch_time = np.datetime64("2009-01-23T00:00", "ns")
@@ -318,20 +332,26 @@ def dimes_float767(
     for i, (name, la, lo) in enumerate(DIMES_SOURCES):
         begin = start_us1 if name.startswith("US1") else second[i - 6]
         sources.append(Source(name, la, lo, offset=20.0 * (i % 4), start=begin, end=stop))
-    cycle_days = np.arange(1, days, dtype=float)
+    track_days = np.arange(1, days + 1, dtype=float)  # the cycles, then the recovery
     start, end = (-56.326, -105.003), (-60.225, -82.746)
-    lat, lon = drifting_track(np.append(cycle_days, days), start, end, rng)
-    recovery_time = launch_time + days * DAY
+    if trajectory == "drift":
+        lat, lon = drifting_track(track_days, start, end, rng)
+    elif trajectory == "straight":
+        lat, lon = straight_track(track_days, start, end, float(days))
+    else:
+        lat, lon = spiral_track(track_days, start, (20.0, 300.0), 3.0, float(days))
     record, truth = simulate_record(
         sources,
-        launch_time + cycle_days.astype(np.int64) * DAY,
+        launch_time + track_days[:-1].astype(np.int64) * DAY,
         lat[:-1],
         lon[:-1],
         (start[0], start[1], launch_time),
         spec,
         rng,
-        recovery=(end[0], end[1], recovery_time),
+        recovery=(float(lat[-1]), float(lon[-1]), launch_time + days * DAY),
         float_id="767",
     )
-    record.attrs["title"] = "Simulated RAFOS float 767 on the DIMES source array"
+    record.attrs["title"] = f"Simulated RAFOS float 767 on the DIMES source array ({trajectory})"
+    record.attrs["sim_seed"] = seed
+    record.attrs["sim_trajectory"] = trajectory
     return record, truth
