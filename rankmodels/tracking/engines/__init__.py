@@ -34,6 +34,7 @@ from rankmodels.tracking.engines.baseline import baseline_engine
 from rankmodels.tracking.engines.bp import bp_engine
 from rankmodels.tracking.engines.exact import exact_engine
 from rankmodels.tracking.engines.labels import labels_engine
+from rankmodels.tracking.engines.minfactor import minfactor_engine
 from rankmodels.tracking.signal_model import SignalModel
 
 __all__ = ["ENGINES", "LikelihoodResult", "log_likelihood"]
@@ -101,15 +102,8 @@ def log_likelihood(
         return LikelihoodResult(*baseline_engine(cycle, pred, model, association=association))
     if engine == "labels":
         return LikelihoodResult(*labels_engine(cycle, pred, model, labels, association=association))
-    if engine == "bp":
-        loglik, assoc, sweeps, converged = bp_engine(
-            cycle,
-            pred,
-            model,
-            association=association,
-            damping=damping,
-            tol=tol,
-            max_iter=max_iter,
-        )
-        return LikelihoodResult(loglik, assoc, sweeps, converged)
-    raise NotImplementedError(engine)
+    runner = bp_engine if engine == "bp" else minfactor_engine
+    loglik, assoc, sweeps, converged = runner(
+        cycle, pred, model, association=association, damping=damping, tol=tol, max_iter=max_iter
+    )
+    return LikelihoodResult(loglik, assoc, sweeps, converged)
