@@ -1,0 +1,63 @@
+"""Cross-check against pref_voting (in the ``bench`` extra) on random profiles."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rankmodels.aggregation import Profile, aggregate
+
+pv_profiles = pytest.importorskip("pref_voting.profiles")
+scoring = pytest.importorskip("pref_voting.scoring_methods")
+margin_based = pytest.importorskip("pref_voting.margin_based_methods")
+other = pytest.importorskip("pref_voting.other_methods")
+
+
+def random_pair(n: int, rng: np.random.Generator) -> tuple[Profile, object]:
+    m = int(rng.integers(3, 12))
+    orders = np.array([rng.permutation(n) for _ in range(m)])
+    counts = rng.integers(1, 6, size=m)
+    ours = Profile.from_orders(orders, counts)
+    theirs = pv_profiles.Profile(orders.tolist(), rcounts=counts.tolist())
+    return ours, theirs
+
+
+CASES = [(n, seed) for n in range(3, 8) for seed in range(6)]
+
+
+@pytest.mark.parametrize("n, seed", CASES)
+def test_positional_scores_agree(n, seed):
+    ours, theirs = random_pair(n, np.random.default_rng(seed))
+    borda = theirs.borda_scores()
+    plurality = theirs.plurality_scores()
+    np.testing.assert_allclose(
+        aggregate(ours, "borda").scores * ours.total, [borda[x] for x in range(n)]
+    )
+    np.testing.assert_allclose(
+        aggregate(ours, "plurality").scores * ours.total, [plurality[x] for x in range(n)]
+    )
+    assert aggregate(ours, "borda").winners() == sorted(scoring.borda(theirs))
+    assert aggregate(ours, "plurality").winners() == sorted(scoring.plurality(theirs))
+    assert aggregate(ours, "antiplurality").winners() == sorted(scoring.anti_plurality(theirs))
+
+
+@pytest.mark.parametrize("n, seed", CASES)
+def test_condorcet_methods_agree(n, seed):
+    ours, theirs = random_pair(n, np.random.default_rng(seed))
+    copeland = theirs.copeland_scores()  # wins - losses
+    np.testing.assert_allclose(
+        2 * aggregate(ours, "copeland").scores - (n - 1), [copeland[x] for x in range(n)]
+    )
+    assert aggregate(ours, "schulze").winners() == sorted(margin_based.beat_path(theirs))
+    if n <= 6:  # pref_voting's parallel-universe ranked pairs takes minutes on some n = 7 cases
+        expected = sorted(margin_based.ranked_pairs(theirs))
+        assert aggregate(ours, "ranked-pairs").winners() == expected
+
+
+@pytest.mark.parametrize("n, seed", [(n, s) for n in range(3, 7) for s in range(5)] + [(7, 0)])
+def test_kemeny_rankings_agree(n, seed):
+    ours, theirs = random_pair(n, np.random.default_rng(seed))
+    rankings, distance = other.kemeny_young_rankings(theirs)
+    result = aggregate(ours, "kemeny")
+    assert {tuple(t) for t in result.ties} == {tuple(r) for r in rankings}
+    assert result.objective * ours.total == pytest.approx(float(distance))
