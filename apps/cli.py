@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from apps.aggregate import aggregate_command
+from apps.ltr import ltr_group
 from apps.simulate import simulate_float
 from apps.track import track_float
 from rankmodels import __version__
@@ -19,6 +20,7 @@ def cli() -> None:
 cli.add_command(aggregate_command)
 cli.add_command(track_float)
 cli.add_command(simulate_float)
+cli.add_command(ltr_group)
 
 
 def main() -> None:
