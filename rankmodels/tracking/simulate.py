@@ -340,6 +340,7 @@ def dimes_float767(
         lat, lon = straight_track(track_days, start, end, float(days))
     else:
         lat, lon = spiral_track(track_days, start, (20.0, 300.0), 3.0, float(days))
+    fix = end if trajectory != "spiral" else (float(lat[-1]), float(lon[-1]))
     record, truth = simulate_record(
         sources,
         launch_time + track_days[:-1].astype(np.int64) * DAY,
@@ -348,7 +349,7 @@ def dimes_float767(
         (start[0], start[1], launch_time),
         spec,
         rng,
-        recovery=(float(lat[-1]), float(lon[-1]), launch_time + days * DAY),
+        recovery=(fix[0], fix[1], launch_time + days * DAY),
         float_id="767",
     )
     record.attrs["title"] = f"Simulated RAFOS float 767 on the DIMES source array ({trajectory})"

@@ -1,0 +1,111 @@
+"""The simulator: trajectories, the signal model, and the shipped sample data."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from rankmodels.tracking.geometry import great_circle_km, tangent_offsets
+from rankmodels.tracking.records import active_sources, read_float, validate_float
+from rankmodels.tracking.simulate import (
+    DIMES_SOURCES,
+    SignalSpec,
+    Source,
+    dimes_float767,
+    drifting_track,
+    range_dependent_detection,
+    simulate_record,
+    spiral_track,
+    straight_track,
+)
+
+
+def test_drifting_track_is_pinned_and_eddying(rng):
+    days = np.arange(1, 731, dtype=float)
+    start, end = (-56.326, -105.003), (-60.225, -82.746)
+    lat, lon = drifting_track(days, start, end, rng, eddy_speed=4.0, eddy_days=5.0)
+    assert great_circle_km(lat[-1], lon[-1], *end) < 1e-3
+    assert great_circle_km(lat[0], lon[0], *start) < 40  # one day from launch
+    east, north = tangent_offsets(lat[:-1], lon[:-1], lat[1:], lon[1:])
+    # daily displacement = mean drift + correlated eddies of ~4 km/day per axis
+    assert 2.5 < np.std(east) < 5.5 and 2.5 < np.std(north) < 5.5
+    lag1 = np.corrcoef(north[:-1], north[1:])[0, 1]
+    assert lag1 > 0.6  # eddy velocity correlated over days (exp(-1/5) = 0.82)
+
+
+def test_straight_and_spiral_tracks():
+    days = np.linspace(0, 100, 101)
+    lat, lon = straight_track(days, (-58.0, -100.0), (-58.0, -90.0), 100.0)
+    step = great_circle_km(lat[:-1], lon[:-1], lat[1:], lon[1:])
+    assert np.allclose(step, step.mean(), rtol=0.01)
+    assert np.isclose(lon[-1], -90.0) and np.isclose(lat[-1], -58.0)
+    lat, lon = spiral_track(days, (-58.0, -100.0), (20.0, 300.0), 3.0, 100.0)
+    radius = great_circle_km(lat, lon, -58.0, -100.0)
+    assert np.allclose(radius, np.linspace(20, 300, 101), rtol=0.02)
+
+
+def test_signals_follow_the_generative_model(rng):
+    """Many cycles at a fixed position: TOA residuals of true arrivals are N(0, sigma^2),
+    detection and clutter rates as specified, first r arrivals kept, inactive sources silent."""
+    t0 = np.datetime64("2010-01-01", "ns")
+    sources = [
+        Source("A", -58.0, -100.0, offset=0.0),
+        Source("B", -56.0, -95.0, offset=30.0),
+        Source("C", -60.0, -92.0, offset=10.0),
+        Source("D", -57.0, -88.0, offset=0.0, start=t0 + np.timedelta64(5000, "D")),
+        Source("E", -59.0, -84.0, offset=60.0),
+    ]
+    n = 4000
+    times = t0 + np.arange(n) * np.timedelta64(1, "D")
+    lat, lon = np.full(n, -58.5), np.full(n, -94.0)
+    spec = SignalSpec(
+        sigma=5.0, p_detect=0.8, clutter_rate=0.5, window_length=1500.0, sound_speed=1480.0, ranks=3
+    )
+    record, truth = simulate_record(sources, times, lat, lon, (-58.5, -94.0, t0), spec, rng)
+    validate_float(record)
+    toa = record["toa"].values.astype(float)
+    label = truth["true_label"].values
+    assert (label == record["source_label"].values).all()
+    assert not (label == 3).any()  # D not yet deployed
+    pred = np.array(
+        [great_circle_km(-58.5, -94.0, s.lat, s.lon) / 1.48 + s.offset for s in sources]
+    )
+    is_src = label >= 0
+    resid = toa[is_src] - pred[label[is_src]]
+    assert abs(resid.mean()) < 0.3 and resid.std() == pytest.approx(5.0, rel=0.05)
+    # the nearest active sources arrive first: each recorded source is recorded with
+    # probability ~P_D (minus what clutter pushes out of the first r)
+    first_two = np.argsort(pred[[0, 1, 2, 4]])[:2]
+    for k in np.array([0, 1, 2, 4])[first_two]:
+        assert 0.7 < np.mean((label == k).any(axis=1)) <= 0.82
+    # clutter: Poisson(0.5) uniform on the window; the fraction recorded before the r-th
+    # source arrival is small but present
+    assert (label == -1).any() and np.mean(label == -1) < 0.2
+    assert (toa[label == -1] >= 0).all() and (toa[label == -1] <= 1500).all()
+
+
+def test_range_dependent_detection():
+    p = range_dependent_detection(0.95, 0.75, 800, 2500)
+    assert np.allclose(p(np.array([0, 800, 1650, 2500, 4000])), [0.95, 0.95, 0.85, 0.75, 0.75])
+
+
+def test_shipped_sample_is_reproducible_and_marked_simulated(repo_data):
+    shipped = read_float(repo_data / "float767.nc")
+    truth = xr.open_dataset(repo_data / "float767_truth.nc")
+    record, true = dimes_float767(seed=int(shipped.attrs["sim_seed"]))
+    assert shipped.attrs["simulated"] == 1 and "SIMULATED" in shipped.attrs["comment"]
+    assert np.allclose(shipped["toa"], record["toa"], equal_nan=True)
+    assert np.allclose(truth["lat"], true["lat"]) and np.allclose(truth["lon"], true["lon"])
+    assert (truth["true_label"].values == shipped["source_label"].values).all()
+    # float 767's geometry (DESIGN.md): 12 DIMES sources, launch, recovery 729 days later
+    assert list(shipped["source"].values) == [name for name, _, _ in DIMES_SOURCES]
+    assert float(shipped["launch_lat"]) == -56.326 and float(shipped["launch_lon"]) == -105.003
+    assert float(shipped["recovery_lat"]) == -60.225 and float(shipped["recovery_lon"]) == -82.746
+    span = shipped["recovery_time"].values - shipped["launch_time"].values
+    assert span == np.timedelta64(729, "D") and shipped.sizes["cycle"] == 728
+    assert shipped.sizes["rank"] == 4
+    act = active_sources(shipped)
+    assert act[0].sum() == 6 and act[-1].sum() == 12  # US2/UK1 deployed a year later
+    # at least three true arrivals in almost every cycle (the float is trackable)
+    assert np.mean((truth["true_label"].values >= 0).sum(axis=1) >= 3) > 0.95
