@@ -58,7 +58,7 @@ class TrackConfig:
     sigma: float = 5.0
     p_detect: float = 0.9
     clutter_rate: float = 1.0
-    process_noise: float = 5.0
+    process_noise: float = 8.0
     smooth: bool = True
     ensemble: int = 500
     recovery_sigma: float = 1.0

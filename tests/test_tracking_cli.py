@@ -1,0 +1,193 @@
+"""``track-float`` end to end through the command line, including bad input (exit 2)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+import xarray as xr
+from click.testing import CliRunner
+
+from apps.cli import cli
+from apps.track import track_float
+from rankmodels.tracking.records import write_float
+from rankmodels.tracking.simulate import dimes_float767
+
+_RECORD, _TRUTH = dimes_float767(seed=11, days=30)
+
+
+@pytest.fixture
+def small(tmp_path):
+    path = tmp_path / "small.nc"
+    write_float(_RECORD, path)
+    return path
+
+
+def _run(args):
+    result = CliRunner().invoke(track_float, [str(a) for a in args], catch_exceptions=False)
+    return result
+
+
+def test_track_float_writes_the_track(small, tmp_path):
+    out = tmp_path / "out"
+    res = _run([small, "--out", out, "--particles", 400, "--seed", 3, "--quiet"])
+    assert res.exit_code == 0, res.output
+    lines = res.output.strip().splitlines()
+    assert len(lines) == 3 and "29 cycles" in lines[0] and "mean ESS" in lines[1]
+    assert "arrivals called clutter" in lines[1] and "run time" in lines[2]
+    for name in ("track.nc", "map.png", "toa.png", "report.html"):
+        assert (out / name).stat().st_size > 0
+    track = xr.open_dataset(out / "track.nc")
+    n_cyc, r, s = 29, 4, 12
+    shapes = {
+        "lat": (n_cyc,),
+        "lon": (n_cyc,),
+        "lat_std": (n_cyc,),
+        "lon_std": (n_cyc,),
+        "position_cov": (n_cyc, 2, 2),
+        "lat_filtered": (n_cyc,),
+        "lon_filtered": (n_cyc,),
+        "association": (n_cyc, r),
+        "association_prob": (n_cyc, r),
+        "association_posterior": (n_cyc, r, s + 1),
+        "toa": (n_cyc, r),
+        "predicted_toa": (n_cyc, s),
+        "ess": (n_cyc,),
+        "loglik": (n_cyc,),
+        "source_lat": (s,),
+        "source_lon": (s,),
+    }
+    for name, shape in shapes.items():
+        assert track[name].shape == shape, name
+    assert list(track["candidate"].values)[-1] == "clutter"
+    assert track["time"].dtype.kind == "M"
+    for key in (
+        "float_id",
+        "engine",
+        "particles",
+        "seed",
+        "sigma",
+        "p_detect",
+        "clutter_rate",
+        "sound_speed",
+        "process_noise_km",
+        "smoothed",
+        "rankmodels_version",
+        "created",
+        "simulated",
+        "source_file",
+    ):
+        assert key in track.attrs, key
+    assert track.attrs["sound_speed"] == 1480.0 and track.attrs["smoothed"] == 1
+    # association: -2 exactly where no arrival; probabilities are the posterior's maximum
+    toa = track["toa"].values
+    assoc = track["association"].values
+    assert ((assoc == -2) == np.isnan(toa)).all()
+    post = track["association_posterior"].values
+    ok = ~np.isnan(toa)
+    assert np.allclose(post[ok].sum(axis=1), 1.0)
+    assert np.allclose(track["association_prob"].values[ok], post[ok].max(axis=1))
+    inactive = ~np.isfinite(track["predicted_toa"].values)
+    assert inactive[:, 6:].all() and not inactive[:, :6].any()  # US2/UK1 not yet deployed
+    # the seed makes runs reproducible
+    again = tmp_path / "again"
+    _run([small, "--out", again, "--particles", 400, "--seed", 3, "--quiet", "--no-plots"])
+    assert np.array_equal(xr.open_dataset(again / "track.nc")["lat"], track["lat"])
+
+
+@pytest.mark.parametrize("engine", ["labels", "baseline"])
+def test_other_engines_and_no_smooth(small, tmp_path, engine):
+    out = tmp_path / engine
+    res = _run(
+        [
+            small,
+            "--out",
+            out,
+            "--particles",
+            300,
+            "--engine",
+            engine,
+            "--no-smooth",
+            "--no-plots",
+            "--quiet",
+        ]
+    )
+    assert res.exit_code == 0, res.output
+    track = xr.open_dataset(out / "track.nc")
+    assert track.attrs["engine"] == engine and track.attrs["smoothed"] == 0
+    assert np.array_equal(track["lat"], track["lat_filtered"])
+    if engine == "labels":  # hand labels are the truth here: associations follow them
+        assert (track["association"].values == _TRUTH["true_label"].values).all()
+
+
+def test_default_output_folder_is_named_after_the_input(small, tmp_path):
+    runner = CliRunner()
+    with runner.isolated_filesystem(temp_dir=tmp_path) as cwd:
+        res = runner.invoke(
+            cli, ["track-float", str(small), "--particles", "200", "--no-plots", "-q"]
+        )
+        assert res.exit_code == 0, res.output
+        assert (tmp_path / cwd / "small" / "track.nc").exists()
+
+
+def _bad_files(tmp_path):
+    ds = _RECORD.copy(deep=True)
+    files = {}
+    files["truncated"] = tmp_path / "truncated.nc"
+    write_float(ds, tmp_path / "full.nc")
+    data = (tmp_path / "full.nc").read_bytes()
+    files["truncated"].write_bytes(data[: len(data) // 3])
+    files["not netcdf"] = tmp_path / "text.nc"
+    files["not netcdf"].write_text("cycle,toa\n1,2\n")
+    files["missing toa"] = tmp_path / "no_toa.nc"
+    ds.drop_vars("toa").to_netcdf(files["missing toa"])
+    toa = ds["toa"].values.copy()
+    toa[4, :2] = toa[4, 1::-1]
+    files["unsorted"] = tmp_path / "unsorted.nc"
+    ds.assign(toa=(("cycle", "rank"), toa)).to_netcdf(files["unsorted"])
+    files["empty"] = tmp_path / "empty.nc"
+    ds.isel(cycle=slice(0, 0)).to_netcdf(files["empty"])
+    files["missing file"] = tmp_path / "does_not_exist.nc"
+    return files
+
+
+EXPECTED = {
+    "truncated": "not a readable NetCDF",
+    "not netcdf": "not a readable NetCDF",
+    "missing toa": "toa: missing required variable",
+    "unsorted": "toa: cycle 4: arrival times not ascending",
+    "empty": "toa: empty record",
+    "missing file": "no such file",
+}
+
+
+def test_bad_input_exits_2_with_one_line(tmp_path):
+    for case, path in _bad_files(tmp_path).items():
+        res = CliRunner().invoke(track_float, [str(path), "--out", str(tmp_path / "o")])
+        assert res.exit_code == 2, (case, res.output)
+        lines = res.output.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"Error: {path}: "), (case, res.output)
+        assert EXPECTED[case] in lines[0], (case, lines[0])
+        assert "Traceback" not in res.output
+
+
+@pytest.mark.skipif(shutil.which("track-float") is None, reason="console script not installed")
+def test_console_script_bad_input_has_no_traceback(tmp_path):
+    path = _bad_files(tmp_path)["unsorted"]
+    proc = subprocess.run(
+        ["track-float", str(path)], capture_output=True, text=True, cwd=tmp_path, timeout=300
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.strip().count("\n") == 0 and "Traceback" not in proc.stderr
+    assert "toa" in proc.stderr and proc.stdout == ""
+
+
+def test_bad_options_exit_2(small, tmp_path):
+    res = CliRunner().invoke(track_float, [str(small), "--engine", "magic"])
+    assert res.exit_code == 2 and "magic" in res.output
+    res = CliRunner().invoke(track_float, [str(small), "--pd", "0"])
+    assert res.exit_code == 2
+    res = CliRunner().invoke(cli, ["track-float", "--help"])
+    assert res.exit_code == 0 and "--no-smooth" in res.output and "--clutter" in res.output
