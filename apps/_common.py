@@ -64,7 +64,7 @@ def atomic_output(path: str | os.PathLike[str], mode: str = "wb") -> Iterator[IO
     try:
         with os.fdopen(fd, mode) as handle:
             yield handle
-        os.replace(tmp, target)
+        _publish(tmp, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
@@ -81,11 +81,20 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     os.close(fd)
     try:
         yield Path(tmp)
-        os.replace(tmp, target)
+        _publish(tmp, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def _publish(tmp: str | os.PathLike[str], target: Path) -> None:
+    """Give ``tmp`` the permissions a newly created file would have, then rename it onto
+    ``target`` (``mkstemp`` creates files readable by the owner only)."""
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)
+    os.replace(tmp, target)
 
 
 def show_progress(quiet: bool) -> bool:
