@@ -6,7 +6,10 @@
 * losses, each ``f(scores, relevance, lengths=None, ...) -> LossResult(value, grad)``:
   :mod:`~rankmodels.ltr.sinkprop`, :mod:`~rankmodels.ltr.softrank`,
   :mod:`~rankmodels.ltr.neuralsort`, :mod:`~rankmodels.ltr.pairwise` (RankNet, LambdaRank),
-  :mod:`~rankmodels.ltr.listwise` (ListNet, ListMLE), :mod:`~rankmodels.ltr.bregman`.
+  :mod:`~rankmodels.ltr.listwise` (ListNet, ListMLE), :mod:`~rankmodels.ltr.bregman`;
+  all by name in :data:`rankmodels.ltr.losses.LOSSES`;
+* :mod:`~rankmodels.ltr.letor` -- LETOR / SVMlight reader; :mod:`~rankmodels.ltr.train` --
+  linear rankers fitted with any loss by L-BFGS (``rankmodels ltr train``).
 
 The shared Sinkhorn / Hungarian / Birkhoff machinery lives in :mod:`rankmodels.dsm`.
 See ``docs/ltr.md`` for the maths and conventions.
