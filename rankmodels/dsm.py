@@ -137,8 +137,8 @@ _SCALE_LIMIT = 1e100  # bound on the scaling vectors of the fast path
 
 
 @numba.njit(cache=True)
-def _log_iterations(la, X, t0, steps, tol, rec, C_hist, R_hist, C, R):  # pragma: no cover
-    """Pure log-domain iterations ``t0 .. steps-1`` on ``X = log_a - C - R`` (in place).
+def _log_iterations(X, steps, tol, rec, C_hist, R_hist, C, R):  # pragma: no cover
+    """Pure log-domain iterations on ``X = log_a - C - R`` (updated in place).
 
     Returns the number of iterations done and whether every row / column had mass.
     ``C_hist[t], R_hist[t]`` receive the cumulative normalisers after iteration ``t``.
@@ -147,7 +147,7 @@ def _log_iterations(la, X, t0, steps, tol, rec, C_hist, R_hist, C, R):  # pragma
     mx = np.empty(m)
     acc = np.empty(m)
     ok = True
-    t = t0
+    t = 0
     while t < steps:
         for k in range(m):
             mx[k] = -np.inf
@@ -294,7 +294,7 @@ def _sinkhorn_forward(
             X[:, :] = la
             C = np.zeros(m)
             R = np.zeros(m)
-            t, good = _log_iterations(la, X, 0, steps, tol, rec, Ch, Rh, C, R)
+            t, good = _log_iterations(X, steps, tol, rec, Ch, Rh, C, R)
             for j in range(m):
                 for k in range(m):
                     P[j, k] = np.exp(X[j, k])
