@@ -41,6 +41,15 @@ def test_fixed_iterations_match_plain_log_domain_reference(rng, scale):
             assert np.all(res.p[b, m:, :] == 0) and np.all(res.p[b, :, m:] == 0)
 
 
+def test_empty_matrix_in_a_batch(rng):
+    log_a = rng.normal(size=(2, 3, 3))
+    res = dsm.sinkhorn(log_a, [0, 3], n_iter=4)
+    assert np.all(res.p[0] == 0) and res.p[1].sum() == pytest.approx(3.0)
+    grad = dsm.sinkhorn_vjp(res, np.ones((2, 3, 3)))
+    assert np.all(grad[0] == 0)
+    np.testing.assert_allclose(res.p[1], dsm.sinkhorn(log_a[1], n_iter=4).p)
+
+
 def test_single_matrix_and_batch_agree(rng):
     log_a = rng.normal(size=(5, 5))
     single = dsm.sinkhorn(log_a, n_iter=5)

@@ -80,3 +80,15 @@ def test_padding_is_inert_and_single_lists_agree(batch, case, rng):
         assert np.isscalar(one.value)
         np.testing.assert_allclose(one.value, res.value[b], rtol=1e-10, atol=1e-12)
         np.testing.assert_allclose(one.grad, res.grad[b, :m], rtol=1e-8, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", sorted(LOSSES))
+@pytest.mark.filterwarnings("error")
+def test_empty_list_in_a_batch(name, rng):
+    S = rng.normal(size=(2, 4))
+    R = np.array([[1.0, 0.0, 2.0, 0.0], [0.0, 0.0, 0.0, 0.0]])
+    res = LOSSES[name](S, R, [4, 0])
+    full = LOSSES[name](S[:1], R[:1], [4])
+    assert res.value[1] == 0.0 and np.all(res.grad[1] == 0.0)
+    np.testing.assert_allclose(res.value[0], full.value[0])
+    np.testing.assert_allclose(res.grad[0], full.grad[0])

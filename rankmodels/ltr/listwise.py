@@ -25,14 +25,14 @@ __all__ = ["listmle_loss", "listnet_loss"]
 def listnet_loss(scores: object, relevance: object, lengths: object | None = None) -> LossResult:
     """ListNet top-one cross-entropy ``-sum_j softmax(r)_j log softmax(s)_j``."""
     batch = ragged_batch(scores, relevance, lengths)
-    mask = batch.mask
+    empty = batch.lengths == 0
+    mask = batch.mask | empty[:, None]  # an empty list gets a dummy row, zeroed below
     s = np.where(mask, batch.scores, -np.inf)
     r = np.where(mask, batch.relevance, -np.inf)
     target = softmax(r, axis=1)
     logp = np.where(mask, log_softmax(s, axis=1), 0.0)
     value = -(np.where(mask, target, 0.0) * logp).sum(axis=1)
     grad = np.where(mask, softmax(s, axis=1) - target, 0.0)
-    empty = batch.lengths == 0
     return batch.result(np.where(empty, 0.0, value), np.where(empty[:, None], 0.0, grad))
 
 
