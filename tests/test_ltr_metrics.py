@@ -116,6 +116,12 @@ def test_ragged_batch_equals_single_lists(rng):
         single = [fn(r, s, **kw) for r, s in zip(lists, scores, strict=True)]
         np.testing.assert_allclose(batch, single, err_msg=name)
         np.testing.assert_allclose(fn(lists, scores, **kw), single, err_msg=name)
+        orders = [np.argsort(-s, kind="stable") for s in scores]
+        padded_orders = np.zeros(S.shape, dtype=np.int64)
+        for b, o in enumerate(orders):
+            padded_orders[b, : len(o)] = o
+        by_order = fn(lists, order=padded_orders, **kw)
+        np.testing.assert_allclose(by_order, single, err_msg=name)
 
 
 @pytest.mark.parametrize("name", sorted(M.METRICS))

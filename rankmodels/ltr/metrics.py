@@ -42,7 +42,7 @@ from collections.abc import Callable
 import numpy as np
 
 from rankmodels.dsm import birkhoff_decomposition
-from rankmodels.ltr.batching import RaggedBatch, hard_orders, ragged_batch
+from rankmodels.ltr.batching import RaggedBatch, hard_orders, pad_lists, ragged_batch
 
 __all__ = [
     "GAINS",
@@ -169,7 +169,11 @@ def _setup(
     if scores is not None:
         batch = ragged_batch(scores, relevance, lengths)
         return batch, hard_orders(batch.scores, batch.lengths), None
-    rel = np.asarray(relevance, dtype=float)
+    if isinstance(relevance, (list, tuple)) and len(relevance) and np.ndim(relevance[0]) == 1:
+        rel, rel_lengths = pad_lists(relevance)
+        lengths = rel_lengths if lengths is None else lengths
+    else:
+        rel = np.asarray(relevance, dtype=float)
     if order is not None:
         orders, lens = _complete_orders(order, lengths)
         batch = ragged_batch(np.zeros(orders.shape), np.atleast_2d(rel), lens)
