@@ -25,6 +25,7 @@ __all__ = [
     "pairwise_distance_km",
     "tangent_offsets",
     "tangent_step",
+    "unit_vectors",
     "wrap_longitude",
 ]
 
@@ -64,27 +65,39 @@ def _pairwise_chord(lat, lon, sx, sy, sz, out):  # pragma: no cover - numba
             out[i, k] = 2.0 * EARTH_RADIUS_KM * math.asin(min(half_chord, 1.0))
 
 
+def unit_vectors(lat: np.ndarray, lon: np.ndarray) -> np.ndarray:
+    """``(n, 3)`` Cartesian unit vectors of points given in degrees."""
+    phi, lmb = np.radians(np.asarray(lat, dtype=float)), np.radians(np.asarray(lon, dtype=float))
+    return np.column_stack([np.cos(phi) * np.cos(lmb), np.cos(phi) * np.sin(lmb), np.sin(phi)])
+
+
 def pairwise_distance_km(
-    lat: np.ndarray, lon: np.ndarray, src_lat: np.ndarray, src_lon: np.ndarray
+    lat: np.ndarray,
+    lon: np.ndarray,
+    src_lat: np.ndarray | None = None,
+    src_lon: np.ndarray | None = None,
+    *,
+    src_xyz: np.ndarray | None = None,
 ) -> np.ndarray:
     """Great-circle distances ``D[i, k]`` (km) from points ``i`` (shape ``(N,)``) to
-    sources ``k`` (shape ``(s,)``); returns ``(N, s)``.
+    sources ``k``; returns ``(N, s)``. Sources as ``src_lat``, ``src_lon`` (s,) or, to skip
+    recomputing them in a loop, as unit vectors ``src_xyz`` (s, 3) (:func:`unit_vectors`).
 
     Numba kernel using the chord form ``d = 2 R asin(|u_i - v_k| / 2)`` of unit vectors
     (identical to the haversine, and accurate for all distances up to antipodal)."""
     lat = np.ascontiguousarray(lat, dtype=np.float64)
     lon = np.ascontiguousarray(lon, dtype=np.float64)
-    src_lat = np.asarray(src_lat, dtype=np.float64)
-    src_lon = np.asarray(src_lon, dtype=np.float64)
     if lat.shape != lon.shape or lat.ndim != 1:
         raise ValueError(f"lat and lon must be 1-d of equal length, got {lat.shape}, {lon.shape}")
-    if src_lat.shape != src_lon.shape or src_lat.ndim != 1:
-        raise ValueError("src_lat and src_lon must be 1-d of equal length")
-    phi, lmb = np.radians(src_lat), np.radians(src_lon)
-    out = np.empty((lat.shape[0], src_lat.shape[0]))
-    _pairwise_chord(
-        lat, lon, np.cos(phi) * np.cos(lmb), np.cos(phi) * np.sin(lmb), np.sin(phi), out
-    )
+    if src_xyz is None:
+        if src_lat is None or src_lon is None or np.shape(src_lat) != np.shape(src_lon):
+            raise ValueError("give src_lat and src_lon of equal length, or src_xyz")
+        src_xyz = unit_vectors(np.ravel(src_lat), np.ravel(src_lon))
+    xyz = np.asfortranarray(src_xyz, dtype=np.float64)
+    if xyz.ndim != 2 or xyz.shape[1] != 3:
+        raise ValueError(f"src_xyz must be (s, 3), got {xyz.shape}")
+    out = np.empty((lat.shape[0], xyz.shape[0]))
+    _pairwise_chord(lat, lon, xyz[:, 0], xyz[:, 1], xyz[:, 2], out)
     return out
 
 

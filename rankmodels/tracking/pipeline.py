@@ -30,7 +30,7 @@ from rankmodels.errors import InputError
 from rankmodels.tracking.dynamics import RandomWalk
 from rankmodels.tracking.engines import ENGINES, log_likelihood
 from rankmodels.tracking.filter import particle_filter
-from rankmodels.tracking.geometry import pairwise_distance_km, tangent_offsets
+from rankmodels.tracking.geometry import pairwise_distance_km, tangent_offsets, unit_vectors
 from rankmodels.tracking.output import TrackEstimate, build_track
 from rankmodels.tracking.records import active_sources
 from rankmodels.tracking.signal_model import SignalModel
@@ -89,8 +89,7 @@ class _Cycles:
         self.toa = np.asarray(record["toa"].values, dtype=np.float64)
         self.has_data = ~np.isnan(self.toa).all(axis=1)
         self.active = active_sources(record)
-        self.src_lat = np.asarray(record["source_lat"].values, dtype=np.float64)
-        self.src_lon = np.asarray(record["source_lon"].values, dtype=np.float64)
+        self.src_xyz = unit_vectors(record["source_lat"].values, record["source_lon"].values)
         self.offset = np.asarray(record["source_offset"].values, dtype=np.float64)
         speed = config.sound_speed or float(record["sound_speed"])
         self.km_per_s = speed / 1000.0
@@ -128,7 +127,7 @@ class _Cycles:
     def predicted(self, t: int, x: np.ndarray) -> np.ndarray:
         """``(N, s_active)`` predicted TOAs (s) of the sources active at cycle ``t``."""
         act = self.active[t]
-        dist = pairwise_distance_km(x[:, 0], x[:, 1], self.src_lat[act], self.src_lon[act])
+        dist = pairwise_distance_km(x[:, 0], x[:, 1], src_xyz=self.src_xyz[act])
         return dist / self.km_per_s + self.offset[act]
 
     def evaluate(self, t: int, x: np.ndarray, *, association: bool, engine: str | None = None):
