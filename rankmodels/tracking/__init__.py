@@ -1,0 +1,28 @@
+"""RAFOS float tracking with ranked signals (dissertation chapter 5).
+
+A float records, every listening cycle, the first ``r`` times of arrival of signals from ``s``
+moored sound sources, without their labels; some signals are lost, some recorded ones are
+clutter. The pieces, one job each:
+
+* :mod:`~rankmodels.tracking.records` -- read / validate / write float records (NetCDF);
+* :mod:`~rankmodels.tracking.geometry` -- great-circle distances, tangent-plane steps;
+* :mod:`~rankmodels.tracking.signal_model`, :mod:`~rankmodels.tracking.engines` -- the
+  per-cycle likelihood ``P(T_1..T_m | X)`` and association posteriors;
+* :mod:`~rankmodels.tracking.dynamics` -- the random-walk motion model (eq. 5.1);
+* :mod:`~rankmodels.tracking.filter` -- the particle filter (Algorithm 2);
+* :mod:`~rankmodels.tracking.smoother` -- backward-simulation particle smoother;
+* :mod:`~rankmodels.tracking.pipeline` -- :func:`track_float`: record in, track out;
+* :mod:`~rankmodels.tracking.output` -- the track dataset;
+* :mod:`~rankmodels.tracking.simulate` -- simulated floats with known truth;
+* :mod:`~rankmodels.tracking.evaluate` -- scores against the truth.
+
+Quick use::
+
+    from rankmodels.tracking import read_float, track_float, TrackConfig
+    track, summary = track_float(read_float("data/float767.nc"), TrackConfig(particles=10_000))
+"""
+
+from rankmodels.tracking.pipeline import TrackConfig, track_float
+from rankmodels.tracking.records import read_float, validate_float, write_float
+
+__all__ = ["TrackConfig", "read_float", "track_float", "validate_float", "write_float"]
