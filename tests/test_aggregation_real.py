@@ -11,7 +11,7 @@ import pytest
 from rankmodels.aggregation import RULES, aggregate, read_votes
 from rankmodels.aggregation.axioms import profile_axiom_report
 from rankmodels.aggregation.condorcet import condorcet_winner
-from rankmodels.aggregation.distance import _kemeny_dp, kemeny_cost
+from rankmodels.aggregation.distance import kemeny, kemeny_cost
 from rankmodels.aggregation.rules import rule_score_vector
 from rankmodels.dsm import is_doubly_stochastic
 
@@ -69,10 +69,11 @@ def test_dublin_exact_kemeny_over_all_12_candidates(profiles):
     agrees with the split solution and beats every adjacent swap."""
     profile = profiles["00001-00000001.soi"]
     P = profile.pairwise
-    F, count = _kemeny_dp(np.ascontiguousarray(P.T))
+    whole = kemeny(profile, split=False)
     result = aggregate(profile, "kemeny")
-    assert F[-1] == pytest.approx(result.objective, abs=1e-9)
-    assert count[-1] == 1
+    assert whole.details["components"] == [list(range(12))]
+    assert whole.objective == pytest.approx(result.objective, abs=1e-9)
+    assert whole.ranking.tolist() == result.ranking.tolist() and whole.n_optimal == 1
     order = result.ranking
     for i in range(11):
         swapped = order.copy()

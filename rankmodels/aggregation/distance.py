@@ -171,14 +171,19 @@ def kemeny(
     profile: Profile,
     max_ties: int = DEFAULT_MAX_TIES,
     max_exact: int = MAX_EXACT_KEMENY,
+    split: bool = True,
 ) -> Aggregation:
-    """Kemeny consensus (Kendall-tau loss), exact for components up to ``max_exact``."""
+    """Kemeny consensus (Kendall-tau loss), exact for components up to ``max_exact``.
+
+    ``split=False`` skips the component decomposition and runs one DP (or heuristic) over
+    all candidates -- the same optimum, kept for checks and benchmarks.
+    """
     P = profile.pairwise
     C = np.ascontiguousarray(P.T)
     block_orders: list[list[list[int]]] = []
     n_optimal = 1
     exact = True
-    components = _components(P)
+    components = _components(P) if split else [np.arange(profile.n)]
     for comp in components:
         Cc = np.ascontiguousarray(C[np.ix_(comp, comp)])
         if comp.size == 1:
