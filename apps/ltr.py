@@ -17,9 +17,11 @@ from apps._common import (
     seed_option,
 )
 from rankmodels import __version__
+from rankmodels.errors import InputError
+from rankmodels.ltr import metrics
 from rankmodels.ltr.letor import read_letor
 from rankmodels.ltr.losses import LOSSES
-from rankmodels.ltr.train import SMOOTHING, fit_linear_ranker, ridge_ranker
+from rankmodels.ltr.train import SMOOTHING, LinearRanker, fit_linear_ranker, ridge_ranker
 
 
 def _parse_options(pairs: tuple[str, ...]) -> dict:
@@ -182,3 +184,81 @@ def ltr_train(
             json.dump(report, handle, indent=2)
         if not quiet:
             click.echo(f"wrote {output}", err=True)
+
+
+def _read_model(path: Path, n_features: int) -> LinearRanker:
+    try:
+        spec = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise InputError(f"not a JSON model file ({err})", path=path) from None
+    if not isinstance(spec, dict):
+        raise InputError("expected a JSON object as written by 'rankmodels ltr train'", path=path)
+    arrays = {}
+    for key in ("weights", "feature_mean", "feature_scale"):
+        try:
+            arr = np.asarray(spec[key], dtype=float)
+        except KeyError:
+            raise InputError("missing", path=path, field=key) from None
+        except (TypeError, ValueError):
+            raise InputError("must be a list of numbers", path=path, field=key) from None
+        if arr.shape != (n_features,) or not np.all(np.isfinite(arr)):
+            raise InputError(
+                f"must hold {n_features} finite numbers (one per feature of the data)",
+                path=path,
+                field=key,
+            )
+        arrays[key] = arr
+    if np.any(arrays["feature_scale"] <= 0):
+        raise InputError("must be positive", path=path, field="feature_scale")
+    return LinearRanker(arrays["weights"], arrays["feature_mean"], arrays["feature_scale"])
+
+
+@ltr_group.command("evaluate")
+@click.argument("data", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option(
+    "--model",
+    "-m",
+    "model_path",
+    required=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="JSON model written by 'rankmodels ltr train -o'.",
+)
+@click.option(
+    "-k",
+    "--cutoff",
+    type=click.IntRange(min=1),
+    default=10,
+    show_default=True,
+    help="Cut-off of NDCG, precision and ERR.",
+)
+@click.option(
+    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
+@reports_bad_input
+def ltr_evaluate(data: Path, model_path: Path, cutoff: int, fmt: str) -> None:
+    """Score the queries of DATA with a saved linear ranker and print mean metrics.
+
+    NDCG, precision and ERR are cut at k; MAP, MRR, RBP (alpha 0.8), ARP and OPA use the
+    whole list. ARP and OPA average over the queries where they are defined.
+    """
+    letor = read_letor(data)
+    model = _read_model(model_path, letor.features.shape[2])
+    scores = model.scores(letor)
+    args = (letor.relevance, scores)
+    kw = {"lengths": letor.lengths}
+    values = {
+        f"ndcg@{cutoff}": metrics.ndcg(*args, k=cutoff, **kw),
+        f"precision@{cutoff}": metrics.precision(*args, k=cutoff, **kw),
+        "map": metrics.average_precision(*args, **kw),
+        "mrr": metrics.reciprocal_rank(*args, **kw),
+        f"err@{cutoff}": metrics.err(*args, k=cutoff, **kw),
+        "rbp": metrics.rbp(*args, **kw),
+        "arp": metrics.arp(*args, **kw),
+        "opa": metrics.opa(*args, **kw),
+    }
+    means = {name: float(np.nanmean(v)) for name, v in values.items()}
+    if fmt == "json":
+        click.echo(json.dumps({"queries": int(letor.lengths.shape[0]), **means}))
+    else:
+        for name, value in means.items():
+            click.echo(f"{name:<14}{value:.4f}")

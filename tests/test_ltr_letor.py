@@ -206,3 +206,50 @@ def test_cli_bad_file_and_overwrite(tmp_path, rng):
     good = _write(tmp_path, rng)
     result = CliRunner().invoke(cli, ["ltr", "train", str(good), "-o", str(good)])
     assert result.exit_code == 2 and "refusing" in result.output
+
+
+def test_cli_evaluate_matches_the_library(tmp_path, rng):
+    path = _write(tmp_path, rng)
+    model = tmp_path / "model.json"
+    runner = CliRunner()
+    assert (
+        runner.invoke(
+            cli, ["ltr", "train", str(path), "--loss", "listnet", "-o", str(model), "-q"]
+        ).exit_code
+        == 0
+    )
+    result = runner.invoke(
+        cli, ["ltr", "evaluate", str(path), "-m", str(model), "-k", "3", "--format", "json"]
+    )
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    spec = json.loads(model.read_text())
+    data = read_letor(path)
+    scores = (data.features - spec["feature_mean"]) / spec["feature_scale"] @ spec["weights"]
+    assert report["queries"] == 12
+    assert report["ndcg@3"] == pytest.approx(np.mean(metrics.ndcg(data.relevance, scores, k=3)))
+    assert report["mrr"] == pytest.approx(np.mean(metrics.reciprocal_rank(data.relevance, scores)))
+    text = runner.invoke(cli, ["ltr", "evaluate", str(path), "-m", str(model)])
+    assert text.exit_code == 0 and "ndcg@10" in text.output and "opa" in text.output
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("not json", "not a JSON model"),
+        ("[1, 2]", "JSON object"),
+        ('{"weights": [1, 2, 3]}', "feature_mean: missing"),
+        ('{"weights": [1, 2]}', "weights: must hold 3"),
+        (
+            '{"weights": [1, 2, 3], "feature_mean": [0, 0, 0], "feature_scale": [1, 0, 1]}',
+            "feature_scale: must be positive",
+        ),
+    ],
+)
+def test_cli_evaluate_bad_model(tmp_path, rng, content, message):
+    path = _write(tmp_path, rng)
+    bad = tmp_path / "bad.json"
+    bad.write_text(content)
+    result = CliRunner().invoke(cli, ["ltr", "evaluate", str(path), "-m", str(bad)])
+    assert result.exit_code == 2
+    assert message in result.output and "Traceback" not in result.output
