@@ -237,7 +237,7 @@ def test_fuzz_validator_raises_only_input_errors(data):
         assert (np.nan_to_num(np.diff(toa, axis=1), nan=0.0) >= 0).all()
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(blob=st.binary(max_size=2000), cut=st.integers(0, 48_000))
 def test_fuzz_reader_on_bytes(tmp_path_factory, blob, cut):
     folder = tmp_path_factory.mktemp("fuzz")
