@@ -70,7 +70,7 @@ def log_likelihood(
     labels: np.ndarray | None = None,
     association: bool = False,
     damping: float = 0.0,
-    tol: float = 1e-9,
+    tol: float = 1e-6,
     max_iter: int = 200,
 ) -> LikelihoodResult:
     """Log likelihood of one cycle's recorded arrivals at each of N particle positions.

@@ -295,7 +295,7 @@ def bp_engine(
     *,
     association: bool = False,
     damping: float = 0.0,
-    tol: float = 1e-9,
+    tol: float = 1e-6,
     max_iter: int = 200,
 ) -> tuple[np.ndarray, np.ndarray | None, int, bool]:
     """Loopy BP with the Bethe ``log Z``: ``(loglik, association, sweeps, converged)``.

@@ -45,6 +45,10 @@ __all__ = ["exact_engine", "unmatched_weights", "sum_over_associations"]
 _UNDERFLOW = 1e-200
 #: Scaled weights below exp(_LOG_TINY) are set to zero (they underflow anyway).
 _LOG_TINY = -708.0
+#: A match weight below 2^-60 times its arrival's clutter weight is dropped: replacing that
+#: match by "source unmatched, arrival clutter" maps the associations using it one-to-one onto
+#: associations 2^60 times heavier, so each dropped pair changes Z by less than 2^-60 Z.
+_LOG_EPS = -60.0 * math.log(2.0)
 
 
 def unmatched_weights(model: SignalModel, *, ranked: bool = True) -> tuple[float, float]:
@@ -77,8 +81,8 @@ def _scaled_weights(
 ):
     """Fill ``a`` (s, m), ``k`` (m,) with scaled weights; return ``sum log u + sum c``.
 
-    ``active[i, :n_active[i]]`` lists the arrivals with ``a_ij > 0`` (the others underflow
-    relative to the arrival's best explanation and contribute exactly nothing).
+    ``active[i, :n_active[i]]`` lists the arrivals with ``a_ij > 0``; pairs that underflow
+    or fall below ``2^-60 k_j`` (see ``_LOG_EPS``) are set to zero.
     """
     s = pred.shape[0]
     m = toa.shape[0]
@@ -104,7 +108,7 @@ def _scaled_weights(
         n = 0
         for j in range(m):
             x = a[i, j] - log_scale[j]
-            if x > _LOG_TINY:
+            if x > max(_LOG_TINY, log_clutter[j] - log_scale[j] + _LOG_EPS):
                 a[i, j] = math.exp(x)
                 active[i, n] = j
                 n += 1

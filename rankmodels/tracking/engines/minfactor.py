@@ -375,7 +375,7 @@ def minfactor_engine(
     *,
     association: bool = False,
     damping: float = 0.0,
-    tol: float = 1e-9,
+    tol: float = 1e-6,
     max_iter: int = 200,
 ) -> tuple[np.ndarray, np.ndarray | None, int, bool]:
     """Min-factor BP: ``(loglik, association, sweeps, converged)``.
