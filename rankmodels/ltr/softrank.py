@@ -146,41 +146,79 @@ def _normal_column(pi, j, p, gbar, gpi, want_grad):  # pragma: no cover - numba
             gpi[i, j] += dmu + dvar * (1.0 - 2.0 * pi[i, j])
 
 
+@numba.njit(cache=True)
+def _columns(pi, js, mode, n_exact, gbar_b, want_grad, p_b, gpi):  # pragma: no cover
+    """Rank laws (and adjoints into ``gpi[:, j]``) of the documents ``js`` of one query."""
+    m = pi.shape[0]
+    hist = np.empty((m, m)) if want_grad else np.empty((1, 1))
+    p = np.empty(m)
+    for j in js:
+        exact = mode == 0
+        if mode == 2:
+            mu = 0.0
+            for i in range(m):
+                if i != j:
+                    mu += pi[i, j]
+            exact = mu < n_exact or mu > m - 1 - n_exact
+        g = gbar_b[j, :m].copy() if want_grad else np.empty(1)
+        if exact:
+            _exact_column(pi, j, p, hist, g, gpi, want_grad)
+        else:
+            _normal_column(pi, j, p, g, gpi, want_grad)
+        for r in range(m):
+            p_b[j, r] = p[r]
+
+
+@numba.njit(cache=True)
+def _scores_gradient(gpi, dens, grad_b):  # pragma: no cover - numba
+    """Eq. 20: ``grad[i] += gpi[i,j] dens[i,j]``, ``grad[j] -= gpi[i,j] dens[i,j]``."""
+    m = gpi.shape[0]
+    for i in range(m):
+        for j in range(m):
+            if i != j:
+                w = gpi[i, j] * dens[i, j]
+                grad_b[i] += w
+                grad_b[j] -= w
+
+
 @numba.njit(parallel=True, cache=True)
-def _softrank_kernel(
+def _softrank_batch(
     scores, lengths, sigma, mode, n_exact, gbar, want_grad, p_out, grad_out
 ):  # pragma: no cover - numba
+    """Parallel over queries."""
     for b in numba.prange(scores.shape[0]):
         m = lengths[b]
         if m == 0:
             continue
-        s = scores[b, :m].copy()
-        pi, dens = _beat_probabilities(s, sigma)
+        pi, dens = _beat_probabilities(scores[b, :m].copy(), sigma)
         gpi = np.zeros((m, m))
-        hist = np.empty((m, m)) if want_grad else np.empty((1, 1))
-        p = np.empty(m)
-        for j in range(m):
-            exact = mode == 0
-            if mode == 2:
-                mu = 0.0
-                for i in range(m):
-                    if i != j:
-                        mu += pi[i, j]
-                exact = mu < n_exact or mu > m - 1 - n_exact
-            g = gbar[b, j, :m].copy() if want_grad else np.empty(1)
-            if exact:
-                _exact_column(pi, j, p, hist, g, gpi, want_grad)
-            else:
-                _normal_column(pi, j, p, g, gpi, want_grad)
-            for r in range(m):
-                p_out[b, j, r] = p[r]
+        gbar_b = gbar[b] if want_grad else gbar[0]
+        _columns(pi, np.arange(m), mode, n_exact, gbar_b, want_grad, p_out[b], gpi)
         if want_grad:
-            for i in range(m):
-                for j in range(m):
-                    if i != j:
-                        w = gpi[i, j] * dens[i, j]
-                        grad_out[b, i] += w
-                        grad_out[b, j] -= w
+            _scores_gradient(gpi, dens, grad_out[b])
+
+
+@numba.njit(parallel=True, cache=True)
+def _softrank_split(
+    scores, lengths, sigma, mode, n_exact, gbar, want_grad, p_out, grad_out, split, gpi_all
+):  # pragma: no cover - numba
+    """For few queries: parallel over ``split`` chunks of the documents of every query
+    (each chunk owns the columns ``gpi[:, j]`` of its documents)."""
+    B = scores.shape[0]
+    for task in numba.prange(B * split):
+        b = task // split
+        c = task % split
+        m = lengths[b]
+        if m == 0:
+            continue
+        pi, _ = _beat_probabilities(scores[b, :m].copy(), sigma)
+        gbar_b = gbar[b] if want_grad else gbar[0]
+        _columns(pi, np.arange(c, m, split), mode, n_exact, gbar_b, want_grad, p_out[b], gpi_all[b])
+    if want_grad:
+        for b in range(B):
+            m = lengths[b]
+            _, dens = _beat_probabilities(scores[b, :m].copy(), sigma)
+            _scores_gradient(gpi_all[b, :m, :m], dens, grad_out[b])
 
 
 def _run(
@@ -196,7 +234,7 @@ def _run(
     p = np.zeros((B, n, n))
     grad = np.zeros((B, n))
     want = gbar is not None
-    _softrank_kernel(
+    args = (
         np.ascontiguousarray(batch.scores),
         batch.lengths,
         float(sigma),
@@ -207,6 +245,11 @@ def _run(
         p,
         grad,
     )
+    threads = numba.get_num_threads()
+    if B >= threads:
+        _softrank_batch(*args)
+    else:  # few queries: share the documents of each query out over the threads
+        _softrank_split(*args, threads, np.zeros((B, n, n) if want else (B, 1, 1)))
     return p, grad
 
 
