@@ -6,6 +6,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import integrate, stats
 
 from rankmodels.tracking.engines import ENGINES, LikelihoodResult, log_likelihood
@@ -349,3 +351,26 @@ def test_result_type_and_engine_list():
     res = log_likelihood(np.array([1.0]), np.ones((2, 3)), SignalModel())
     assert isinstance(res, LikelihoodResult)
     assert res.association is None and res.loglik.shape == (2,)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    toa=st.lists(
+        st.one_of(st.floats(-50, 250, allow_nan=False), st.just(math.nan), st.just(math.inf)),
+        min_size=1,
+        max_size=5,
+    ),
+    pred=st.lists(st.floats(-100, 300), min_size=0, max_size=4),
+)
+def test_fuzzed_cycles_either_raise_or_give_distributions(toa, pred):
+    """Any toa: a ValueError naming toa, or a log-likelihood and association rows summing to 1."""
+    model = SignalModel(sigma=5.0, p_detect=0.9, clutter_rate=1.0, window=200.0)
+    predicted = np.array([pred], dtype=float).reshape(1, len(pred))
+    try:
+        res = log_likelihood(np.array(toa), predicted, model, association=True)
+    except ValueError as err:
+        assert "toa" in str(err)
+        return
+    assert res.loglik.shape == (1,) and not np.isnan(res.loglik[0])
+    if np.isfinite(res.loglik[0]) and res.association.shape[1]:
+        np.testing.assert_allclose(res.association[0].sum(axis=1), 1.0, atol=1e-12)
