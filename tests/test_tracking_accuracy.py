@@ -69,3 +69,22 @@ def test_full_float767_targets(repo_data, smooth):
     else:
         assert score["median_km"] < 10 and score["p90_km"] < 25
         assert score["arrivals_right"] >= 0.9 and score["clutter_called_clutter"] >= 0.8
+
+
+def test_cycles_without_arrivals_only_predict(repo_data):
+    """A 15-day gap in the record: those cycles have no association, log-likelihood 0, growing
+    uncertainty; tracking resumes after the gap."""
+    record = read_float(repo_data / "float767.nc")
+    truth = xr.open_dataset(repo_data / "float767_truth.nc")
+    part, true = _stretch(record, truth, 300, 400)
+    toa = part["toa"].values.copy()
+    toa[40:55] = np.nan
+    part = part.drop_vars("source_label").assign(toa=(("cycle", "rank"), toa))
+    track, summary = track_float(validate_float(part), TrackConfig(particles=1500, smooth=False))
+    assert summary["cycles_without_data"] == 15
+    assert (track["association"].values[40:55] == -2).all()
+    assert (track["loglik"].values[40:55] == 0).all()
+    var = track["position_cov"].values[:, 0, 0] + track["position_cov"].values[:, 1, 1]
+    assert np.all(np.diff(var[40:55]) > 0) and var[54] > 4 * var[30:40].mean()
+    score = score_track(track.isel(cycle=slice(60, None)), true.isel(cycle=slice(60, None)))
+    assert score["median_km"] < 10
