@@ -193,3 +193,14 @@ def test_preflib_reader_fails_only_with_input_error(kind, body):
         assert "\n" not in str(err)
         return
     assert profile.n == 3 and profile.total > 0
+
+
+def test_byte_order_mark_and_non_utf8(tmp_path):
+    bom = tmp_path / "bom.csv"
+    bom.write_bytes("ranking,count\nA>B,2\n".encode("utf-8-sig"))
+    assert read_votes(bom).candidates == ("A", "B")
+    latin = tmp_path / "latin.soi"
+    latin.write_bytes(b"# NUMBER ALTERNATIVES: 2\n# ALTERNATIVE NAME 1: F\xe1il\n1: 1,2\n")
+    with pytest.raises(InputError, match="not UTF-8") as err:
+        read_votes(latin)
+    assert err.value.path == str(latin)

@@ -51,6 +51,8 @@ __all__ = [
 
 MAX_EXACT_KEMENY = 20
 """Largest strongly connected component solved exactly by default (2^20 subsets)."""
+MAX_EXACT_LIMIT = 24
+"""Hard cap on ``max_exact``: the DP stores 2^n floats and counts (2^24: 256 MB)."""
 OBJECTIVE_TOL = 1e-9
 MAX_MODE_EXPANSION = 200_000
 """Mode rule: at most this many linear extensions when expanding ties inside ballots."""
@@ -178,6 +180,8 @@ def kemeny(
     ``split=False`` skips the component decomposition and runs one DP (or heuristic) over
     all candidates -- the same optimum, kept for checks and benchmarks.
     """
+    if not 1 <= max_exact <= MAX_EXACT_LIMIT:
+        raise ValueError(f"max_exact must be in 1..{MAX_EXACT_LIMIT}, got {max_exact}")
     P = profile.pairwise
     C = np.ascontiguousarray(P.T)
     block_orders: list[list[list[int]]] = []

@@ -18,11 +18,12 @@ Every problem raises :class:`rankmodels.errors.InputError` naming the file and t
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TextIO
 
@@ -56,12 +57,25 @@ def read_votes(path: str | os.PathLike[str], candidates: Sequence[str] | None = 
     )
 
 
+@contextlib.contextmanager
+def _text_file(path: str | os.PathLike[str], newline: str | None = None) -> Iterator[TextIO]:
+    """Open ``path`` as UTF-8 text (a byte-order mark is skipped); decoding errors become
+    :class:`InputError` naming the file."""
+    with open(path, newline=newline, encoding="utf-8-sig") as handle:
+        try:
+            yield handle
+        except UnicodeDecodeError as err:
+            raise InputError(
+                f"not UTF-8 text (byte {err.start} cannot be decoded)", path=path
+            ) from None
+
+
 # --------------------------------------------------------------------------- CSV
 def read_votes_csv(
     path: str | os.PathLike[str], candidates: Sequence[str] | None = None
 ) -> Profile:
     """Read the votes CSV at ``path`` into a :class:`Profile`."""
-    with open(path, newline="", encoding="utf-8") as handle:
+    with _text_file(path, newline="") as handle:
         return parse_votes_csv(handle, path=path, candidates=candidates)
 
 
@@ -195,7 +209,7 @@ def read_preflib(path: str | os.PathLike[str]) -> Profile:
     kind = Path(path).suffix.lower().lstrip(".")
     if kind not in PREFLIB_TYPES:
         raise InputError(f"expected a PrefLib extension {PREFLIB_TYPES}, got {kind!r}", path=path)
-    with open(path, encoding="utf-8") as handle:
+    with _text_file(path) as handle:
         return parse_preflib(handle, kind, path=path)
 
 
