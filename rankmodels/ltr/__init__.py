@@ -9,7 +9,8 @@
   :mod:`~rankmodels.ltr.listwise` (ListNet, ListMLE), :mod:`~rankmodels.ltr.bregman`;
   all by name in :data:`rankmodels.ltr.losses.LOSSES`;
 * :mod:`~rankmodels.ltr.letor` -- LETOR / SVMlight reader; :mod:`~rankmodels.ltr.train` --
-  linear rankers fitted with any loss by L-BFGS (``rankmodels ltr train``).
+  linear rankers fitted with any loss by L-BFGS (``rankmodels ltr train``);
+* :mod:`~rankmodels.ltr.jax_ops` -- optional JAX bindings of the losses (extra ``jax``).
 
 The shared Sinkhorn / Hungarian / Birkhoff machinery lives in :mod:`rankmodels.dsm`.
 See ``docs/ltr.md`` for the maths and conventions.
