@@ -63,15 +63,19 @@ def test_kemeny_counts_ties_beyond_the_listing_cap():
 
 
 def test_kemeny_dp_without_splitting_agrees_with_components(rng):
-    from rankmodels.aggregation.distance import _components
-
     for _ in range(5):
         profile = random_weak_profile(7, rng, m=5)
         split = aggregate(profile, "kemeny")
         whole = kemeny(profile, split=False)
         assert {tuple(t) for t in split.ties} == {tuple(t) for t in whole.ties}
         assert split.n_optimal == whole.n_optimal
-        assert sum(len(c) for c in _components(profile.pairwise)) == 7
+        comps = split.details["components"]
+        assert sorted(x for c in comps for x in c) == list(range(7))
+        # components are ordered: every member of an earlier one beats every later one
+        P = profile.pairwise
+        for i, a in enumerate(comps):
+            for b in comps[i + 1 :]:
+                assert np.all(P[np.ix_(a, b)] > 0.5)
 
 
 def test_kemeny_heuristic_is_bounded_and_not_worse_than_borda(rng):
