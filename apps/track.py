@@ -9,6 +9,7 @@ import click
 import matplotlib
 
 from apps._common import (
+    BadInput,
     atomic_output,
     atomic_path,
     progressbar,
@@ -159,17 +160,20 @@ def track_float(
     out = Path(file.stem) if out is None else out
     refuse_to_overwrite(out / "track.nc", [file])
     record = read_float(file)
-    config = TrackConfig(
-        engine=engine,
-        particles=particles,
-        seed=seed,
-        sigma=sigma,
-        p_detect=p_detect,
-        clutter_rate=clutter_rate,
-        process_noise=process_noise,
-        smooth=smooth,
-        sound_speed=sound_speed,
-    )
+    try:
+        config = TrackConfig(
+            engine=engine,
+            particles=particles,
+            seed=seed,
+            sigma=sigma,
+            p_detect=p_detect,
+            clutter_rate=clutter_rate,
+            process_noise=process_noise,
+            smooth=smooth,
+            sound_speed=sound_speed,
+        )
+    except ValueError as err:
+        raise BadInput(str(err)) from None
     try:
         with progressbar(progress_steps(record, config), "Tracking", quiet) as bar:
             track, summary = run_tracker(record, config, progress=bar.update)

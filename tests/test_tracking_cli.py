@@ -191,3 +191,40 @@ def test_bad_options_exit_2(small, tmp_path):
     assert res.exit_code == 2
     res = CliRunner().invoke(cli, ["track-float", "--help"])
     assert res.exit_code == 0 and "--no-smooth" in res.output and "--clutter" in res.output
+
+
+def test_collapse_is_reported_not_fatal(small, tmp_path):
+    """The min-factor model has no clutter and no loss: cycles whose arrivals it cannot explain
+    collapse the filter; they are skipped, flagged in the track and named in a warning."""
+    res = CliRunner().invoke(track_float, [str(small), "--engine", "minfactor", "-q"])
+    assert res.exit_code == 2
+    assert res.output.strip().splitlines() == [
+        "Error: engine minfactor is the no-loss, no-clutter model of section 5.2: it needs "
+        "p_detect = 1 and clutter_rate = 0 (--pd 1 --clutter 0)"
+    ]
+    out = tmp_path / "mf"
+    res = CliRunner().invoke(
+        track_float,
+        [
+            str(small),
+            "--out",
+            str(out),
+            "--engine",
+            "minfactor",
+            "--pd",
+            "1",
+            "--clutter",
+            "0",
+            "--particles",
+            "300",
+            "--no-plots",
+            "-q",
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    track = xr.open_dataset(out / "track.nc")
+    collapsed = np.flatnonzero(track["collapsed"].values)
+    assert collapsed.size > 0
+    assert np.isneginf(track["loglik"].values[collapsed]).all()
+    assert np.isfinite(track["lat"].values).all()
+    assert "warning: the filter collapsed" in res.stderr and f"{collapsed.size} cycle" in res.stderr

@@ -74,6 +74,11 @@ class TrackConfig:
             raise ValueError("recovery_sigma must be > 0 km")
         if self.sound_speed is not None and not self.sound_speed > 0:
             raise ValueError("sound_speed must be > 0 m/s")
+        if self.engine == "minfactor" and (self.p_detect != 1 or self.clutter_rate != 0):
+            raise ValueError(
+                "engine minfactor is the no-loss, no-clutter model of section 5.2: "
+                "it needs p_detect = 1 and clutter_rate = 0 (--pd 1 --clutter 0)"
+            )
 
 
 def progress_steps(record: xr.Dataset, config: TrackConfig) -> int:
