@@ -156,6 +156,8 @@ def aggregate_command(
         raise BadInput(f"--scores gives a custom score vector; it cannot go with --rule {rule}")
     if rule == "k-approval" and k is None:
         raise BadInput("--rule k-approval needs --k")
+    if rule != "k-approval" and k is not None:
+        raise BadInput(f"--k is only for --rule k-approval, not --rule {rule}")
     profile = read_votes(votes)
     try:
         h = rule_score_vector(rule, profile.n, k, vector)

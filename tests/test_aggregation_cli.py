@@ -76,6 +76,7 @@ def test_group_command_and_output_file(repo_data, tmp_path):
         (["--rule", "k-approval"], "ranking\nA>B\n", "--rule k-approval needs --k"),
         (["--rule", "k-approval", "--k", "5"], "ranking\nA>B\n", "needs 1 <= k <= n = 2"),
         (["--scores", "1,x"], "ranking\nA>B\n", "--scores: expected comma-separated numbers"),
+        (["--k", "2"], "ranking\nA>B\n", "--k is only for --rule k-approval"),
         (["--scores", "1,0", "--rule", "borda"], "ranking\nA>B\n", "cannot go with --rule"),
         (["--scores", "1,0,0"], "ranking\nA>B\n", "needs 2 values"),
     ],
@@ -107,3 +108,12 @@ def test_console_scripts(repo_data):
     assert short.returncode == 0 and "Bob" in short.stdout.splitlines()[1]
     bad = subprocess.run(["aggregate", "--rule", "nope", path], capture_output=True, text=True)
     assert bad.returncode == 2
+
+
+@pytest.mark.parametrize("rule", ["borda", "kemeny", "footrule", "mode", "ranked-pairs"])
+def test_single_candidate(tmp_path, rule):
+    path = tmp_path / "one.csv"
+    path.write_text("ranking\nA\n")
+    result = run("--rule", rule, "--format", "json", str(path))
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["ranking"] == ["A"]

@@ -190,7 +190,7 @@ def profile_axiom_report(
             "strong_condorcet_epsilon": max((m for *_, m in violations), default=0.0),
         },
     }
-    if h is not None:
+    if h is not None and np.size(h) >= 2:  # margins need two positions
         ax = positional_axioms(h)
         margins = np.abs(P - 0.5)[np.triu_indices(n, 1)]
         report["rule"] = {
