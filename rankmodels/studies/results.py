@@ -10,8 +10,9 @@ metric the task returned and ``task_time_s``. :meth:`StudyResult.summary` has on
 and the median. :meth:`StudyResult.paired_differences` gives, per replicate, the difference of
 a metric between two values of one parameter (the other parameters equal) -- with paired seeds
 (:class:`~rankmodels.studies.study.Study`) the right way to compare two estimators.
-:meth:`StudyResult.to_dataset` is the same table as an ``xarray.Dataset`` with dims (swept
-parameters..., replicate), for NetCDF.
+:meth:`StudyResult.compare` summarises those differences (mean, SE, win fraction, Wilcoxon
+signed-rank p-value). :meth:`StudyResult.to_dataset` is the same table as an
+``xarray.Dataset`` with dims (swept parameters..., replicate), for NetCDF.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import xarray as xr
+from scipy.stats import wilcoxon
 
 from rankmodels import __version__
 from rankmodels.studies.study import Study
@@ -88,6 +90,30 @@ class StudyResult:
             raise ValueError(f"{dim} = {a!r} or {b!r} is not in the study")
         diff = (left - right).rename("difference").dropna()
         return diff.reset_index()
+
+    def compare(self, metric: str, dim: str, a: Any, b: Any) -> pd.DataFrame:
+        """Paired comparison of ``dim = a`` against ``dim = b`` per combination of the other
+        swept parameters: ``n`` pairs, ``mean_difference`` (a - b) and its ``se``, ``a_wins``
+        (fraction of replicates with ``metric(a) < metric(b)``) and the two-sided Wilcoxon
+        signed-rank ``p_value`` (1 when every difference is 0)."""
+        diff = self.paired_differences(metric, dim, a, b)
+        others = [d for d in self.dims if d != dim]
+        diff["_all"] = 0  # a constant key, so that groupby also works without other dims
+        rows = []
+        for key, part in diff.groupby([*others, "_all"], sort=False):
+            d = part["difference"].to_numpy(dtype=float)
+            p_value = 1.0 if not np.any(d) else float(wilcoxon(d).pvalue)
+            rows.append(
+                {
+                    **dict(zip(others, key[:-1], strict=True)),
+                    "n": d.size,
+                    "mean_difference": float(d.mean()),
+                    "se": float(d.std(ddof=1) / np.sqrt(d.size)) if d.size > 1 else np.nan,
+                    "a_wins": float(np.mean(d < 0)),
+                    "p_value": p_value,
+                }
+            )
+        return pd.DataFrame(rows)
 
     def to_dataset(self) -> xr.Dataset:
         """The records as an ``xarray.Dataset``: dims (swept parameters..., ``replicate``),

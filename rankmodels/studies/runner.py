@@ -128,7 +128,7 @@ def dask_client(
             n_workers=workers,
             threads_per_worker=1,
             processes=processes,
-            dashboard_address=None,
+            dashboard_address=":0",
         ) as cluster,
         Client(cluster) as client,
     ):

@@ -65,6 +65,8 @@ __all__ = [
     "UNIT_KM",
     "PlanarPatch",
     "beacons",
+    "example_tracks",
+    "filtered_units",
     "simulate_planar",
     "track_planar",
     "tracking_clutter_study",
@@ -181,6 +183,34 @@ def track_planar(
     return track
 
 
+def filtered_units(track: xr.Dataset) -> np.ndarray:
+    """``(T, 2)`` filtered posterior means of a track on the patch, in planar units."""
+    return PlanarPatch().to_units(track["lat_filtered"].values, track["lon_filtered"].values)
+
+
+def example_tracks(
+    trajectory: str,
+    *,
+    clutter_rate: float = 4.0,
+    engines: Sequence[str] = DEFAULT_ENGINES,
+    cycles: int = 50,
+    particles: int = 2000,
+    seed: int = 0,
+) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """Figures 5.6a / 5.7a: one simulated record (``SeedSequence(seed)`` as replicate 0 of the
+    study), tracked by each engine. Returns the true path ``(cycles + 1, 2)`` (start first)
+    and ``{engine: (cycles, 2)}`` filtered means, in planar units."""
+    sim_seed, filter_seed = np.random.SeedSequence(seed, spawn_key=(0,)).spawn(2)
+    record, _ = simulate_planar(trajectory, cycles, clutter_rate, np.random.default_rng(sim_seed))
+    tracks = {
+        engine: filtered_units(
+            track_planar(record, engine, clutter_rate, particles, integer_seed(filter_seed))
+        )
+        for engine in engines
+    }
+    return true_path(trajectory, cycles), tracks
+
+
 def tracking_clutter_task(params: dict[str, Any], seed: np.random.SeedSequence) -> dict[str, float]:
     """One replicate: simulate (``params``: ``trajectory``, ``cycles``, ``clutter_rate``) and
     filter (``engine``, ``particles``). The record depends on the seed and the simulation
@@ -205,7 +235,7 @@ def tracking_clutter_task(params: dict[str, Any], seed: np.random.SeedSequence) 
         integer_seed(filter_seed),
     )
     patch = PlanarPatch()
-    estimate = patch.to_units(track["lat_filtered"].values, track["lon_filtered"].values)
+    estimate = filtered_units(track)
     actual = patch.to_units(truth["lat"].values, truth["lon"].values)
     sq = np.sum((estimate - actual) ** 2, axis=1)
     scores = score_track(track, truth)
