@@ -8,6 +8,8 @@ import subprocess
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from apps.aggregate import aggregate_command
 from apps.cli import cli
@@ -117,3 +119,18 @@ def test_single_candidate(tmp_path, rule):
     result = run("--rule", rule, "--format", "json", str(path))
     assert result.exit_code == 0, result.output
     assert json.loads(result.output)["ranking"] == ["A"]
+
+
+@given(
+    st.text(alphabet="AB C>=,\n1-x", max_size=60),
+    st.sampled_from(["borda", "kemeny", "mode", "schulze"]),
+)
+@settings(max_examples=40, deadline=None)
+def test_any_csv_gives_a_result_or_a_one_line_error(text, rule):
+    with CliRunner().isolated_filesystem():
+        with open("fuzz.csv", "w", encoding="utf-8") as handle:
+            handle.write("ranking,count\n" + text)
+        result = CliRunner().invoke(aggregate_command, ["--rule", rule, "fuzz.csv"])
+    assert result.exit_code in (0, 2), result.output
+    if result.exit_code == 2:
+        assert len(result.output.strip().splitlines()) == 1
