@@ -9,12 +9,13 @@
 
   ``x`` being the lowest of ``S``: O(n^2 2^n) time, O(2^n) memory (n = 20: 8 MB). Every
   optimal ranking is recovered by following all minimising ``x`` back from the full set
-  (counted exactly, listed up to ``max_ties``). Before that the candidates are split into
-  the strongly connected components of the weak-majority graph (edge ``x -> y`` when
-  ``P_{x<y} >= 1/2``); every Kemeny ranking puts a component that beats another entirely
-  above it (extended Condorcet property), so the DP runs per component. A component larger
-  than ``max_exact`` (default 20) gets a heuristic -- Borda start plus best-insertion local
-  search -- and the result carries the lower bound ``sum_{x<y} min(P_{x<y}, P_{y<x})``.
+  (counted in the DP -- exactly up to 2^53 rankings -- and listed up to ``max_ties``).
+  Before that the candidates are split into the strongly connected components of the
+  weak-majority graph (edge ``x -> y`` when ``P_{x<y} >= 1/2``); every Kemeny ranking puts
+  a component that beats another entirely above it (extended Condorcet property), so the
+  DP runs per component. A component larger than ``max_exact`` (default 20) gets a
+  heuristic -- Borda start plus best-insertion local search -- and the result carries the
+  lower bound ``sum_{x<y} min(P_{x<y}, P_{y<x})``.
 * **Footrule** (Spearman's footrule loss): ``E|sigma'(x) - k| = sum_j M[x, j] |j - k|`` is a
   linear assignment cost, solved exactly (scipy's Hungarian / LAPJV). All optimal
   assignments are found by branching on the candidate placed at each position.
