@@ -28,7 +28,7 @@ import xarray as xr
 
 from rankmodels.errors import InputError
 from rankmodels.tracking.dynamics import RandomWalk
-from rankmodels.tracking.engines import ENGINES, log_likelihood
+from rankmodels.tracking.engines import ENGINES, LikelihoodResult, log_likelihood
 from rankmodels.tracking.filter import particle_filter
 from rankmodels.tracking.geometry import pairwise_distance_km, tangent_offsets, unit_vectors
 from rankmodels.tracking.output import TrackEstimate, build_track
@@ -108,7 +108,7 @@ class _Cycles:
         self.labels = None
         if config.engine == "labels":
             if "source_label" not in record:
-                raise InputError("needed by --engine labels but absent", field="source_label")
+                raise InputError("needed by the labels engine but absent", field="source_label")
             self.labels = self._local_labels(np.asarray(record["source_label"].values))
 
     def _local_labels(self, labels: np.ndarray) -> np.ndarray:
@@ -135,7 +135,10 @@ class _Cycles:
         dist = pairwise_distance_km(x[:, 0], x[:, 1], src_xyz=self.src_xyz[act])
         return dist / self.km_per_s + self.offset[act]
 
-    def evaluate(self, t: int, x: np.ndarray, *, association: bool, engine: str | None = None):
+    def evaluate(
+        self, t: int, x: np.ndarray, *, association: bool, engine: str | None = None
+    ) -> LikelihoodResult:
+        """The engine's result for cycle ``t`` at positions ``x`` (N, 2)."""
         return log_likelihood(
             self.toa[t],
             self.predicted(t, x),
@@ -146,8 +149,7 @@ class _Cycles:
         )
 
     def loglik(self, t: int, x: np.ndarray) -> np.ndarray | None:
-        if t >= self.toa.shape[0]:  # the appended recovery step is handled by the caller
-            raise IndexError(t)
+        """``(N,)`` log-likelihood of cycle ``t`` at particles ``x``; ``None`` without data."""
         if not self.has_data[t]:
             return None
         return self.evaluate(t, x, association=False).loglik
