@@ -228,3 +228,16 @@ def test_collapse_is_reported_not_fatal(small, tmp_path):
     assert np.isneginf(track["loglik"].values[collapsed]).all()
     assert np.isfinite(track["lat"].values).all()
     assert "warning: the filter collapsed" in res.stderr and f"{collapsed.size} cycle" in res.stderr
+
+
+def test_labels_engine_needs_labels(tmp_path):
+    path = tmp_path / "nolabels.nc"
+    write_float(_RECORD.drop_vars("source_label"), path)
+    res = CliRunner().invoke(
+        track_float,
+        [str(path), "--engine", "labels", "-q", "--no-plots", "--out", str(tmp_path / "o")],
+    )
+    assert res.exit_code == 2
+    assert res.output.strip() == (
+        f"Error: {path}: source_label: needed by the labels engine but absent"
+    )
