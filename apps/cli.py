@@ -7,6 +7,7 @@ import click
 from apps.aggregate import aggregate_command
 from apps.ltr import ltr_group
 from apps.simulate import simulate_float
+from apps.study import study_group
 from apps.track import track_float
 from rankmodels import __version__
 
@@ -21,6 +22,7 @@ cli.add_command(aggregate_command)
 cli.add_command(track_float)
 cli.add_command(simulate_float)
 cli.add_command(ltr_group)
+cli.add_command(study_group)
 
 
 def main() -> None:

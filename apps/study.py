@@ -1,0 +1,238 @@
+"""``rankmodels study ...``: run a simulation study on this machine or on a Dask cluster."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+import pandas as pd
+
+from apps._common import BadInput, atomic_output, atomic_path, progressbar, quiet_option
+from rankmodels.studies import StudyResult, dask_client, run_study
+from rankmodels.studies.tracking_clutter import (
+    DEFAULT_ENGINES,
+    DEFAULT_LAMBDAS,
+    STUDY_ENGINES,
+    TRAJECTORIES,
+    UNIT_KM,
+    tracking_clutter_study,
+)
+
+
+class _CommaList(click.ParamType):
+    """``a,b,c`` -> a list; numbers (``kind=float``) or names from ``choices``."""
+
+    def __init__(self, kind: type = str, choices: Sequence[str] = ()) -> None:
+        self.kind = kind
+        self.choices = tuple(choices)
+        self.name = "NUMBERS" if kind is float else "NAMES"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> list[Any]:
+        if isinstance(value, list):
+            return value
+        items = [v.strip() for v in str(value).split(",") if v.strip()]
+        if not items:
+            self.fail("expected a comma-separated list, got nothing", param, ctx)
+        if len(set(items)) != len(items):
+            self.fail(f"repeated values in {value!r}", param, ctx)
+        if self.kind is float:
+            try:
+                numbers = [float(v) for v in items]
+            except ValueError:
+                self.fail(f"expected comma-separated numbers, got {value!r}", param, ctx)
+            if any(not (x >= 0 and x < float("inf")) for x in numbers):
+                self.fail(f"expected finite numbers >= 0, got {value!r}", param, ctx)
+            return numbers
+        bad = [v for v in items if v not in self.choices]
+        if bad:
+            self.fail(f"unknown {bad}; expected some of {', '.join(self.choices)}", param, ctx)
+        return items
+
+
+def _client(workers: int | None, scheduler: str | None) -> Any:
+    """A Dask client context, or None to run serially."""
+    if workers is not None and scheduler is not None:
+        raise click.UsageError("give --workers or --scheduler, not both")
+    if workers is None and scheduler is None:
+        return None
+    return dask_client(workers=workers, scheduler=scheduler)
+
+
+def _run(study: Any, workers: int | None, scheduler: str | None, quiet: bool) -> StudyResult:
+    n_tasks = len(study.points()) * study.replicates
+    with progressbar(n_tasks, f"{study.name}: {n_tasks} tasks", quiet) as bar:
+        client = _client(workers, scheduler)
+        if client is None:
+            return run_study(study, progress=bar.update)
+        try:
+            with client as connected:
+                return run_study(study, client=connected, progress=bar.update)
+        except ImportError as err:  # dask is in the `studies` extra
+            raise BadInput(str(err)) from None
+        except OSError as err:  # unreachable scheduler, refused connection, timeout
+            raise BadInput(f"{scheduler or 'local cluster'}: cannot reach Dask: {err}") from None
+
+
+def _write(result: StudyResult, out: Path, name: str) -> list[Path]:
+    """Per-task CSV, summary CSV and NetCDF, each written atomically; returns the paths."""
+    paths = [out / f"{name}.csv", out / f"{name}_summary.csv", out / f"{name}.nc"]
+    with atomic_output(paths[0], "w") as handle:
+        result.records.to_csv(handle, index=False)
+    with atomic_output(paths[1], "w") as handle:
+        result.summary().to_csv(handle, index=False)
+    with atomic_path(paths[2]) as tmp:
+        result.to_dataset().to_netcdf(tmp, engine="netcdf4")
+    return paths
+
+
+def _mse_table(result: StudyResult) -> str:
+    """Mean MSE +- SE (units^2): rows (trajectory, lambda), columns engines."""
+    rows = result.summary(["mse"])
+    cell = rows.apply(lambda r: f"{r['mean']:.2e} ± {r['se']:.1e}", axis=1)
+    table = rows.assign(cell=cell).pivot_table(
+        index=["trajectory", "clutter_rate"], columns="engine", values="cell", aggfunc="first"
+    )
+    return table[list(dict.fromkeys(rows["engine"]))].to_string()
+
+
+def _comparison(result: StudyResult) -> str:
+    """Each ranked engine against the baseline, paired by seed."""
+    engines = list(dict.fromkeys(result.records["engine"]))
+    if "baseline" not in engines or len(engines) < 2 or result.attrs["replicates"] < 2:
+        return ""
+    parts = []
+    for engine in (e for e in engines if e != "baseline"):
+        cmp = result.compare("mse", "engine", engine, "baseline")
+        cmp.insert(0, "engine", engine)
+        parts.append(cmp)
+    table = pd.concat(parts).rename(columns={"a_wins": "wins_vs_baseline"})
+    return table.to_string(index=False, float_format=lambda x: f"{x:.3g}")
+
+
+@click.group("study")
+def study_group() -> None:
+    """Simulation studies that reproduce the papers' experiments.
+
+    Tasks run in this process by default; --workers N starts a local Dask cluster of N
+    processes, --scheduler tcp://HOST:8786 uses a running one (`dask scheduler` and
+    `dask worker tcp://HOST:8786` on the machines). Results do not depend on the scheduler.
+    """
+
+
+@study_group.command("tracking-clutter")
+@click.option(
+    "--replicates",
+    type=click.IntRange(min=1),
+    default=20,
+    show_default=True,
+    help="Paired seeds per grid point.",
+)
+@click.option("--particles", type=click.IntRange(min=1), default=2000, show_default=True)
+@click.option(
+    "--cycles",
+    type=click.IntRange(min=1),
+    default=50,
+    show_default=True,
+    help="Daily cycles per simulated track.",
+)
+@click.option(
+    "--lambdas",
+    type=_CommaList(float),
+    default=",".join(map(str, DEFAULT_LAMBDAS)),
+    show_default=True,
+    help="Clutter rates (Poisson mean per window), comma-separated.",
+)
+@click.option(
+    "--engines",
+    type=_CommaList(str, STUDY_ENGINES),
+    default=",".join(DEFAULT_ENGINES),
+    show_default=True,
+    help="Likelihood engines, comma-separated.",
+)
+@click.option(
+    "--trajectories",
+    type=_CommaList(str, TRAJECTORIES),
+    default="straight",
+    show_default=True,
+    help="straight (Fig. 5.6, 5.8) and/or spiral (Fig. 5.7).",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Run on a local Dask cluster of this many worker processes.",
+)
+@click.option(
+    "--scheduler",
+    metavar="ADDRESS",
+    default=None,
+    help="Run on the Dask scheduler at ADDRESS (e.g. tcp://10.0.0.5:8786).",
+)
+@click.option(
+    "--seed",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Root seed of every task seed.",
+)
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=Path("study"),
+    show_default=True,
+    help="Folder for the tables and the figure.",
+)
+@quiet_option
+def tracking_clutter(
+    replicates: int,
+    particles: int,
+    cycles: int,
+    lambdas: list[float],
+    engines: list[str],
+    trajectories: list[str],
+    workers: int | None,
+    scheduler: str | None,
+    seed: int,
+    out: Path,
+    quiet: bool,
+) -> None:
+    """Tracking MSE versus clutter, ranked model vs baseline (dissertation Fig. 5.8).
+
+    Writes OUT/tracking_clutter.csv (one row per task), OUT/tracking_clutter_summary.csv (mean,
+    SE, median per grid point and metric), OUT/tracking_clutter.nc and the figure
+    OUT/tracking_clutter.png, and prints the MSE table and the paired comparison with the
+    baseline. MSE in planar units^2 (1 unit = 150 km); see docs/studies.md.
+    """
+    from rankmodels.plots.study_plots import metric_versus_clutter
+
+    study = tracking_clutter_study(
+        lambdas=lambdas,
+        engines=engines,
+        trajectories=trajectories,
+        replicates=replicates,
+        cycles=cycles,
+        particles=particles,
+        seed=seed,
+    )
+    result = _run(study, workers, scheduler, quiet)
+    paths = _write(result, out, study.name)
+    figure = metric_versus_clutter(
+        result.summary(["mse"]), "mse", ylabel=f"MSE (planar units², 1 unit = {UNIT_KM:g} km)"
+    )
+    png = out / f"{study.name}.png"
+    with atomic_path(png) as tmp:
+        figure.savefig(tmp, dpi=150)
+    click.echo(f"mean MSE ± SE over {replicates} replicates (planar units²):")
+    click.echo(_mse_table(result))
+    comparison = _comparison(result)
+    if comparison:
+        click.echo("\npaired comparison with the baseline (difference = engine - baseline):")
+        click.echo(comparison)
+    if not quiet:
+        click.echo(
+            f"wrote {', '.join(str(p) for p in [*paths, png])} "
+            f"({result.attrs['scheduler']}, {result.attrs['wall_time_s']:.0f} s)",
+            err=True,
+        )
