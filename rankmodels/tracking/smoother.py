@@ -14,7 +14,8 @@ trajectory and step. We use the hybrid scheme of Dau & Chopin (2022, "On backwar
 algorithms"):
 
 1. rejection sampling (Douc, Garivier, Moulines & Olsson 2011): propose ``i ~ w_t``, accept
-   with probability ``f(x_t^i, x_t+1) / f_max``; exact draws, ``max_rounds`` attempts;
+   with probability ``f(x_t^i, x_t+1) / f_max``; exact draws; ``max_rounds`` proposals per
+   trajectory, drawn at once, the first accepted one wins;
 2. trajectories still pending take ``mcmc_steps`` independent Metropolis-Hastings steps that
    leave ``b_t`` invariant (proposal ``i' ~ w_t``, acceptance ``min(1, f(x_t^i', x_t+1) /
    f(x_t^i, x_t+1))``), started from the filter ancestor of the particle chosen at ``t + 1``.
@@ -77,26 +78,26 @@ def backward_simulate(
     for t in range(n_steps - 2, -1, -1):
         xs, step, target = history_x[t], dt[t + 1], out[t + 1]
         cdf = _cdf(history_logw[t])
-        bound = dynamics.log_density_bound(xs, step)
         chosen = history_parent[t + 1, idx]  # the ancestor: start of the MCMC moves
-        pending = np.arange(m)
-        for _ in range(max_rounds):
-            if pending.size == 0:
-                break
-            prop = _draw(cdf, pending.size, rng)
-            log_acc = dynamics.log_density(xs[prop], target[pending], step) - bound
-            ok = np.log(rng.random(pending.size)) < log_acc
-            chosen[pending[ok]] = prop[ok]
-            pending = pending[~ok]
-        if pending.size:
+        pending = np.ones(m, dtype=bool)
+        if max_rounds > 0:  # all rejection proposals at once; the first accepted one wins
+            prop = _draw(cdf, m * max_rounds, rng).reshape(m, max_rounds)
+            log_acc = dynamics.log_density(xs[prop], target[:, None, :], step)
+            ok = np.log(rng.random(prop.shape)) < log_acc - dynamics.log_density_bound(xs, step)
+            accepted = ok.any(axis=1)
+            chosen[accepted] = prop[accepted, np.argmax(ok[accepted], axis=1)]
+            pending = ~accepted
+        if pending.any() and mcmc_steps > 0:
+            tgt = target[pending]
             cur = chosen[pending]
-            log_f = dynamics.log_density(xs[cur], target[pending], step)
-            for _ in range(mcmc_steps):
-                prop = _draw(cdf, pending.size, rng)
-                log_fp = dynamics.log_density(xs[prop], target[pending], step)
-                ok = np.log(rng.random(pending.size)) < log_fp - log_f
-                cur = np.where(ok, prop, cur)
-                log_f = np.where(ok, log_fp, log_f)
+            log_f = dynamics.log_density(xs[cur], tgt, step)
+            prop = _draw(cdf, cur.size * mcmc_steps, rng).reshape(cur.size, mcmc_steps)
+            log_fp = dynamics.log_density(xs[prop], tgt[:, None, :], step)
+            log_u = np.log(rng.random(prop.shape))
+            for k in range(mcmc_steps):  # sequential MH moves, vectorised over trajectories
+                ok = log_u[:, k] < log_fp[:, k] - log_f
+                cur = np.where(ok, prop[:, k], cur)
+                log_f = np.where(ok, log_fp[:, k], log_f)
             chosen[pending] = cur
         idx = chosen
         out[t] = xs[idx]
