@@ -145,6 +145,14 @@ def _forward(a, k, active, n_active, fwd, kc, keep):
         na = n_active[i]
         if na == 0:
             continue
+        if na == 1:  # one candidate arrival (the common case): no branch, half the masks
+            bit = 1 << active[i, 0]
+            aij = a[i, active[i, 0]]
+            for t in range(size >> 1):
+                low = t & (bit - 1)
+                mask = ((t - low) << 1) | bit | low
+                fwd[dst, mask] += fwd[src, mask ^ bit] * aij
+            continue
         for mask in range(size - 1, 0, -1):
             v = fwd[dst, mask]
             for q in range(na):
