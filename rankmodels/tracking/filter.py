@@ -114,8 +114,9 @@ def particle_filter(
 
     ``dt[t]`` is the time (days) from the previous cycle (or from launch, for ``t = 0``) to
     cycle ``t``. ``loglik(t, particles)`` returns ``(N,)`` log-likelihoods or ``None`` for a
-    cycle without data. ``dynamics``: see :mod:`rankmodels.tracking.dynamics`. ``progress`` is
-    called with 1 after each cycle.
+    cycle without data. ``dynamics``: see :mod:`rankmodels.tracking.dynamics`. ``n_ensemble``:
+    size of the per-cycle equally weighted resample (0 = none). ``progress`` is called with 1
+    after each cycle.
     """
     if n_particles < 1:
         raise ValueError(f"n_particles must be >= 1, got {n_particles}")
@@ -155,7 +156,8 @@ def particle_filter(
         res.collapsed[t] = status == 1
         res.loglik[t] = lse if has_data else 0.0
         res.mean[t], res.cov[t] = dynamics.moments(x, w)
-        res.ensembles[t] = x[systematic_resample(w, m, rng)]
+        if m:
+            res.ensembles[t] = x[systematic_resample(w, m, rng)]
         if keep_history:
             res.history_x[t] = x
             res.history_logw[t] = logw

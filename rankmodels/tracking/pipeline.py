@@ -226,7 +226,7 @@ def track_float(
         config.particles,
         rng,
         ess_threshold=config.ess_threshold,
-        n_ensemble=config.ensemble,
+        n_ensemble=0 if config.smooth else config.ensemble,
         keep_history=config.smooth,
         progress=progress,
     )
