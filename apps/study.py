@@ -17,6 +17,8 @@ from rankmodels.studies.tracking_clutter import (
     STUDY_ENGINES,
     TRAJECTORIES,
     UNIT_KM,
+    beacons,
+    example_tracks,
     tracking_clutter_study,
 )
 
@@ -201,10 +203,13 @@ def tracking_clutter(
     """Tracking MSE versus clutter, ranked model vs baseline (dissertation Fig. 5.8).
 
     Writes OUT/tracking_clutter.csv (one row per task), OUT/tracking_clutter_summary.csv (mean,
-    SE, median per grid point and metric), OUT/tracking_clutter.nc and the figure
-    OUT/tracking_clutter.png, and prints the MSE table and the paired comparison with the
-    baseline. MSE in planar units^2 (1 unit = 150 km); see docs/studies.md.
+    SE, median per grid point and metric), OUT/tracking_clutter.nc, the figure
+    OUT/tracking_clutter.png and, per trajectory, an example track at the highest clutter rate
+    (OUT/tracking_clutter_example_TRAJECTORY.png, Figs. 5.6a/5.7a), and prints the MSE table
+    and the paired comparison with the baseline. MSE in planar units^2 (1 unit = 150 km); see
+    docs/studies.md.
     """
+    from rankmodels.plots.study_plots import example_tracks as example_figure
     from rankmodels.plots.study_plots import metric_versus_clutter
 
     study = tracking_clutter_study(
@@ -221,9 +226,22 @@ def tracking_clutter(
     figure = metric_versus_clutter(
         result.summary(["mse"]), "mse", ylabel=f"MSE (planar units², 1 unit = {UNIT_KM:g} km)"
     )
-    png = out / f"{study.name}.png"
-    with atomic_path(png) as tmp:
+    pngs = [out / f"{study.name}.png"]
+    with atomic_path(pngs[0]) as tmp:
         figure.savefig(tmp, dpi=150)
+    for trajectory in trajectories:  # Figures 5.6a / 5.7a at the highest clutter rate
+        truth, tracks = example_tracks(
+            trajectory,
+            clutter_rate=max(lambdas),
+            engines=engines,
+            cycles=cycles,
+            particles=particles,
+            seed=seed,
+        )
+        title = f"{trajectory}, λ = {max(lambdas):g} (replicate 0)"
+        pngs.append(out / f"{study.name}_example_{trajectory}.png")
+        with atomic_path(pngs[-1]) as tmp:
+            example_figure(truth, beacons(), tracks, title=title).savefig(tmp, dpi=150)
     click.echo(f"mean MSE ± SE over {replicates} replicates (planar units²):")
     click.echo(_mse_table(result))
     comparison = _comparison(result)
@@ -232,7 +250,7 @@ def tracking_clutter(
         click.echo(comparison)
     if not quiet:
         click.echo(
-            f"wrote {', '.join(str(p) for p in [*paths, png])} "
+            f"wrote {', '.join(str(p) for p in [*paths, *pngs])} "
             f"({result.attrs['scheduler']}, {result.attrs['wall_time_s']:.0f} s)",
             err=True,
         )

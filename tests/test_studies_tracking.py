@@ -150,7 +150,8 @@ def test_cli_tracking_clutter_end_to_end(tmp_path):
     ds = xr.load_dataset(out / "tracking_clutter.nc")
     assert ds["mse"].sizes == {"trajectory": 1, "clutter_rate": 2, "engine": 2, "replicate": 2}
     assert ds.attrs["fixed_p_detect"] == P_DETECT
-    assert (out / "tracking_clutter.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    for png in ("tracking_clutter.png", "tracking_clutter_example_straight.png"):
+        assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "mean MSE" in run.output and "wins_vs_baseline" in run.output
     # the same command again gives the same numbers (seeded), files replaced atomically
     again = CliRunner().invoke(cli, args)
