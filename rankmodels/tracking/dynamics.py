@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rankmodels.tracking.geometry import (
-    EARTH_RADIUS_KM,
+    KM_PER_DEGREE,
     tangent_offsets,
     tangent_step,
     wrap_longitude,
@@ -30,9 +30,8 @@ from rankmodels.tracking.geometry import (
 
 __all__ = ["RandomWalk"]
 
-_KM_PER_DEG = EARTH_RADIUS_KM * math.pi / 180.0
 # d(east) d(north) = R^2 cos(lat) (pi/180)^2 d(lat) d(lon)
-_AREA_PER_DEG2 = _KM_PER_DEG**2
+_AREA_PER_DEG2 = KM_PER_DEGREE**2
 
 
 @dataclass(frozen=True)
@@ -90,8 +89,8 @@ class RandomWalk:
         mean_dlon = float(w @ dlon)
         d = np.column_stack(
             [
-                (dlon - mean_dlon) * (_KM_PER_DEG * math.cos(math.radians(mean_lat))),
-                (lat - mean_lat) * _KM_PER_DEG,
+                (dlon - mean_dlon) * (KM_PER_DEGREE * math.cos(math.radians(mean_lat))),
+                (lat - mean_lat) * KM_PER_DEGREE,
             ]
         )
         mean = np.array([mean_lat, float(wrap_longitude(x[0, 1] + mean_dlon))])

@@ -21,6 +21,7 @@ import numpy as np
 
 __all__ = [
     "EARTH_RADIUS_KM",
+    "KM_PER_DEGREE",
     "great_circle_km",
     "pairwise_distance_km",
     "tangent_offsets",
@@ -30,6 +31,8 @@ __all__ = [
 ]
 
 EARTH_RADIUS_KM = 6371.0
+#: km per degree of latitude (and of longitude at the equator)
+KM_PER_DEGREE = EARTH_RADIUS_KM * math.pi / 180.0
 
 
 def wrap_longitude(lon: np.ndarray) -> np.ndarray:

@@ -7,7 +7,6 @@
 
 from __future__ import annotations
 
-import math
 import os
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -16,12 +15,10 @@ import numpy as np
 import xarray as xr
 
 from rankmodels import __version__
-from rankmodels.tracking.geometry import EARTH_RADIUS_KM
+from rankmodels.tracking.geometry import KM_PER_DEGREE
 from rankmodels.tracking.records import compressed_encoding
 
 __all__ = ["TrackEstimate", "build_track", "write_track"]
-
-_KM_PER_DEG = EARTH_RADIUS_KM * math.pi / 180.0
 
 
 @dataclass
@@ -53,8 +50,8 @@ def build_track(record: xr.Dataset, est: TrackEstimate, attrs: dict[str, object]
     n_src = post.shape[2] - 1
     association = np.where(no_arrival, -2, np.where(best == n_src, -1, best))
     prob = np.where(no_arrival, np.nan, np.take_along_axis(post, best[..., None], 2)[..., 0])
-    lat_std = np.sqrt(est.cov[:, 1, 1]) / _KM_PER_DEG
-    lon_std = np.sqrt(est.cov[:, 0, 0]) / (_KM_PER_DEG * np.cos(np.radians(est.mean[:, 0])))
+    lat_std = np.sqrt(est.cov[:, 1, 1]) / KM_PER_DEGREE
+    lon_std = np.sqrt(est.cov[:, 0, 0]) / (KM_PER_DEGREE * np.cos(np.radians(est.mean[:, 0])))
     sources = [str(s) for s in record["source"].values]
     ds = xr.Dataset(
         {
