@@ -19,12 +19,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
 from rankmodels.tracking.geometry import (
+    EARTH_RADIUS_KM,
     KM_PER_DEGREE,
     tangent_offsets,
-    tangent_step,
     wrap_longitude,
 )
 
@@ -51,10 +52,12 @@ class RandomWalk:
         return self.process_noise**2 * dt
 
     def propagate(self, x: np.ndarray, dt: float, rng: np.random.Generator) -> np.ndarray:
-        """Sample ``X_t+1 ~ f(X_t, .)`` for every particle: ``(N, 2)`` -> ``(N, 2)``."""
+        """Sample ``X_t+1 ~ f(X_t, .)`` for every particle: ``(N, 2)`` -> ``(N, 2)``
+        (the same step as :func:`~rankmodels.tracking.geometry.tangent_step`, in numba)."""
         step = rng.normal(0.0, math.sqrt(self._var(dt)), size=x.shape)
-        lat, lon = tangent_step(x[:, 0], x[:, 1], step[:, 0], step[:, 1])
-        return np.column_stack([lat, lon])
+        out = np.empty_like(step)
+        _walk(np.ascontiguousarray(x, dtype=np.float64), step, out)
+        return out
 
     def log_density(self, x_from: np.ndarray, x_to: np.ndarray, dt: float) -> np.ndarray:
         """``log f(x_from, x_to)`` with respect to ``d lat d lon`` (degrees), broadcasting
@@ -83,15 +86,46 @@ class RandomWalk:
         fine; for clouds of a few hundred km this equirectangular mean differs from the
         spherical mean by well under a metre."""
         w = np.full(x.shape[0], 1.0 / x.shape[0]) if weights is None else weights / np.sum(weights)
-        lat = x[:, 0]
-        dlon = wrap_longitude(x[:, 1] - x[0, 1])
-        mean_lat = float(w @ lat)
-        mean_dlon = float(w @ dlon)
-        d = np.column_stack(
-            [
-                (dlon - mean_dlon) * (KM_PER_DEGREE * math.cos(math.radians(mean_lat))),
-                (lat - mean_lat) * KM_PER_DEGREE,
-            ]
-        )
-        mean = np.array([mean_lat, float(wrap_longitude(x[0, 1] + mean_dlon))])
-        return mean, (d * w[:, None]).T @ d
+        mean, cov = np.empty(2), np.empty((2, 2))
+        _moments(np.ascontiguousarray(x, dtype=np.float64), w, KM_PER_DEGREE, mean, cov)
+        mean[1] = wrap_longitude(mean[1])
+        return mean, cov
+
+
+@numba.njit(cache=True)
+def _walk(x, step, out):  # pragma: no cover - numba
+    """``out[i] = tangent_step(x[i], east = step[i, 0], north = step[i, 1])``."""
+    to_deg = 180.0 / (math.pi * EARTH_RADIUS_KM)
+    for i in range(x.shape[0]):
+        lat = x[i, 0]
+        new_lat = lat + step[i, 1] * to_deg
+        lon = x[i, 1] + step[i, 0] * to_deg / math.cos(math.radians(lat))
+        out[i, 0] = min(max(new_lat, -89.999), 89.999)
+        out[i, 1] = (lon + 180.0) % 360.0 - 180.0
+
+
+@numba.njit(cache=True)
+def _moments(x, w, km_per_deg, mean, cov):  # pragma: no cover - numba
+    """Weighted mean (longitude unwrapped about ``x[0]``) and km^2 covariance, two passes."""
+    ref = x[0, 1]
+    m_lat = 0.0
+    m_dlon = 0.0
+    for i in range(x.shape[0]):
+        m_lat += w[i] * x[i, 0]
+        m_dlon += w[i] * ((x[i, 1] - ref + 180.0) % 360.0 - 180.0)
+    kx = km_per_deg * math.cos(math.radians(m_lat))
+    cee = 0.0
+    cen = 0.0
+    cnn = 0.0
+    for i in range(x.shape[0]):
+        e = (((x[i, 1] - ref + 180.0) % 360.0 - 180.0) - m_dlon) * kx
+        n = (x[i, 0] - m_lat) * km_per_deg
+        cee += w[i] * e * e
+        cen += w[i] * e * n
+        cnn += w[i] * n * n
+    mean[0] = m_lat
+    mean[1] = ref + m_dlon
+    cov[0, 0] = cee
+    cov[0, 1] = cen
+    cov[1, 0] = cen
+    cov[1, 1] = cnn
