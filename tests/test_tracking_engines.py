@@ -374,3 +374,16 @@ def test_fuzzed_cycles_either_raise_or_give_distributions(toa, pred):
     assert res.loglik.shape == (1,) and not np.isnan(res.loglik[0])
     if np.isfinite(res.loglik[0]) and res.association.shape[1]:
         np.testing.assert_allclose(res.association[0].sum(axis=1), 1.0, atol=1e-12)
+
+
+def test_exact_equals_brute_force_with_many_arrivals(rng):
+    """m = 6 recorded arrivals (64 masks) and 4 sources, clutter and losses."""
+    model = SignalModel(sigma=4.0, p_detect=0.8, clutter_rate=2.5, window=100.0)
+    toa = np.sort(rng.uniform(0, 100, 6))
+    predicted = np.vstack([toa[[0, 2, 3, 5]] + rng.normal(0, 4, 4), rng.uniform(0, 100, (2, 4))])
+    res = log_likelihood(toa, predicted, model, association=True)
+    cycle = prepare_cycle(toa, model)
+    for n in range(predicted.shape[0]):
+        want, post = brute_force(cycle, predicted[n], model)
+        assert res.loglik[n] == pytest.approx(want, rel=1e-13)
+        np.testing.assert_allclose(res.association[n], post, atol=1e-13)
