@@ -14,8 +14,11 @@ weight, every message across an edge is a ratio "matched over not matched":
     beta_ij  = w_ij / (u_i + sum_{k != j} w_ik alpha_ki)      S_i -> R_j   (eqs. 5.28-5.29)
     alpha_ji = 1 / (k_j + sum_{l != i} beta_lj)               R_j -> S_i   (eqs. 5.33-5.35)
 
-updated in parallel sweeps with damping (``new = damping * old + (1 - damping) * update``)
-until no message changes by more than ``tol`` relative to its size. The partition
+A sweep updates every ``beta`` from the current ``alpha``, then every ``alpha`` from the new
+``beta``, with damping (``new = damping * old + (1 - damping) * update``), until no message
+changes by more than ``tol`` relative to its size. Convergence is linear; it is slow (a factor
+of about 0.94 per sweep) when two arrivals within ``sigma`` of each other can each come from
+the same two sources. The partition
 function is the Bethe estimate (Huang and Jebara 2009; the paper, section 5.4.2)
 
     log Z ~ sum_n sum b_n log phi_n + sum_edges H(b_e) - sum_n (deg_n - 1) H(b_n),
