@@ -10,10 +10,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 from rankmodels.plots import tracking
 from rankmodels.plots.report import tracking_report
-
-pipeline = pytest.importorskip("rankmodels.tracking.pipeline")
-simulate = pytest.importorskip("rankmodels.tracking.simulate")
-records = pytest.importorskip("rankmodels.tracking.records")
+from rankmodels.tracking import pipeline, records, simulate
 
 
 @pytest.fixture(scope="module")
