@@ -131,7 +131,13 @@ def study_group() -> None:
     show_default=True,
     help="Paired seeds per grid point.",
 )
-@click.option("--particles", type=click.IntRange(min=1), default=2000, show_default=True)
+@click.option(
+    "--particles",
+    type=click.IntRange(min=1),
+    default=2000,
+    show_default=True,
+    help="Particles of the filter.",
+)
 @click.option(
     "--cycles",
     type=click.IntRange(min=1),

@@ -19,10 +19,11 @@ longer than the square's diagonal. Beacons: the first 10 points (after the origi
 
 Trajectories (``TRAJECTORIES``), in units: ``straight`` from (0.15, 0.2) to (0.85, 0.8) over
 the run (about 2.8 km a cycle for 50 cycles); ``spiral`` about (0.5, 0.5), radius 0.05 -> 0.3,
-1.5 turns anticlockwise. One cycle per day; the tracker's random walk has
-``process_noise = 6`` km per day per axis, the tracker knows the true ``sigma``, ``P_D`` and
-``lambda``, and starts at the known launch point (Algorithm 2). The MSE is that of the
-*filtered* posterior mean (Algorithm 2 has no smoother), averaged over the cycles:
+1.5 turns anticlockwise; the path is the same whatever the number of cycles ``T`` (one a day),
+so the tracker's random walk has ``process_noise = 6 km x 50 / T`` per cycle and axis (6 km
+for the default 50 cycles: about twice the straight path's step). The tracker knows the true
+``sigma``, ``P_D`` and ``lambda``, and starts at the known launch point (Algorithm 2). The MSE
+is that of the *filtered* posterior mean (Algorithm 2 has no smoother), averaged over the cycles:
 
     MSE = (1/T) sum_t ||x_hat_t - x_t||^2     (planar units^2; x 150^2 for km^2).
 
@@ -65,6 +66,7 @@ __all__ = [
     "UNIT_KM",
     "PlanarPatch",
     "beacons",
+    "process_noise_km",
     "example_tracks",
     "filtered_units",
     "simulate_planar",
@@ -82,7 +84,8 @@ WINDOW_UNITS = 1.5
 P_DETECT = 0.7
 RANKS = 4
 N_BEACONS = 10
-PROCESS_NOISE_KM = 6.0
+PROCESS_NOISE_KM = 6.0  # per cycle and axis, for REFERENCE_CYCLES cycles along the path
+REFERENCE_CYCLES = 50
 TRAJECTORIES = ("straight", "spiral")
 DEFAULT_LAMBDAS = (0.0, 0.5, 1.0, 2.0, 4.0)
 DEFAULT_ENGINES = ("exact", "bp", "baseline")
@@ -164,10 +167,16 @@ def simulate_planar(
     )
 
 
+def process_noise_km(cycles: int) -> float:
+    """Random-walk std per cycle and axis (km) for a path covered in ``cycles`` cycles."""
+    return PROCESS_NOISE_KM * REFERENCE_CYCLES / cycles
+
+
 def track_planar(
     record: xr.Dataset, engine: str, clutter_rate: float, particles: int, seed: int
 ) -> xr.Dataset:
-    """Filter ``record`` (Algorithm 2, no smoother) with the true signal-model parameters."""
+    """Filter ``record`` (Algorithm 2, no smoother) with the true signal-model parameters and
+    the random walk of :func:`process_noise_km`."""
     config = TrackConfig(
         engine=engine,
         particles=particles,
@@ -175,7 +184,7 @@ def track_planar(
         sigma=SIGMA_UNITS * SECONDS_PER_UNIT,
         p_detect=P_DETECT,
         clutter_rate=clutter_rate,
-        process_noise=PROCESS_NOISE_KM,
+        process_noise=process_noise_km(record.sizes["cycle"]),
         smooth=False,
         ensemble=min(particles, 100),
     )
@@ -289,6 +298,6 @@ def tracking_clutter_study(
             "sigma_units": SIGMA_UNITS,
             "p_detect": P_DETECT,
             "ranks": RANKS,
-            "process_noise_km": PROCESS_NOISE_KM,
+            "process_noise_km": process_noise_km(cycles),
         },
     )
