@@ -72,7 +72,9 @@ def metric_versus_clutter(
         top = ax.secondary_xaxis(
             "top", functions=(_p_clutter, lambda p: p / np.clip(1.0 - p, 1e-9, None))
         )
-        top.set_xlabel(r"$P_C = \lambda / (1 + \lambda)$")
+        lams = np.unique(part["clutter_rate"].to_numpy(dtype=float))
+        top.set_xticks(_p_clutter(lams), [f"{p:.2g}" for p in _p_clutter(lams)])
+        top.set_xlabel(r"$P_C = \lambda / (1 + \lambda)$ at the studied $\lambda$")
         ax.grid(alpha=0.3, which="both")
     axes[0].legend(fontsize=8)
     return fig
@@ -88,7 +90,7 @@ def example_tracks(
 ) -> Figure:
     """Figures 5.6a / 5.7a: ``truth`` (T, 2) and each engine's ``tracks[engine]`` (T, 2)
     planar positions, ``beacons`` (s, 2), in planar units."""
-    fig = Figure(figsize=(5.6, 5.2), layout="constrained")
+    fig = Figure(figsize=(5.6, 6.2), layout="constrained")
     ax = fig.subplots()
     ax.plot(*beacons.T, "k^", markersize=7, label="beacons", gid="beacons")
     ax.plot(*truth.T, color=TRUTH_COLOR, linewidth=2.5, label="true path", gid="truth")
@@ -110,5 +112,5 @@ def example_tracks(
     ax.set_ylabel("y (planar units)")
     if title:
         ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=8, loc="best")
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2)
     return fig
