@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from apps.cli import cli
 from apps.track import track_float
+from rankmodels.tracking.evaluate import score_track
 from rankmodels.tracking.records import write_float
 from rankmodels.tracking.simulate import dimes_float767
 
@@ -91,6 +92,8 @@ def test_track_float_writes_the_track(small, tmp_path):
     assert np.allclose(track["association_prob"].values[ok], post[ok].max(axis=1))
     inactive = ~np.isfinite(track["predicted_toa"].values)
     assert inactive[:, 6:].all() and not inactive[:, :6].any()  # US2/UK1 not yet deployed
+    # a short record tracks well too (the float drifts at float 767's mean speed)
+    assert score_track(track, _TRUTH)["median_km"] < 15
     # the seed makes runs reproducible
     again = tmp_path / "again"
     _run([small, "--out", again, "--particles", 400, "--seed", 3, "--quiet", "--no-plots"])

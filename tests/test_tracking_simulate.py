@@ -85,6 +85,25 @@ def test_signals_follow_the_generative_model(rng):
     assert (toa[label == -1] >= 0).all() and (toa[label == -1] <= 1500).all()
 
 
+def test_short_records_keep_the_mean_drift():
+    _, truth = dimes_float767(seed=5, days=73, trajectory="straight")
+    step = great_circle_km(
+        truth["lat"].values[:-1],
+        truth["lon"].values[:-1],
+        truth["lat"].values[1:],
+        truth["lon"].values[1:],
+    )
+    _, full = dimes_float767(seed=5, trajectory="straight")
+    full_step = great_circle_km(
+        full["lat"].values[:-1],
+        full["lon"].values[:-1],
+        full["lat"].values[1:],
+        full["lon"].values[1:],
+    )
+    # the same daily steps as the first 73 days of the full record (~2 km/day)
+    assert np.allclose(step, full_step[: step.size], rtol=1e-6)
+
+
 def test_range_dependent_detection():
     p = range_dependent_detection(0.95, 0.75, 800, 2500)
     assert np.allclose(p(np.array([0, 800, 1650, 2500, 4000])), [0.95, 0.95, 0.85, 0.75, 0.75])

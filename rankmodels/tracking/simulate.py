@@ -298,25 +298,28 @@ def simulate_record(
 
 
 TRAJECTORIES = ("drift", "straight", "spiral")
+FLOAT767_DAYS = 729
 
 
 def dimes_float767(
     seed: int = 767,
     *,
-    days: int = 729,
+    days: int = FLOAT767_DAYS,
     trajectory: str = "drift",
     spec: SignalSpec | None = None,
 ) -> tuple[xr.Dataset, xr.Dataset]:
     """The shipped sample: a simulated record of DIMES float 767 (12 sources, daily cycles).
 
     Launch (-56.326, -105.003) on 2009-01-23; ``trajectory`` "drift" (the sample: mean
-    eastward drift + OU eddies, pinned to the recovery position (-60.225, -82.746) ``days``
+    eastward drift + OU eddies, pinned to the recovery position (-60.225, -82.746) 729 days
     later), "straight" (constant velocity to that recovery position) or "spiral" (3 turns
-    about the launch point, radius 20 -> 300 km). US1-x active from 2008-12-15, US2-x and
-    UK1-x deployed a year later (2009-12-20 .. 2010-01-04), all until 2011-03-01; schedule
-    offsets 0/20/40/60 s; 4 earliest arrivals per cycle, sigma = 5 s, ``P_D`` 0.95 falling to
-    0.75 with range, ``Poisson(1)`` clutter per 1800 s window, sound speed 1480 m/s (written
-    to the file's ``sound_speed``).
+    about the launch point, radius 20 -> 300 km). With ``days`` other than 729 the drift and
+    straight floats keep float 767's mean velocity and are recovered where it would have been
+    after ``days`` days (a proportional part of the launch-to-recovery displacement).
+    US1-x active from 2008-12-15, US2-x and UK1-x deployed a year later (2009-12-20 ..
+    2010-01-04), all until 2011-03-01; schedule offsets 0/20/40/60 s; 4 earliest arrivals
+    per cycle, sigma = 5 s, ``P_D`` 0.95 falling to 0.75 with range, ``Poisson(1)`` clutter
+    per 1800 s window, sound speed 1480 m/s (written to the file's ``sound_speed``).
     """
     if trajectory not in TRAJECTORIES:
         raise ValueError(f"trajectory must be one of {TRAJECTORIES}, got {trajectory!r}")
@@ -334,6 +337,12 @@ def dimes_float767(
         sources.append(Source(name, la, lo, offset=20.0 * (i % 4), start=begin, end=stop))
     track_days = np.arange(1, days + 1, dtype=float)  # the cycles, then the recovery
     start, end = (-56.326, -105.003), (-60.225, -82.746)
+    if days != FLOAT767_DAYS:  # same mean drift: end where float 767 was after `days` days
+        east, north = tangent_offsets(*start, *end)
+        lat_end, lon_end = tangent_step(
+            *start, east * days / FLOAT767_DAYS, north * days / FLOAT767_DAYS
+        )
+        end = (float(lat_end), float(lon_end))
     if trajectory == "drift":
         lat, lon = drifting_track(track_days, start, end, rng)
     elif trajectory == "straight":
