@@ -16,6 +16,7 @@ import xarray as xr
 from rankmodels.tracking.evaluate import score_track
 from rankmodels.tracking.pipeline import TrackConfig, track_float
 from rankmodels.tracking.records import read_float, validate_float
+from rankmodels.tracking.simulate import dimes_float767
 
 
 def _stretch(record: xr.Dataset, truth: xr.Dataset, start: int, stop: int):
@@ -88,3 +89,13 @@ def test_cycles_without_arrivals_only_predict(repo_data):
     assert np.all(np.diff(var[40:55]) > 0) and var[54] > 4 * var[30:40].mean()
     score = score_track(track.isel(cycle=slice(60, None)), true.isel(cycle=slice(60, None)))
     assert score["median_km"] < 10
+
+
+@pytest.mark.parametrize("trajectory", ["straight", "spiral"])
+def test_paper_trajectories(trajectory):
+    """The paper's straight and spiral targets (Figs. 5.6-5.7), on the DIMES geometry."""
+    record, truth = dimes_float767(seed=1, days=120, trajectory=trajectory)
+    track, _ = track_float(validate_float(record), TrackConfig(particles=1500))
+    score = score_track(track, truth)
+    assert score["median_km"] < 8 and score["p90_km"] < 18
+    assert score["arrivals_right"] > 0.85

@@ -313,7 +313,8 @@ def dimes_float767(
     Launch (-56.326, -105.003) on 2009-01-23; ``trajectory`` "drift" (the sample: mean
     eastward drift + OU eddies, pinned to the recovery position (-60.225, -82.746) 729 days
     later), "straight" (constant velocity to that recovery position) or "spiral" (3 turns
-    about the launch point, radius 20 -> 300 km). With ``days`` other than 729 the drift and
+    about the launch point in 729 days, radius 20 -> 300 km; shorter records follow the same
+    spiral for ``days`` days). With ``days`` other than 729 the drift and
     straight floats keep float 767's mean velocity and are recovered where it would have been
     after ``days`` days (a proportional part of the launch-to-recovery displacement).
     US1-x active from 2008-12-15, US2-x and UK1-x deployed a year later (2009-12-20 ..
@@ -348,7 +349,10 @@ def dimes_float767(
     elif trajectory == "straight":
         lat, lon = straight_track(track_days, start, end, float(days))
     else:
-        lat, lon = spiral_track(track_days, start, (20.0, 300.0), 3.0, float(days))
+        frac = days / FLOAT767_DAYS  # the same spiral, cut short for shorter records
+        lat, lon = spiral_track(
+            track_days, start, (20.0, 20.0 + 280.0 * frac), 3.0 * frac, float(days)
+        )
     fix = end if trajectory != "spiral" else (float(lat[-1]), float(lon[-1]))
     record, truth = simulate_record(
         sources,
