@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from apps._common import atomic_path, reports_bad_input, seed_option
+from apps._common import atomic_path, reports_bad_input
 from rankmodels.tracking.records import write_float
 from rankmodels.tracking.simulate import TRAJECTORIES, dimes_float767
 
@@ -28,12 +28,14 @@ from rankmodels.tracking.simulate import TRAJECTORIES, dimes_float767
     show_default=True,
     help="Days from launch to recovery (one cycle a day).",
 )
-@seed_option
+@click.option(
+    "--seed", type=int, default=767, show_default=True, help="Seed of the random number generator."
+)
 @reports_bad_input
 def simulate_float(out: Path, name: str, trajectory: str, days: int, seed: int) -> None:
     """Simulate a RAFOS float on the DIMES source array (float 767's launch and recovery).
 
-    `rankmodels simulate-float --seed 767 --out data` reproduces the shipped
+    With the defaults, `rankmodels simulate-float --out data` reproduces the shipped
     data/float767.nc and data/float767_truth.nc.
     """
     record, truth = dimes_float767(seed, days=days, trajectory=trajectory)

@@ -68,7 +68,7 @@ def _summary_lines(summary: dict, out: Path, written: list[str]) -> list[str]:
     ]
 
 
-@click.command("track-float")
+@click.command("track-float", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
 @click.option(
     "--out",

@@ -244,3 +244,29 @@ def test_labels_engine_needs_labels(tmp_path):
     assert res.output.strip() == (
         f"Error: {path}: source_label: needed by the labels engine but absent"
     )
+
+
+def test_simulate_float_reproduces_the_shipped_sample(tmp_path, repo_data):
+    res = CliRunner().invoke(cli, ["simulate-float", "--out", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    for name in ("float767.nc", "float767_truth.nc"):
+        made = xr.open_dataset(tmp_path / name)
+        shipped = xr.open_dataset(repo_data / name)
+        assert made.identical(shipped), name
+    res = CliRunner().invoke(
+        cli,
+        [
+            "simulate-float",
+            "--out",
+            str(tmp_path),
+            "--name",
+            "s",
+            "--trajectory",
+            "spiral",
+            "--days",
+            "20",
+            "--seed",
+            "4",
+        ],
+    )
+    assert res.exit_code == 0 and xr.open_dataset(tmp_path / "s.nc").sizes["cycle"] == 19
