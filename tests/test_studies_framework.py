@@ -140,6 +140,12 @@ def test_a_task_must_return_numbers():
         run_study(study)
 
 
+def test_metric_names_may_not_shadow_table_columns():
+    study = _study(task=lambda params, seed: {"shift": 1.0})
+    with pytest.raises(ValueError, match="shift"):
+        run_study(study)
+
+
 def test_dask_client_needs_exactly_one_target():
     with pytest.raises(ValueError, match="exactly one"):
         with dask_client():

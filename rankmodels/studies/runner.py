@@ -70,13 +70,19 @@ def run_study(
 ) -> StudyResult:
     """Run every task of ``study``; ``client``: a ``distributed.Client`` (None = serially in
     this process). ``progress(1)`` is called as each task finishes. A task's exception
-    propagates (remaining Dask tasks are cancelled)."""
+    propagates (remaining Dask tasks are cancelled); ValueError when a metric is named like a
+    swept parameter, ``replicate`` or ``task_time_s``."""
     tasks = study.tasks()
     started = time.perf_counter()
     if client is None:
         outputs = _serial(study, tasks, progress)
     else:
         outputs = _on_dask(study, tasks, client, progress)
+    reserved = {*study.dims, "replicate", "task_time_s"}
+    for metrics, _ in outputs:
+        clash = reserved & set(metrics)
+        if clash:
+            raise ValueError(f"task metrics may not be named {sorted(clash)} (table columns)")
     rows = [
         {
             **{key: task.params[key] for key in study.dims},
