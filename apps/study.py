@@ -62,10 +62,10 @@ def _client(workers: int | None, scheduler: str | None) -> Any:
     return dask_client(workers=workers, scheduler=scheduler)
 
 
-def _run(study: Any, workers: int | None, scheduler: str | None, quiet: bool) -> StudyResult:
+def _run(study: Any, client: Any, where: str, quiet: bool) -> StudyResult:
+    """Run ``study`` serially (``client`` None) or inside the Dask ``client`` context."""
     n_tasks = len(study.points()) * study.replicates
     with progressbar(n_tasks, f"{study.name}: {n_tasks} tasks", quiet) as bar:
-        client = _client(workers, scheduler)
         if client is None:
             return run_study(study, progress=bar.update)
         try:
@@ -74,7 +74,7 @@ def _run(study: Any, workers: int | None, scheduler: str | None, quiet: bool) ->
         except ImportError as err:  # dask is in the `studies` extra
             raise BadInput(str(err)) from None
         except OSError as err:  # unreachable scheduler, refused connection, timeout
-            raise BadInput(f"{scheduler or 'local cluster'}: cannot reach Dask: {err}") from None
+            raise BadInput(f"{where}: cannot reach Dask: {err}") from None
 
 
 def _write(result: StudyResult, out: Path, name: str) -> list[Path]:
@@ -227,7 +227,8 @@ def tracking_clutter(
         particles=particles,
         seed=seed,
     )
-    result = _run(study, workers, scheduler, quiet)
+    client = _client(workers, scheduler)
+    result = _run(study, client, scheduler or "local cluster", quiet)
     paths = _write(result, out, study.name)
     figure = metric_versus_clutter(
         result.summary(["mse"]), "mse", ylabel=f"MSE (planar units², 1 unit = {UNIT_KM:g} km)"
