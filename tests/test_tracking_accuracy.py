@@ -32,7 +32,7 @@ def _stretch(record: xr.Dataset, truth: xr.Dataset, start: int, stop: int):
 
 def test_reduced_accuracy_and_smoothing_helps(repo_data):
     record = read_float(repo_data / "float767.nc")
-    truth = xr.open_dataset(repo_data / "float767_truth.nc")
+    truth = xr.load_dataset(repo_data / "float767_truth.nc")
     part, true = _stretch(record, truth, 300, 480)
     track, summary = track_float(part, TrackConfig(particles=2000, seed=1))
     score = score_track(track, true)
@@ -60,7 +60,7 @@ def test_reduced_accuracy_and_smoothing_helps(repo_data):
 @pytest.mark.parametrize("smooth", [True, False])
 def test_full_float767_targets(repo_data, smooth):
     record = read_float(repo_data / "float767.nc")
-    truth = xr.open_dataset(repo_data / "float767_truth.nc")
+    truth = xr.load_dataset(repo_data / "float767_truth.nc")
     track, summary = track_float(record, TrackConfig(particles=10_000, smooth=smooth))
     score = score_track(track, truth)
     assert summary["collapsed_cycles"] == []
@@ -76,7 +76,7 @@ def test_cycles_without_arrivals_only_predict(repo_data):
     """A 15-day gap in the record: those cycles have no association, log-likelihood 0, growing
     uncertainty; tracking resumes after the gap."""
     record = read_float(repo_data / "float767.nc")
-    truth = xr.open_dataset(repo_data / "float767_truth.nc")
+    truth = xr.load_dataset(repo_data / "float767_truth.nc")
     part, true = _stretch(record, truth, 300, 400)
     toa = part["toa"].values.copy()
     toa[40:55] = np.nan

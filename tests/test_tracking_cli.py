@@ -40,7 +40,7 @@ def test_track_float_writes_the_track(small, tmp_path):
     assert "arrivals called clutter" in lines[1] and "run time" in lines[2]
     for name in ("track.nc", "map.png", "toa.png", "report.html"):
         assert (out / name).stat().st_size > 0
-    track = xr.open_dataset(out / "track.nc")
+    track = xr.load_dataset(out / "track.nc")
     n_cyc, r, s = 29, 4, 12
     shapes = {
         "lat": (n_cyc,),
@@ -97,7 +97,7 @@ def test_track_float_writes_the_track(small, tmp_path):
     # the seed makes runs reproducible
     again = tmp_path / "again"
     _run([small, "--out", again, "--particles", 400, "--seed", 3, "--quiet", "--no-plots"])
-    assert np.array_equal(xr.open_dataset(again / "track.nc")["lat"], track["lat"])
+    assert np.array_equal(xr.load_dataset(again / "track.nc")["lat"], track["lat"])
 
 
 @pytest.mark.parametrize("engine", ["labels", "baseline"])
@@ -118,7 +118,7 @@ def test_other_engines_and_no_smooth(small, tmp_path, engine):
         ]
     )
     assert res.exit_code == 0, res.output
-    track = xr.open_dataset(out / "track.nc")
+    track = xr.load_dataset(out / "track.nc")
     assert track.attrs["engine"] == engine and track.attrs["smoothed"] == 0
     assert np.array_equal(track["lat"], track["lat_filtered"])
     if engine == "labels":  # hand labels are the truth here: associations follow them
@@ -225,7 +225,7 @@ def test_collapse_is_reported_not_fatal(small, tmp_path):
         ],
     )
     assert res.exit_code == 0, res.output
-    track = xr.open_dataset(out / "track.nc")
+    track = xr.load_dataset(out / "track.nc")
     collapsed = np.flatnonzero(track["collapsed"].values)
     assert collapsed.size > 0
     assert np.isneginf(track["loglik"].values[collapsed]).all()
@@ -250,8 +250,8 @@ def test_simulate_float_reproduces_the_shipped_sample(tmp_path, repo_data):
     res = CliRunner().invoke(cli, ["simulate-float", "--out", str(tmp_path)])
     assert res.exit_code == 0, res.output
     for name in ("float767.nc", "float767_truth.nc"):
-        made = xr.open_dataset(tmp_path / name)
-        shipped = xr.open_dataset(repo_data / name)
+        made = xr.load_dataset(tmp_path / name)
+        shipped = xr.load_dataset(repo_data / name)
         assert made.identical(shipped), name
     res = CliRunner().invoke(
         cli,
@@ -269,4 +269,4 @@ def test_simulate_float_reproduces_the_shipped_sample(tmp_path, repo_data):
             "4",
         ],
     )
-    assert res.exit_code == 0 and xr.open_dataset(tmp_path / "s.nc").sizes["cycle"] == 19
+    assert res.exit_code == 0 and xr.load_dataset(tmp_path / "s.nc").sizes["cycle"] == 19

@@ -111,7 +111,7 @@ def test_range_dependent_detection():
 
 def test_shipped_sample_is_reproducible_and_marked_simulated(repo_data):
     shipped = read_float(repo_data / "float767.nc")
-    truth = xr.open_dataset(repo_data / "float767_truth.nc")
+    truth = xr.load_dataset(repo_data / "float767_truth.nc")
     record, true = dimes_float767(seed=int(shipped.attrs["sim_seed"]))
     assert shipped.attrs["simulated"] == 1 and "SIMULATED" in shipped.attrs["comment"]
     assert np.allclose(shipped["toa"], record["toa"], equal_nan=True)

@@ -293,15 +293,28 @@ def validate_float(ds: xr.Dataset, path: PathLike | None = None) -> xr.Dataset:
     return out
 
 
+#: Leading bytes of NetCDF classic (CDF\x01, \x02 64-bit offsets, \x05 CDF-5) and NetCDF4 (HDF5).
+_NETCDF_MAGIC = (b"CDF\x01", b"CDF\x02", b"CDF\x05", b"\x89HDF\r\n\x1a\n")
+
+
 def read_float(path: PathLike) -> xr.Dataset:
-    """Read and validate a float record (NetCDF, netCDF4 engine); data loaded into memory."""
+    """Read and validate a float record (NetCDF, netCDF4 engine); data loaded into memory.
+
+    Files that do not start like a NetCDF file are rejected before the NetCDF/HDF5 library
+    sees them (that C library is not hardened against arbitrary bytes)."""
     path = os.fspath(path)
     if not os.path.exists(path):
         raise InputError("no such file", path=path)
     if os.path.isdir(path):
         raise InputError("is a directory, expected a NetCDF float record", path=path)
+    with open(path, "rb") as handle:
+        head = handle.read(8)
+    if not head.startswith(_NETCDF_MAGIC):
+        raise InputError(
+            "not a readable NetCDF float record (not a NetCDF or HDF5 file)", path=path
+        )
     try:
-        with xr.open_dataset(path, engine="netcdf4") as raw:
+        with xr.open_dataset(path, engine="netcdf4", cache=False) as raw:
             ds = raw.load()
     except (OSError, ValueError, RuntimeError, KeyError, TypeError, IndexError) as err:
         reason = str(err).splitlines()[0] if str(err) else type(err).__name__
