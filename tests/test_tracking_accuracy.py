@@ -53,7 +53,15 @@ def test_reduced_accuracy_and_smoothing_helps(repo_data):
         ]
     )
     m2 = np.einsum("ti,tij,tj->t", d, np.linalg.inv(cov), d)
-    assert 0.8 < np.mean(m2 < 5.99) <= 1.0
+    # a calibrated 2-D Gaussian posterior has E[m2] = 2 and its 95 % quantile at 5.99
+    # (chi^2_2). The tracker's is somewhat conservative here (E[m2] ~ 1.1, q95 ~ 3.2 over
+    # seeds 1-3: the random walk's 8 km/day is more freedom than the simulated drift uses), so
+    # the bands are two-sided but not tight: a covariance 4x too large (E[m2] ~ 0.28, q95 ~
+    # 0.8) or 4x too small (E[m2] ~ 4.4, q95 ~ 13) fails. Errors of neighbouring cycles are
+    # strongly correlated, so 180 cycles are only a few dozen independent draws.
+    assert np.mean(m2 < 5.99) > 0.85
+    assert 0.6 < m2.mean() < 3.5
+    assert 1.5 < np.quantile(m2, 0.95) < 12.0
 
 
 @pytest.mark.slow

@@ -46,10 +46,17 @@ def test_cycles_without_data_only_predict(rng):
     observed[:5] = True
     _, _, dt, pf, (mf, pf_var, ll, _, _) = _run(rng, n_steps=30, observed=observed)
     assert np.all(pf.loglik[~observed] == 0.0)
-    # the variance grows by q^2 dt per empty cycle, as in the Kalman prediction step
+    # the filter's own variance grows by q^2 dt per empty cycle (q = 2), as in the Kalman
+    # prediction step: no reweighting, so each increment is the step variance plus Monte Carlo
+    # noise of a few times q^2 dt sqrt(2 / N) (plus the cross term with the current spread)
     var = 0.5 * (pf.cov[:, 0, 0] + pf.cov[:, 1, 1])
     assert np.allclose(var[5:], pf_var[5:], rtol=0.1)
-    assert np.allclose(np.diff(pf_var[5:]), 4.0 * dt[6:])
+    growth = np.diff(var[4:])
+    assert np.all(
+        np.abs(growth - 4.0 * dt[5:]) < 6 * np.sqrt((4.0 * dt[5:] + var[4:-1]) * 8 / 6000)
+    )
+    assert np.polyfit(dt[5:], growth, 1)[0] == pytest.approx(4.0, rel=0.1)
+    assert not pf.resampled[5:].any() and np.all(pf.ess[5:] == pf.ess[5])
 
 
 @pytest.mark.filterwarnings("error")
@@ -117,3 +124,56 @@ def test_moments_are_km_covariance_at_the_mean(rng):
     mean, cov = walk.moments(x)
     assert np.allclose(mean, [-60.0, -80.0], atol=0.002)
     assert np.allclose(cov, 25.0 * np.eye(2), rtol=0.02, atol=0.3)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"n_particles": 0}, ValueError, "n_particles must be >= 1"),
+        ({"n_particles": 10.5}, TypeError, "n_particles must be an integer"),
+        ({"n_ensemble": -1}, ValueError, "n_ensemble must be >= 0"),
+        ({"ess_threshold": 1.5}, ValueError, r"ess_threshold must be in \[0, 1\]"),
+        ({"x0": np.zeros(3)}, ValueError, "x0 must be a finite"),
+        ({"x0": np.array([np.nan, 0.0])}, ValueError, "x0 must be a finite"),
+        ({"dt": np.array([1.0, 0.0])}, ValueError, "dt must be"),
+        ({"dt": np.array([1.0, np.inf])}, ValueError, "dt must be"),
+        ({"dt": np.ones((2, 2))}, ValueError, "dt must be"),
+    ],
+)
+def test_filter_arguments_are_checked(rng, kwargs, error, match):
+    args = {"x0": np.zeros(2), "dt": np.ones(2), "n_particles": 10, **kwargs}
+    with pytest.raises(error, match=match):
+        particle_filter(
+            args.pop("x0"),
+            args.pop("dt"),
+            lambda t, x: np.zeros(len(x)),
+            PlanarWalk(1.0),
+            args.pop("n_particles"),
+            rng,
+            **args,
+        )
+
+
+def test_no_ensembles_when_n_ensemble_is_zero(rng):
+    pf = particle_filter(
+        np.zeros(2),
+        np.ones(4),
+        lambda t, x: -np.sum(x**2, axis=1),
+        PlanarWalk(1.0),
+        50,
+        rng,
+        n_ensemble=0,
+    )
+    assert pf.ensembles.shape == (4, 0, 2)
+    assert np.isfinite(pf.mean).all()
+    # and an ensemble larger than the particle set is capped at N equally weighted draws
+    pf = particle_filter(
+        np.zeros(2),
+        np.ones(4),
+        lambda t, x: -np.sum(x**2, axis=1),
+        PlanarWalk(1.0),
+        50,
+        rng,
+        n_ensemble=80,
+    )
+    assert pf.ensembles.shape == (4, 50, 2)

@@ -57,3 +57,64 @@ def test_backward_simulation_checks_shapes(rng):
             10,
             rng,
         )
+
+
+def test_without_backward_moves_trajectories_are_filter_genealogies(rng):
+    """max_rounds = mcmc_steps = 0: every trajectory follows ``history_parent`` back from the
+    particle drawn at the last step (the path-space smoother), exactly."""
+    n_steps, n = 12, 300
+    dt = np.ones(n_steps)
+    _, y = simulate(rng, n_steps, 1.0, 1.0, dt)
+    walk = PlanarWalk(1.0)
+    pf = particle_filter(
+        np.zeros(2),
+        dt,
+        gaussian_loglik(y, 1.0, np.ones(n_steps, bool)),
+        walk,
+        n,
+        rng,
+        keep_history=True,
+        ess_threshold=1.0,
+    )
+    traj = backward_simulate(
+        pf.history_x,
+        pf.history_logw,
+        pf.history_parent,
+        dt,
+        walk,
+        40,
+        rng,
+        max_rounds=0,
+        mcmc_steps=0,
+    )
+    for j in range(40):
+        i = int(np.flatnonzero((pf.history_x[-1] == traj[-1, j]).all(axis=1))[0])
+        for t in range(n_steps - 1, -1, -1):
+            assert np.array_equal(traj[t, j], pf.history_x[t, i])
+            i = pf.history_parent[t, i]
+    # resampling every step makes the genealogy coalesce: few distinct early ancestors
+    assert len(np.unique(traj[0], axis=0)) < len(np.unique(traj[-1], axis=0))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"n_trajectories": 0}, "n_trajectories"),
+        ({"max_rounds": -1}, "max_rounds"),
+        ({"mcmc_steps": -2}, "mcmc_steps"),
+        ({"mcmc_steps": 1.5}, "mcmc_steps"),
+    ],
+)
+def test_backward_simulation_checks_counts(rng, kwargs, match):
+    args = {"n_trajectories": 5, **kwargs}
+    with pytest.raises(ValueError, match=match):
+        backward_simulate(
+            np.zeros((3, 4, 2)),
+            np.full((3, 4), -np.log(4)),
+            np.zeros((3, 4), int),
+            np.ones(3),
+            PlanarWalk(1.0),
+            args.pop("n_trajectories"),
+            rng,
+            **args,
+        )

@@ -118,11 +118,21 @@ def particle_filter(
     size of the per-cycle equally weighted resample (0 = none). ``progress`` is called with 1
     after each cycle.
     """
+    if isinstance(n_particles, bool) or not isinstance(n_particles, (int, np.integer)):
+        raise TypeError(f"n_particles must be an integer, got {type(n_particles).__name__}")
     if n_particles < 1:
         raise ValueError(f"n_particles must be >= 1, got {n_particles}")
+    if isinstance(n_ensemble, bool) or not isinstance(n_ensemble, (int, np.integer)):
+        raise TypeError(f"n_ensemble must be an integer, got {type(n_ensemble).__name__}")
+    if n_ensemble < 0:
+        raise ValueError(f"n_ensemble must be >= 0 (0 = no ensembles), got {n_ensemble}")
     if not 0.0 <= ess_threshold <= 1.0:
         raise ValueError(f"ess_threshold must be in [0, 1], got {ess_threshold}")
+    if np.shape(x0) != (2,) or not np.isfinite(x0).all():
+        raise ValueError(f"x0 must be a finite (2,) position, got {np.asarray(x0)!r}")
     dt = np.asarray(dt, dtype=float)
+    if dt.ndim != 1 or not (np.isfinite(dt).all() and (dt > 0).all()):
+        raise ValueError("dt must be a 1-D array of finite time steps > 0 days")
     n_cyc = dt.size
     m = min(n_ensemble, n_particles)
     x = np.tile(np.asarray(x0, dtype=float).reshape(1, 2), (n_particles, 1))

@@ -60,7 +60,9 @@ def backward_simulate(
     the filter's weighted particles at every step (before resampling) and their ancestors
     (:class:`rankmodels.tracking.filter.FilterResult`); ``dt (T,)``: ``dt[t]`` days from step
     ``t - 1`` to ``t`` (as given to the filter). ``dynamics``: see
-    :mod:`rankmodels.tracking.dynamics`.
+    :mod:`rankmodels.tracking.dynamics`. With ``max_rounds = mcmc_steps = 0`` no backward move
+    is made and each trajectory is the filter genealogy of a particle drawn at ``T - 1`` (the
+    path-space smoother: cheap, but degenerate far back in long records).
     """
     n_steps, n_part = history_logw.shape
     if (
@@ -71,6 +73,13 @@ def backward_simulate(
         raise ValueError(
             "history_x must be (T, N, 2), history_logw and history_parent (T, N), dt (T,)"
         )
+    for name, value, low in (
+        ("n_trajectories", n_trajectories, 1),
+        ("max_rounds", max_rounds, 0),
+        ("mcmc_steps", mcmc_steps, 0),
+    ):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+            raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
     m = int(n_trajectories)
     out = np.empty((n_steps, m, 2))
     idx = _draw(_cdf(history_logw[-1]), m, rng)
