@@ -10,17 +10,17 @@ from typing import Any
 import click
 import numpy as np
 
-from apps._common import (
+from rankmodels.aggregation import RULES, Aggregation, Profile, aggregate, read_votes
+from rankmodels.aggregation.axioms import profile_axiom_report
+from rankmodels.aggregation.result import DEFAULT_MAX_TIES
+from rankmodels.aggregation.rules import rule_score_vector
+from rankmodels_app._common import (
     BadInput,
     atomic_output,
     quiet_option,
     refuse_to_overwrite,
     reports_bad_input,
 )
-from rankmodels.aggregation import RULES, Aggregation, Profile, aggregate, read_votes
-from rankmodels.aggregation.axioms import profile_axiom_report
-from rankmodels.aggregation.result import DEFAULT_MAX_TIES
-from rankmodels.aggregation.rules import rule_score_vector
 
 
 def _parse_scores(text: str | None) -> list[float] | None:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import click
 
-from apps.aggregate import aggregate_command
-from apps.ltr import ltr_group
-from apps.simulate import simulate_float
-from apps.study import study_group
-from apps.track import track_float
 from rankmodels import __version__
+from rankmodels_app.aggregate import aggregate_command
+from rankmodels_app.ltr import ltr_group
+from rankmodels_app.simulate import simulate_float
+from rankmodels_app.study import study_group
+from rankmodels_app.track import track_float
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

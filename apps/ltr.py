@@ -8,7 +8,13 @@ from pathlib import Path
 import click
 import numpy as np
 
-from apps._common import (
+from rankmodels import __version__
+from rankmodels.errors import InputError
+from rankmodels.ltr import metrics
+from rankmodels.ltr.letor import read_letor
+from rankmodels.ltr.losses import LOSSES
+from rankmodels.ltr.train import SMOOTHING, LinearRanker, fit_linear_ranker, ridge_ranker
+from rankmodels_app._common import (
     BadInput,
     atomic_output,
     quiet_option,
@@ -16,12 +22,6 @@ from apps._common import (
     reports_bad_input,
     seed_option,
 )
-from rankmodels import __version__
-from rankmodels.errors import InputError
-from rankmodels.ltr import metrics
-from rankmodels.ltr.letor import read_letor
-from rankmodels.ltr.losses import LOSSES
-from rankmodels.ltr.train import SMOOTHING, LinearRanker, fit_linear_ranker, ridge_ranker
 
 
 def _parse_options(pairs: tuple[str, ...]) -> dict:

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import click
 
-from apps._common import atomic_path, reports_bad_input
 from rankmodels.tracking.records import write_float
 from rankmodels.tracking.simulate import TRAJECTORIES, dimes_float767
+from rankmodels_app._common import atomic_path, reports_bad_input
 
 
 @click.command("simulate-float")

@@ -9,7 +9,6 @@ from typing import Any
 import click
 import pandas as pd
 
-from apps._common import BadInput, atomic_output, atomic_path, progressbar, quiet_option
 from rankmodels.studies import StudyResult, dask_client, run_study
 from rankmodels.studies.tracking_clutter import (
     DEFAULT_ENGINES,
@@ -21,6 +20,7 @@ from rankmodels.studies.tracking_clutter import (
     example_tracks,
     tracking_clutter_study,
 )
+from rankmodels_app._common import BadInput, atomic_output, atomic_path, progressbar, quiet_option
 
 
 class _CommaList(click.ParamType):

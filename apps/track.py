@@ -8,7 +8,13 @@ from pathlib import Path
 import click
 import matplotlib
 
-from apps._common import (
+from rankmodels.errors import InputError
+from rankmodels.tracking.engines import ENGINES
+from rankmodels.tracking.output import write_track
+from rankmodels.tracking.pipeline import TrackConfig, progress_steps
+from rankmodels.tracking.pipeline import track_float as run_tracker
+from rankmodels.tracking.records import read_float
+from rankmodels_app._common import (
     BadInput,
     atomic_output,
     atomic_path,
@@ -18,12 +24,6 @@ from apps._common import (
     reports_bad_input,
     seed_option,
 )
-from rankmodels.errors import InputError
-from rankmodels.tracking.engines import ENGINES
-from rankmodels.tracking.output import write_track
-from rankmodels.tracking.pipeline import TrackConfig, progress_steps
-from rankmodels.tracking.pipeline import track_float as run_tracker
-from rankmodels.tracking.records import read_float
 
 _DEFAULTS = TrackConfig()
 _positive = click.FloatRange(min=0.0, min_open=True)

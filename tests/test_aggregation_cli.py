@@ -11,8 +11,8 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from apps.aggregate import aggregate_command
-from apps.cli import cli
+from rankmodels_app.aggregate import aggregate_command
+from rankmodels_app.cli import cli
 
 
 def run(*args: str):

@@ -9,14 +9,14 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from apps._common import (
+from rankmodels.errors import InputError
+from rankmodels_app._common import (
     BadInput,
     atomic_output,
     atomic_path,
     refuse_to_overwrite,
     reports_bad_input,
 )
-from rankmodels.errors import InputError
 
 
 def test_atomic_output_keeps_old_file_when_writer_fails(tmp_path):

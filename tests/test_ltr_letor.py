@@ -10,11 +10,11 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from apps.cli import cli
 from rankmodels.errors import InputError
 from rankmodels.ltr import metrics
 from rankmodels.ltr.letor import LetorData, parse_letor, read_letor
 from rankmodels.ltr.train import fit_linear_ranker, ridge_ranker
+from rankmodels_app.cli import cli
 
 SAMPLE = """# a comment line
 2 qid:10 1:0.5 3:1.0 # docid = a

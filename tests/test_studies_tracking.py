@@ -9,7 +9,6 @@ import xarray as xr
 from click.testing import CliRunner
 from scipy.stats import binomtest, wilcoxon
 
-from apps.cli import cli
 from rankmodels.studies import run_study
 from rankmodels.studies.tracking_clutter import (
     P_DETECT,
@@ -25,6 +24,7 @@ from rankmodels.studies.tracking_clutter import (
     true_path,
 )
 from rankmodels.tracking.geometry import great_circle_km
+from rankmodels_app.cli import cli
 
 
 def test_the_patch_is_planar_to_well_under_the_toa_noise(rng):

@@ -10,11 +10,11 @@ import pytest
 import xarray as xr
 from click.testing import CliRunner
 
-from apps.cli import cli
-from apps.track import track_float
 from rankmodels.tracking.evaluate import score_track
 from rankmodels.tracking.records import write_float
 from rankmodels.tracking.simulate import dimes_float767
+from rankmodels_app.cli import cli
+from rankmodels_app.track import track_float
 
 _RECORD, _TRUTH = dimes_float767(seed=11, days=30)
 
