@@ -1,4 +1,11 @@
-"""Shared fixtures: paths to the shipped samples and to the real data in ../shared/data."""
+"""Shared fixtures: paths to the shipped samples and to the real data in ../shared/data.
+
+Hypothesis profiles: ``dev`` (default) keeps the local example database, so a failure found once
+is replayed on this machine, and prints the reproduction blob of a failure; ``ci`` (chosen when
+the ``CI`` environment variable is set, or with ``HYPOTHESIS_PROFILE=ci``) derandomizes the
+examples and uses no database, so every machine tests the same examples and a result never
+depends on what an earlier run saved.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +15,13 @@ from pathlib import Path
 import matplotlib
 import numpy as np
 import pytest
+from hypothesis import settings
 
 matplotlib.use("Agg")
+
+settings.register_profile("dev", print_blob=True)
+settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("RANKMODELS_SHARED_DATA", REPO.parent / "shared" / "data"))

@@ -7,11 +7,12 @@ from html.parser import HTMLParser
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from rankmodels.plots.report import tracking_report
 from rankmodels.plots.track_summary import collapsed_cycles, source_table
+from rankmodels.text import printable
 from tests._plots_data import make_float
 
 IMAGES = {"map": "map.png", "toa": "toa.png", "diagnostics": "diagnostics.png"}
@@ -218,17 +219,27 @@ _REPORT_TAGS = {
 }  # fmt: skip
 
 
+_HTML_CONTROLS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+"""Characters HTML forbids in a document (C0 controls other than tab/LF/CR, DEL, C1)."""
+
+
 @settings(max_examples=60, deadline=None)
 @given(float_id=st.text(max_size=30), source=st.text(min_size=1, max_size=20), value=st.text())
+@example(float_id="\x00", source="\x00", value="\x00")  # issue 13: the NUL reached the HTML
+@example(float_id="a\x00b\x7f", source="\x00x\x1b[31m", value="\x85\x9f\x0c")
 def test_arbitrary_strings_never_become_markup(float_id, source, value):
     tr = _FUZZ_TRACK.copy()
     tr.attrs = {**_FUZZ_TRACK.attrs, "float_id": float_id}
     names = [source, *map(str, tr["source"].values[1:])]
     tr = tr.assign_coords(source=names, candidate=[*names, "clutter"])
-    page = parse(tracking_report(tr, {"note": value}, {"map": "map.png"}))
+    html_text = tracking_report(tr, {"note": value}, {"map": "map.png"})
+    assert not _HTML_CONTROLS.search(html_text)
+    html_text.encode("utf-8")  # no lone surrogates either
+    page = parse(html_text)
     assert {tag for tag, _ in page.starts} <= _REPORT_TAGS
     assert sum(tag == "img" for tag, _ in page.starts) == 1
     summary = dict(page.tables["summary"])
-    assert summary["note"] == value.strip()
-    assert summary["Float"] == float_id.strip()
-    assert page.tables["sources"][1][0] == source.strip()
+    assert summary["note"] == printable(value).strip()
+    assert summary["Float"] == printable(float_id).strip()
+    stored = str(tr["source"].values[0])  # numpy's fixed-width strings drop trailing NULs
+    assert page.tables["sources"][1][0] == printable(stored).strip()

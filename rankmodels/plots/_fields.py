@@ -6,6 +6,7 @@ import numpy as np
 import xarray as xr
 
 from rankmodels.plots.track_summary import attr_flag
+from rankmodels.text import printable
 
 
 def values(ds: xr.Dataset | None, name: str) -> np.ndarray | None:
@@ -47,7 +48,8 @@ def time_limits(t: np.ndarray) -> tuple[np.datetime64, np.datetime64] | None:
 
 
 def title(track: xr.Dataset, record: xr.Dataset | None, what: str) -> str:
-    """'RAFOS float ID: WHAT, FIRST to LAST' plus '(simulated record)' when flagged."""
+    """'RAFOS float ID: WHAT, FIRST to LAST' plus '(simulated record)' when flagged (control
+    characters in the id replaced)."""
     t = times(track)
     finite = t[~np.isnat(t)]
     span = ""
@@ -59,7 +61,7 @@ def title(track: xr.Dataset, record: xr.Dataset | None, what: str) -> str:
     float_id = "?"
     for ds in (track, record):
         if ds is not None and "float_id" in ds.attrs:
-            float_id = str(ds.attrs["float_id"])
+            float_id = printable(ds.attrs["float_id"])
             break
     simulated = bool(attr_flag(track.attrs, "simulated")) or (
         record is not None and bool(attr_flag(record.attrs, "simulated"))

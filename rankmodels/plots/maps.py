@@ -31,6 +31,7 @@ from rankmodels.plots.cartopy_data import natural_earth_feature
 from rankmodels.plots.labels import LABEL_FONTSIZE, place_labels
 from rankmodels.plots.track_summary import attr_flag, source_names
 from rankmodels.plots.uncertainty import CONFIDENCE, position_covariance_km, uncertainty_band
+from rankmodels.text import printable
 
 if TYPE_CHECKING:
     from cartopy.mpl.geoaxes import GeoAxes
@@ -331,9 +332,10 @@ def _draw_sources(
         zorder=6,
     )
     sc.set_gid("sources")
+    shown = [printable(name) for name in names]
     texts = [
         f"{name}\n(inactive)" if not active[i] else (f"{name}\n{notes[i]}" if notes[i] else name)
-        for i, name in enumerate(names)
+        for i, name in enumerate(shown)
     ]
     placements = place_labels(sxy, texts, obstacles, markers, frame.per_pt, frame.bounds)
     for anchor, text, placement in zip(sxy, texts, placements, strict=True):

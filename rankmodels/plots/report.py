@@ -2,7 +2,8 @@
 
 One HTML file with inline CSS that refers to the figures by relative paths (written beside it),
 so the run directory can be moved or zipped as a whole. Every string that comes from data, the
-summary or the caller is escaped with :func:`html.escape`; image paths are additionally
+summary or the caller has its control characters replaced (:func:`rankmodels.text.printable`)
+and is escaped with :func:`html.escape`; image paths are additionally
 URL-quoted and must be relative.
 """
 
@@ -25,6 +26,7 @@ from rankmodels.plots.track_summary import (
     collapsed_cycles,
     source_table,
 )
+from rankmodels.text import printable
 
 FIGURE_CAPTIONS: dict[str, str] = {
     "map": (
@@ -65,8 +67,9 @@ footer { color: #777; font-size: 0.8em; margin-top: 2.5em; }
 
 
 def _e(value: object) -> str:
-    """``str(value)`` escaped for HTML text and attribute values."""
-    return html.escape(str(value), quote=True)
+    """``str(value)`` with control characters replaced (:func:`rankmodels.text.printable`) and
+    escaped for HTML text and attribute values."""
+    return html.escape(printable(value), quote=True)
 
 
 def format_value(value: object) -> str:

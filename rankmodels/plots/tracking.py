@@ -33,6 +33,7 @@ from rankmodels.plots.track_summary import (
     source_table,
 )
 from rankmodels.plots.uncertainty import CONFIDENCE, ELLIPSE_SCALE, position_covariance_km
+from rankmodels.text import printable
 
 __all__ = ["diagnostics", "toa_diagram", "track_map"]
 
@@ -111,7 +112,7 @@ def toa_diagram(record: xr.Dataset, track: xr.Dataset) -> Figure:
             marker="o",
             markersize=5,
             color=colors[i],
-            label=f"{name} ({rows[i].arrivals})",
+            label=f"{printable(name)} ({rows[i].arrivals})",
         )
         for i, name in enumerate(names)
     ]
