@@ -26,6 +26,39 @@ class BadInput(click.ClickException):
     exit_code = EXIT_BAD_INPUT
 
 
+@contextlib.contextmanager
+def _one_line_usage_errors() -> Iterator[None]:
+    """Re-raise Click's usage errors (bad option value, missing argument, unknown command) as
+    :class:`BadInput`: the same exit status 2, without the usage and help-hint lines."""
+    try:
+        yield
+    except click.exceptions.NoArgsIsHelpError:
+        raise  # a bare group prints its help
+    except click.UsageError as err:
+        raise BadInput(err.format_message()) from None
+
+
+class OneLineErrors:
+    """Mixin for Click commands and groups: every usage error below them is one
+    ``Error: ...`` line with exit status 2 (Click prints the usage and a hint too)."""
+
+    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
+        with _one_line_usage_errors():
+            return super().make_context(*args, **kwargs)  # type: ignore[misc]
+
+    def invoke(self, ctx: click.Context) -> Any:
+        with _one_line_usage_errors():
+            return super().invoke(ctx)  # type: ignore[misc]
+
+
+class OneLineCommand(OneLineErrors, click.Command):
+    """A :class:`click.Command` with one-line usage errors (``cls=`` of ``click.command``)."""
+
+
+class OneLineGroup(OneLineErrors, click.Group):
+    """A :class:`click.Group` with one-line usage errors, its subcommands' included."""
+
+
 def reports_bad_input(func: F) -> F:
     """Turn :class:`InputError` and file-system errors raised by ``func`` into exit 2.
 
@@ -123,6 +156,21 @@ class _SilentBar:
 quiet_option = click.option(
     "--quiet", "-q", is_flag=True, help="No progress bar and no summary chatter on stderr."
 )
-seed_option = click.option(
-    "--seed", type=int, default=0, show_default=True, help="Seed of the random number generator."
-)
+MAX_SEED = 2**63 - 1
+"""Largest ``--seed``: seeds are stored as int64 (NetCDF attributes, study tables)."""
+
+
+def seed_option(
+    default: int = 0, help: str = "Seed of the random number generator."
+) -> Callable[[F], F]:
+    """The ``--seed`` option every command shares: an integer in ``[0, 2**63 - 1]``.
+
+    Out-of-range seeds are rejected by Click before any work starts (exit 2).
+    """
+    return click.option(
+        "--seed",
+        type=click.IntRange(min=0, max=MAX_SEED),
+        default=default,
+        show_default=True,
+        help=help,
+    )

@@ -16,6 +16,7 @@ from rankmodels.aggregation.result import DEFAULT_MAX_TIES
 from rankmodels.aggregation.rules import rule_score_vector
 from rankmodels_app._common import (
     BadInput,
+    OneLineCommand,
     atomic_output,
     quiet_option,
     refuse_to_overwrite,
@@ -100,7 +101,9 @@ def _text(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-@click.command("aggregate", context_settings={"help_option_names": ["-h", "--help"]})
+@click.command(
+    "aggregate", cls=OneLineCommand, context_settings={"help_option_names": ["-h", "--help"]}
+)
 @click.argument("votes", type=click.Path(dir_okay=False, path_type=Path))
 @click.option(
     "--rule",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from rankmodels import __version__
+from rankmodels_app._common import OneLineGroup
 from rankmodels_app.aggregate import aggregate_command
 from rankmodels_app.ltr import ltr_group
 from rankmodels_app.simulate import simulate_float
@@ -12,7 +13,7 @@ from rankmodels_app.study import study_group
 from rankmodels_app.track import track_float
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=OneLineGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="rankmodels")
 def cli() -> None:
     """Probabilistic inference over rankings: float tracking, rank aggregation, learning to rank."""

@@ -118,7 +118,7 @@ def ltr_group() -> None:
     type=click.Path(dir_okay=False, path_type=Path),
     help="Write the weights and the scores as JSON here.",
 )
-@seed_option
+@seed_option()
 @quiet_option
 @reports_bad_input
 def ltr_train(

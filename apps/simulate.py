@@ -8,7 +8,7 @@ import click
 
 from rankmodels.tracking.records import write_float
 from rankmodels.tracking.simulate import TRAJECTORIES, dimes_float767
-from rankmodels_app._common import atomic_path, reports_bad_input
+from rankmodels_app._common import atomic_path, reports_bad_input, seed_option
 
 
 @click.command("simulate-float")
@@ -28,9 +28,7 @@ from rankmodels_app._common import atomic_path, reports_bad_input
     show_default=True,
     help="Days from launch to recovery (one cycle a day).",
 )
-@click.option(
-    "--seed", type=int, default=767, show_default=True, help="Seed of the random number generator."
-)
+@seed_option(default=767)
 @reports_bad_input
 def simulate_float(out: Path, name: str, trajectory: str, days: int, seed: int) -> None:
     """Simulate a RAFOS float on the DIMES source array (float 767's launch and recovery).

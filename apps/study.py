@@ -20,7 +20,14 @@ from rankmodels.studies.tracking_clutter import (
     example_tracks,
     tracking_clutter_study,
 )
-from rankmodels_app._common import BadInput, atomic_output, atomic_path, progressbar, quiet_option
+from rankmodels_app._common import (
+    BadInput,
+    atomic_output,
+    atomic_path,
+    progressbar,
+    quiet_option,
+    seed_option,
+)
 
 
 class _CommaList(click.ParamType):
@@ -178,13 +185,7 @@ def study_group() -> None:
     default=None,
     help="Run on the Dask scheduler at ADDRESS (e.g. tcp://10.0.0.5:8786).",
 )
-@click.option(
-    "--seed",
-    type=click.IntRange(min=0),
-    default=0,
-    show_default=True,
-    help="Root seed of every task seed.",
-)
+@seed_option(help="Root seed of every task seed.")
 @click.option(
     "--out",
     type=click.Path(path_type=Path, file_okay=False),

@@ -16,6 +16,7 @@ from rankmodels.tracking.pipeline import track_float as run_tracker
 from rankmodels.tracking.records import read_float
 from rankmodels_app._common import (
     BadInput,
+    OneLineCommand,
     atomic_output,
     atomic_path,
     progressbar,
@@ -68,7 +69,9 @@ def _summary_lines(summary: dict, out: Path, written: list[str]) -> list[str]:
     ]
 
 
-@click.command("track-float", context_settings={"help_option_names": ["-h", "--help"]})
+@click.command(
+    "track-float", cls=OneLineCommand, context_settings={"help_option_names": ["-h", "--help"]}
+)
 @click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
 @click.option(
     "--out",
@@ -79,7 +82,7 @@ def _summary_lines(summary: dict, out: Path, written: list[str]) -> list[str]:
 @click.option(
     "--particles", type=click.IntRange(min=1), default=_DEFAULTS.particles, show_default=True
 )
-@seed_option
+@seed_option()
 @click.option(
     "--engine",
     type=click.Choice(ENGINES),
