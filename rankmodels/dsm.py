@@ -13,6 +13,7 @@ positive matrix onto the polytope.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numba
@@ -22,6 +23,7 @@ from scipy.optimize import linear_sum_assignment
 from rankmodels.permutations import as_permutation
 
 __all__ = [
+    "SinkhornConvergenceWarning",
     "SinkhornResult",
     "birkhoff_decomposition",
     "hungarian_decode",
@@ -98,6 +100,11 @@ def is_doubly_stochastic(M: np.ndarray, atol: float = 1e-8) -> bool:
 # --------------------------------------------------------------------------- Sinkhorn
 
 
+class SinkhornConvergenceWarning(UserWarning):
+    """:func:`sinkhorn` in tolerance mode reached ``max_iter`` before the column sums were
+    within ``tol`` of one (the result's ``converged`` says which matrices)."""
+
+
 @dataclass(frozen=True)
 class SinkhornResult:
     """Output of :func:`sinkhorn`, with what :func:`sinkhorn_vjp` needs to go backward.
@@ -108,6 +115,13 @@ class SinkhornResult:
         ``(B, n, n)`` (or ``(n, n)``) normalised matrix and its log (0 / ``-inf`` on padding).
     n_iter:
         ``(B,)`` number of (column, row) iterations performed on each matrix.
+    col_error:
+        ``(B,)`` largest column-sum error ``max_k |sum_j P[j, k] - 1|`` of each result (the
+        rows sum to one exactly after the final row step).
+    converged:
+        ``(B,)`` True where ``col_error <= tol``. In tolerance mode a False entry means
+        ``max_iter`` ran out first (and :func:`sinkhorn` warned); after a fixed ``n_iter``
+        it only says how far the incomplete normalisation is from a DSM.
     lengths:
         ``(B,)`` list sizes: matrix ``b`` lives in ``[:lengths[b], :lengths[b]]``.
     log_a, col_hist, row_hist, top:
@@ -123,6 +137,8 @@ class SinkhornResult:
     log_p: np.ndarray
     p: np.ndarray
     n_iter: np.ndarray
+    col_error: np.ndarray
+    converged: np.ndarray
     lengths: np.ndarray
     log_a: np.ndarray
     col_hist: np.ndarray | None
@@ -137,18 +153,28 @@ _SCALE_LIMIT = 1e100  # bound on the scaling vectors of the fast path
 
 
 @numba.njit(cache=True)
+def _record(first_hist, second_hist, t, first, second):  # pragma: no cover - numba
+    """Store the per-iteration vectors of iteration ``t`` for the backward pass."""
+    for k in range(first.shape[0]):
+        first_hist[t, k] = first[k]
+        second_hist[t, k] = second[k]
+
+
+@numba.njit(cache=True)
 def _log_iterations(X, steps, tol, rec, C_hist, R_hist, C, R):  # pragma: no cover
     """Pure log-domain iterations on ``X = log_a - C - R`` (updated in place).
 
-    Returns the number of iterations done and whether every row / column had mass.
-    ``C_hist[t], R_hist[t]`` receive the cumulative normalisers after iteration ``t``.
+    Returns the number of iterations done, whether every row / column had mass, and the
+    column-sum error ``max_k |sum_j exp(X[j, k]) - 1|`` of the final iterate (the
+    stopping test of tolerance mode). ``C_hist[t], R_hist[t]`` receive the cumulative
+    normalisers after iteration ``t``.
     """
     m = X.shape[0]
     mx = np.empty(m)
     acc = np.empty(m)
     ok = True
     t = 0
-    while t < steps:
+    while True:
         for k in range(m):
             mx[k] = -np.inf
             acc[k] = 0.0
@@ -167,7 +193,7 @@ def _log_iterations(X, steps, tol, rec, C_hist, R_hist, C, R):  # pragma: no cov
             else:
                 acc[k] = mx[k] + np.log(acc[k])
             worst = max(worst, abs(np.exp(acc[k]) - 1.0))
-        if tol > 0.0 and t > 0 and worst <= tol:
+        if t == steps or (tol > 0.0 and t > 0 and worst <= tol):
             break
         for k in range(m):
             C[k] += acc[k]
@@ -191,11 +217,9 @@ def _log_iterations(X, steps, tol, rec, C_hist, R_hist, C, R):  # pragma: no cov
             for k in range(m):
                 X[j, k] -= r
         if rec:
-            for k in range(m):
-                C_hist[t, k] = C[k]
-                R_hist[t, k] = R[k]
+            _record(C_hist, R_hist, t, C, R)
         t += 1
-    return t, ok
+    return t, ok, worst
 
 
 @numba.njit(fastmath=_FAST, cache=True)
@@ -204,43 +228,40 @@ def _scaled_iterations(E, steps, tol, rec, V_hist, U_hist, u, v):  # pragma: no 
 
     ``E = exp(log_a - max log_a)`` has entries in [0, 1] with a 1 somewhere. No logarithm
     or exponential is taken per iteration; ``V_hist[t], U_hist[t]`` receive the scalings
-    after iteration ``t``. Returns the number of iterations done and False if a scaling
-    left ``[1/_SCALE_LIMIT, _SCALE_LIMIT]`` (the caller then redoes the matrix in the log
-    domain).
+    after iteration ``t``. Returns the number of iterations done, False if a scaling left
+    ``[1/_SCALE_LIMIT, _SCALE_LIMIT]`` (the caller then redoes the matrix in the log
+    domain), and the column-sum error of the final iterate.
     """
     m = E.shape[0]
     sig = np.empty(m)
     t = 0
-    while t < steps:
+    while True:
         for k in range(m):
             sig[k] = 0.0
         for j in range(m):
             uj = u[j]
             for k in range(m):
                 sig[k] += E[j, k] * uj
-        if tol > 0.0 and t > 0:
-            worst = 0.0
-            for k in range(m):
-                worst = max(worst, abs(v[k] * sig[k] - 1.0))
-            if worst <= tol:
-                break
+        worst = 0.0
+        for k in range(m):
+            worst = max(worst, abs(v[k] * sig[k] - 1.0))
+        if t == steps or (tol > 0.0 and t > 0 and worst <= tol):
+            break
         for k in range(m):
             if not (sig[k] > 1.0 / _SCALE_LIMIT):
-                return t, False
+                return t, False, worst
             v[k] = 1.0 / sig[k]
         for j in range(m):
             rho = 0.0
             for k in range(m):
                 rho += E[j, k] * v[k]
             if not (rho > 1.0 / _SCALE_LIMIT and rho < _SCALE_LIMIT):
-                return t, False
+                return t, False, worst
             u[j] = 1.0 / rho
         if rec:
-            for k in range(m):
-                V_hist[t, k] = v[k]
-                U_hist[t, k] = u[k]
+            _record(V_hist, U_hist, t, v, u)
         t += 1
-    return t, True
+    return t, True, worst
 
 
 @numba.njit(parallel=True, cache=True)
@@ -259,6 +280,7 @@ def _sinkhorn_forward(
     ok,
     fast,
     tops,
+    col_error,
 ):  # pragma: no cover - numba
     for b in numba.prange(log_a.shape[0]):
         m = lengths[b]
@@ -274,6 +296,7 @@ def _sinkhorn_forward(
         scaled = allow_scaled and steps > 0 and top > -np.inf
         good = True
         t = 0
+        worst = 0.0
         if scaled:
             # scaling domain on E = exp(log_a - top): one exponential per entry in all
             for j in range(m):
@@ -281,7 +304,7 @@ def _sinkhorn_forward(
                     P[j, k] = np.exp(la[j, k] - top)
             u = np.ones(m)
             v = np.ones(m)
-            t, scaled = _scaled_iterations(P, steps, tol, rec, Ch, Rh, u, v)
+            t, scaled, worst = _scaled_iterations(P, steps, tol, rec, Ch, Rh, u, v)
             if scaled:
                 # iterate = exp(log_a - C - R) with C = top - log v, R = -log u
                 lv = np.log(v) - top
@@ -294,7 +317,7 @@ def _sinkhorn_forward(
             X[:, :] = la
             C = np.zeros(m)
             R = np.zeros(m)
-            t, good = _log_iterations(X, steps, tol, rec, Ch, Rh, C, R)
+            t, good, worst = _log_iterations(X, steps, tol, rec, Ch, Rh, C, R)
             for j in range(m):
                 for k in range(m):
                     P[j, k] = np.exp(X[j, k])
@@ -306,6 +329,7 @@ def _sinkhorn_forward(
         fast[b] = scaled
         ok[b] = good
         n_done[b] = t
+        col_error[b] = worst
 
 
 @numba.njit(fastmath=_FAST, cache=True)
@@ -399,6 +423,7 @@ def sinkhorn(
     max_iter: int = 1000,
     record: bool = True,
     domain: str = "auto",
+    warn: bool = True,
 ) -> SinkhornResult:
     """Sinkhorn normalisation in the log domain, batched over matrices of different sizes.
 
@@ -410,7 +435,11 @@ def sinkhorn(
 
     starting from ``X = log A``. With ``n_iter`` exactly that many iterations are run (an
     *incomplete* normalisation, SinkProp uses 5); otherwise it iterates until the column
-    sums are within ``tol`` of one (rows are exact after a row step) or ``max_iter``.
+    sums are within ``tol`` of one (rows are exact after a row step) or ``max_iter``. Every
+    result reports its column-sum error and ``converged`` (error within ``tol``) per
+    matrix; in tolerance mode a matrix that runs out of iterations also emits a
+    :class:`SinkhornConvergenceWarning` (as POT's ``sinkhorn(..., warn=True)`` warns that
+    Sinkhorn did not converge).
 
     The iterations run on ``diag(u) K diag(v)`` with ``K = exp(log_a - max log_a)`` (one
     exponential per entry in all; the log-stabilised scheme of Schmitzer 2019) while the
@@ -428,6 +457,13 @@ def sinkhorn(
         Matrix ``b`` is ``log_a[b, :lengths[b], :lengths[b]]``; the rest is ignored.
     lengths:
         ``(B,)`` sizes of the matrices in a padded batch; all ``n`` if omitted.
+    n_iter, tol, max_iter:
+        Either exactly ``n_iter`` iterations, or iterate until every column sum is within
+        ``tol`` of one, at most ``max_iter`` times. ``tol`` also sets ``converged`` after
+        a fixed ``n_iter``.
+    warn:
+        Warn when tolerance mode ends without converging (pass False when checking
+        ``result.converged`` yourself).
     record:
         Keep the per-iteration log-normalisers (``B * T * n * 16`` bytes) for
         :func:`sinkhorn_vjp`.
@@ -463,6 +499,7 @@ def sinkhorn(
     ok = np.ones(B, dtype=np.bool_)
     scaled = np.zeros(B, dtype=np.bool_)
     tops = np.zeros(B)
+    col_error = np.zeros(B)
     _sinkhorn_forward(
         arr,
         lens,
@@ -478,10 +515,22 @@ def sinkhorn(
         ok,
         scaled,
         tops,
+        col_error,
     )
     if not ok.all():
         bad = int(np.flatnonzero(~ok)[0])
         raise ValueError(f"matrix {bad} has a row or column without a positive entry")
+    converged = col_error <= tol
+    if warn and n_iter is None and not converged.all():
+        late = np.flatnonzero(~converged)
+        warnings.warn(
+            f"sinkhorn did not converge: {late.size} of {B} matrices (first: {late[0]}) have "
+            f"column sums off by up to {col_error[late].max():.3g} > tol={tol} after "
+            f"max_iter={max_iter} iterations; increase max_iter or check for near-zero "
+            "rows / columns",
+            SinkhornConvergenceWarning,
+            stacklevel=2,
+        )
     if record:
         T = int(n_done.max(initial=0))
         col_hist, row_hist = col_hist[:, :T], row_hist[:, :T]
@@ -491,6 +540,8 @@ def sinkhorn(
         out[0] if single else out,
         p_out[0] if single else p_out,
         n_done,
+        col_error,
+        converged,
         lens,
         arr,
         col_hist,

@@ -4,6 +4,7 @@ decoding and the Birkhoff-von Neumann decomposition."""
 from __future__ import annotations
 
 import itertools
+import warnings
 
 import numpy as np
 import pytest
@@ -74,13 +75,45 @@ def test_convergence_error_shrinks_with_iterations(rng):
 
 def test_tolerance_mode_stops_at_a_dsm(rng):
     log_a, lengths = _ragged(rng, [9, 5], 9, 1.0)
-    res = dsm.sinkhorn(log_a, lengths, tol=1e-11)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # converging quietly
+        res = dsm.sinkhorn(log_a, lengths, tol=1e-11)
+    assert res.converged.all()
     for b, m in enumerate(lengths):
         assert dsm.is_doubly_stochastic(res.p[b, :m, :m], atol=1e-10)
+        error = np.abs(res.p[b, :m, :m].sum(axis=0) - 1).max()
+        assert error <= 1e-11 and res.col_error[b] == pytest.approx(error, abs=1e-15)
     # the same number of fixed iterations gives the same matrix
     for b, m in enumerate(lengths):
         fixed = dsm.sinkhorn(log_a[b, :m, :m], n_iter=int(res.n_iter[b]))
         np.testing.assert_allclose(res.p[b, :m, :m], fixed.p, atol=1e-14)
+
+
+@pytest.mark.parametrize("domain", ["auto", "log"])
+def test_tolerance_mode_reports_non_convergence(domain):
+    """``[[1, 0], [1, 1]]`` converges like ``1/t``: after ``t`` iterations the column sums
+    are ``1 +- 1/(2t + 1)`` (by induction: row 2 is ``[1, 2t] / (2t + 1)``)."""
+    stuck = np.log(np.array([[1.0, 1e-30], [1.0, 1.0]]))
+    for t in (1, 3, 10):
+        with pytest.warns(dsm.SinkhornConvergenceWarning, match=r"1 of 1 matrices.*max_iter"):
+            res = dsm.sinkhorn(stuck, max_iter=t, domain=domain)
+        assert res.n_iter[0] == t and not res.converged[0]
+        np.testing.assert_allclose(res.p.sum(axis=0), [1 + 1 / (2 * t + 1), 1 - 1 / (2 * t + 1)])
+        assert res.col_error[0] == pytest.approx(1 / (2 * t + 1), rel=1e-12)
+    # a batch names how many matrices failed; the converged one is flagged as such
+    batch = np.stack([np.zeros((2, 2)), stuck])
+    with pytest.warns(dsm.SinkhornConvergenceWarning, match="1 of 2 matrices"):
+        res = dsm.sinkhorn(batch, max_iter=5, domain=domain)
+    np.testing.assert_array_equal(res.converged, [True, False])
+    assert res.col_error[0] <= 1e-9 < res.col_error[1]
+    # warn=False and a fixed (incomplete) n_iter report without warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        quiet = dsm.sinkhorn(batch, max_iter=5, domain=domain, warn=False)
+        fixed = dsm.sinkhorn(batch, n_iter=5, domain=domain)
+    np.testing.assert_array_equal(quiet.converged, [True, False])
+    np.testing.assert_array_equal(fixed.converged, [True, False])
+    np.testing.assert_allclose(fixed.col_error, np.abs(fixed.p.sum(axis=1) - 1).max(axis=1))
 
 
 @pytest.mark.parametrize("scale", [1.0, 2000.0])
@@ -96,8 +129,11 @@ def test_scaling_domain_and_log_domain_agree(rng, scale):
     for b, m in enumerate(lengths):
         ref = _reference_log_sinkhorn(log_a[b, :m, :m], 10)
         np.testing.assert_allclose(log.log_p[b, :m, :m], ref, rtol=1e-12, atol=1e-9)
-    tol_auto = dsm.sinkhorn(log_a, lengths, tol=1e-10)
-    tol_log = dsm.sinkhorn(log_a, lengths, tol=1e-10, domain="log")
+    # thousands of nats converge too slowly for max_iter=1000: both domains must say so
+    tol_auto = dsm.sinkhorn(log_a, lengths, tol=1e-10, warn=False)
+    tol_log = dsm.sinkhorn(log_a, lengths, tol=1e-10, domain="log", warn=False)
+    assert tol_auto.converged.all() == (scale < 100)
+    np.testing.assert_array_equal(tol_auto.converged, tol_log.converged)
     np.testing.assert_array_equal(tol_auto.n_iter, tol_log.n_iter)
     np.testing.assert_allclose(tol_auto.p, tol_log.p, atol=1e-12)
     with pytest.raises(ValueError, match="domain"):
