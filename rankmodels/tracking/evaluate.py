@@ -3,7 +3,8 @@
 ``position_error_km`` is the great-circle distance between the track's ``lat``/``lon`` (or
 ``lat_filtered``/``lon_filtered``) and the truth at every cycle; :func:`score_track`
 summarises it with the association accuracy: the fraction of true arrivals (``true_label >=
-0``) assigned to their source, and of clutter arrivals (``true_label == -1``) called clutter.
+0``) assigned to their source, and of clutter arrivals (``true_label ==``
+:data:`~rankmodels.tracking.schema.CLUTTER`) called clutter.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import numpy as np
 import xarray as xr
 
 from rankmodels.tracking.geometry import great_circle_km
+from rankmodels.tracking.schema import CLUTTER
 
 __all__ = ["position_error_km", "score_track"]
 
@@ -38,7 +40,7 @@ def score_track(track: xr.Dataset, truth: xr.Dataset) -> dict[str, float]:
     err_f = position_error_km(track, truth, filtered=True)
     label = truth["true_label"].values
     assoc = track["association"].values
-    true_arr, clutter = label >= 0, label == -1
+    true_arr, clutter = label >= 0, label == CLUTTER
     return {
         "median_km": float(np.median(err)),
         "p90_km": float(np.percentile(err, 90)),
@@ -46,5 +48,7 @@ def score_track(track: xr.Dataset, truth: xr.Dataset) -> dict[str, float]:
         "filtered_median_km": float(np.median(err_f)),
         "filtered_p90_km": float(np.percentile(err_f, 90)),
         "arrivals_right": float(np.mean(assoc[true_arr] == label[true_arr])),
-        "clutter_called_clutter": float(np.mean(assoc[clutter] == -1)) if clutter.any() else 1.0,
+        "clutter_called_clutter": float(np.mean(assoc[clutter] == CLUTTER))
+        if clutter.any()
+        else 1.0,
     }

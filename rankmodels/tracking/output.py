@@ -17,6 +17,7 @@ import xarray as xr
 from rankmodels import __version__
 from rankmodels.tracking.geometry import KM_PER_DEGREE
 from rankmodels.tracking.records import compressed_encoding
+from rankmodels.tracking.schema import CLUTTER, NO_ARRIVAL, TRACK, annotate
 
 __all__ = ["TrackEstimate", "build_track", "write_track"]
 
@@ -43,67 +44,36 @@ class TrackEstimate:
 
 def build_track(record: xr.Dataset, est: TrackEstimate, attrs: dict[str, object]) -> xr.Dataset:
     """The track dataset of ``record`` (a validated float record) from ``est``; ``attrs``
-    (model parameters, engine, ...) are added to the standard ones."""
+    (model parameters, engine, ...) are added to the standard ones. Variables, units and
+    label sentinels: ``schema.TRACK``."""
     post = est.association_posterior
     no_arrival = np.isnan(post).all(axis=2)
     best = np.where(no_arrival, 0, np.argmax(np.nan_to_num(post, nan=-1.0), axis=2))
     n_src = post.shape[2] - 1
-    association = np.where(no_arrival, -2, np.where(best == n_src, -1, best))
+    association = np.where(no_arrival, NO_ARRIVAL, np.where(best == n_src, CLUTTER, best))
     prob = np.where(no_arrival, np.nan, np.take_along_axis(post, best[..., None], 2)[..., 0])
     lat_std = np.sqrt(est.cov[:, 1, 1]) / KM_PER_DEGREE
     lon_std = np.sqrt(est.cov[:, 0, 0]) / (KM_PER_DEGREE * np.cos(np.radians(est.mean[:, 0])))
     sources = [str(s) for s in record["source"].values]
     ds = xr.Dataset(
         {
-            "lat": (
-                "cycle",
-                est.mean[:, 0],
-                {"units": "degrees_north", "long_name": "posterior mean latitude"},
-            ),
-            "lon": (
-                "cycle",
-                est.mean[:, 1],
-                {"units": "degrees_east", "long_name": "posterior mean longitude"},
-            ),
-            "lat_std": ("cycle", lat_std, {"units": "degrees_north"}),
-            "lon_std": ("cycle", lon_std, {"units": "degrees_east"}),
-            "position_cov": (("cycle", "enu", "enu2"), est.cov, {"units": "km2"}),
-            "lat_filtered": ("cycle", est.filtered_mean[:, 0], {"units": "degrees_north"}),
-            "lon_filtered": ("cycle", est.filtered_mean[:, 1], {"units": "degrees_east"}),
-            "association": (
-                ("cycle", "rank"),
-                association.astype(np.int16),
-                {"long_name": "most probable source index, -1 clutter, -2 no arrival"},
-            ),
+            "lat": ("cycle", est.mean[:, 0]),
+            "lon": ("cycle", est.mean[:, 1]),
+            "lat_std": ("cycle", lat_std),
+            "lon_std": ("cycle", lon_std),
+            "position_cov": (("cycle", "enu", "enu2"), est.cov),
+            "lat_filtered": ("cycle", est.filtered_mean[:, 0]),
+            "lon_filtered": ("cycle", est.filtered_mean[:, 1]),
+            "association": (("cycle", "rank"), association.astype(np.int16)),
             "association_prob": (("cycle", "rank"), prob),
             "association_posterior": (("cycle", "rank", "candidate"), post),
-            "toa": (
-                ("cycle", "rank"),
-                np.asarray(record["toa"].values, dtype=np.float64),
-                {"units": "s"},
-            ),
-            "predicted_toa": (("cycle", "source"), est.predicted_toa, {"units": "s"}),
-            "ess": ("cycle", est.ess, {"long_name": "effective sample size after weighting"}),
-            "loglik": (
-                "cycle",
-                est.loglik,
-                {"long_name": "log predictive likelihood log p(T_t | T_1:t-1)"},
-            ),
-            "collapsed": (
-                "cycle",
-                est.collapsed.astype(np.int8),
-                {"long_name": "1 where every particle had zero likelihood"},
-            ),
-            "source_lat": (
-                "source",
-                np.asarray(record["source_lat"].values, dtype=float),
-                {"units": "degrees_north"},
-            ),
-            "source_lon": (
-                "source",
-                np.asarray(record["source_lon"].values, dtype=float),
-                {"units": "degrees_east"},
-            ),
+            "toa": (("cycle", "rank"), np.asarray(record["toa"].values, dtype=np.float64)),
+            "predicted_toa": (("cycle", "source"), est.predicted_toa),
+            "ess": ("cycle", est.ess),
+            "loglik": ("cycle", est.loglik),
+            "collapsed": ("cycle", est.collapsed.astype(np.int8)),
+            "source_lat": ("source", np.asarray(record["source_lat"].values, dtype=float)),
+            "source_lon": ("source", np.asarray(record["source_lon"].values, dtype=float)),
         },
         coords={
             "time": ("cycle", np.asarray(record["time"].values).astype("datetime64[ns]")),
@@ -125,7 +95,7 @@ def build_track(record: xr.Dataset, est: TrackEstimate, attrs: dict[str, object]
     }
     if record.attrs.get("simulated"):
         ds.attrs["simulated"] = 1
-    return ds
+    return annotate(ds, TRACK)
 
 
 def write_track(track: xr.Dataset, path: str | os.PathLike[str]) -> None:

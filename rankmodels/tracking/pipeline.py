@@ -33,6 +33,7 @@ from rankmodels.tracking.filter import particle_filter
 from rankmodels.tracking.geometry import pairwise_distance_km, tangent_offsets, unit_vectors
 from rankmodels.tracking.output import TrackEstimate, build_track
 from rankmodels.tracking.records import active_sources
+from rankmodels.tracking.schema import CLUTTER, NO_ARRIVAL
 from rankmodels.tracking.signal_model import SignalModel
 from rankmodels.tracking.smoother import backward_simulate
 
@@ -279,13 +280,13 @@ def track_float(
         "ensemble": config.ensemble,
     }
     track = build_track(record, estimate, attrs)
-    arrivals = track["association"].values >= -1
+    arrivals = track["association"].values != NO_ARRIVAL
     summary: dict[str, object] = {
         "cycles": n_cyc,
         "cycles_without_data": int((~cycles.has_data).sum()),
         "arrivals": int(arrivals.sum()),
         "mean_ess": float(np.mean(filt.ess[:n_cyc])),
-        "clutter_fraction": float(np.mean(track["association"].values[arrivals] == -1)),
+        "clutter_fraction": float(np.mean(track["association"].values[arrivals] == CLUTTER)),
         "collapsed_cycles": np.flatnonzero(filt.collapsed[:n_cyc]).tolist(),
         "log_likelihood": float(np.sum(filt.loglik[:n_cyc])),
         "engine": config.engine,

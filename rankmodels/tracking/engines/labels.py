@@ -16,14 +16,10 @@ import math
 import numpy as np
 
 from rankmodels.tracking.engines._common import LOG_SQRT_2PI, Cycle
+from rankmodels.tracking.schema import CLUTTER, NO_ARRIVAL
 from rankmodels.tracking.signal_model import SignalModel
 
-__all__ = ["CLUTTER", "NO_ARRIVAL", "check_labels", "labels_engine"]
-
-#: Label of an arrival that is clutter.
-CLUTTER = -1
-#: Label of a rank with no recorded arrival.
-NO_ARRIVAL = -2
+__all__ = ["check_labels", "labels_engine"]
 
 
 def check_labels(labels: np.ndarray | None, cycle: Cycle, n_sources: int) -> np.ndarray:

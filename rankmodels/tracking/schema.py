@@ -1,0 +1,413 @@
+"""The RAFOS float file formats in one place: variables, dims, units, defaults, sentinels.
+
+Three NetCDF files share these tables:
+
+* :data:`FLOAT_RECORD` -- the float record (input of ``track-float``; written by
+  ``simulate-float``), checked by :func:`rankmodels.tracking.records.validate_float`;
+* :data:`TRUTH` -- the true track of a simulated record;
+* :data:`TRACK` -- the track written by ``track-float``.
+
+Writers take their ``units``/``long_name`` attributes from here (:func:`annotate`), the reader
+its dims, kinds, ranges and accepted units, and ``docs/tracking.md`` ("File formats") shows
+:meth:`FileFormat.markdown_table` of each (a test keeps the docs and this module equal).
+
+Per-arrival labels (``source_label``, ``true_label``, ``association``, shape ``(cycle, rank)``)
+hold a source index ``0 .. s-1``, :data:`CLUTTER` or :data:`NO_ARRIVAL`.
+
+Units: a variable's ``units`` attribute may use any spelling in :data:`UNIT_SPELLINGS` for its
+canonical unit (e.g. ``"ms"`` for seconds: the values are scaled to seconds); an absent
+attribute means the canonical unit; any other spelling is refused by the reader.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import xarray as xr
+
+from rankmodels.tracking.signal_model import DEFAULT_WINDOW
+
+__all__ = [
+    "CLUTTER",
+    "DEFAULT_SOUND_SPEED",
+    "FLOAT_RECORD",
+    "NO_ARRIVAL",
+    "TRACK",
+    "TRUTH",
+    "UNIT_SPELLINGS",
+    "FileFormat",
+    "Variable",
+    "annotate",
+    "unit_factor",
+]
+
+#: Label of an arrival that is clutter (noise, from no source).
+CLUTTER = -1
+#: Label of a rank with no recorded arrival (``toa`` is NaN there).
+NO_ARRIVAL = -2
+#: Sound speed (m/s) assumed when a record has no ``sound_speed``.
+DEFAULT_SOUND_SPEED = 1500.0
+
+Kind = Literal["real", "time", "label", "name"]
+
+#: Canonical unit -> accepted spellings (lower case, single spaces) -> factor to the canonical
+#: unit. ``"m s-1"`` is metres per second (CF spelling), not milliseconds.
+UNIT_SPELLINGS: dict[str, dict[str, float]] = {
+    "s": {
+        **dict.fromkeys(("s", "sec", "secs", "second", "seconds"), 1.0),
+        **dict.fromkeys(("ms", "msec", "millisecond", "milliseconds"), 1e-3),
+        **dict.fromkeys(("min", "minute", "minutes"), 60.0),
+    },
+    "m s-1": {
+        **dict.fromkeys(("m s-1", "m/s", "m s^-1", "m.s-1", "meters per second"), 1.0),
+        **dict.fromkeys(("metres per second", "m s**-1"), 1.0),
+        **dict.fromkeys(("km s-1", "km/s", "km s^-1", "km.s-1"), 1000.0),
+    },
+    "degrees_north": dict.fromkeys(
+        ("degrees_north", "degree_north", "degrees_n", "degree_n", "degrees", "degree", "deg"),
+        1.0,
+    ),
+    "degrees_east": dict.fromkeys(
+        ("degrees_east", "degree_east", "degrees_e", "degree_e", "degrees", "degree", "deg"),
+        1.0,
+    ),
+}
+
+
+def unit_factor(canonical: str, spelling: object) -> float | None:
+    """Factor from ``spelling`` to the ``canonical`` unit (values times it are canonical);
+    ``None`` when the spelling is not known for that unit. Case and runs of blanks ignored."""
+    if not isinstance(spelling, str):
+        return None
+    return UNIT_SPELLINGS[canonical].get(" ".join(spelling.lower().split()))
+
+
+@dataclass(frozen=True)
+class Variable:
+    """One variable of a file format.
+
+    ``kind``: ``"real"`` (numbers, converted to float), ``"time"`` (datetime64, CF time
+    units), ``"label"`` (integer labels, see :data:`CLUTTER`), ``"name"`` (strings).
+    ``units``: the canonical CF ``units`` attribute ("" = none, or not interpreted).
+    ``lo``/``hi``: the valid range (``lo_open``: strictly above ``lo``), ``missing_ok``: NaN
+    (NaT) entries allowed. ``default``: what an absent optional variable means.
+    """
+
+    name: str
+    dims: tuple[str, ...]
+    kind: Kind
+    long_name: str
+    notes: str = ""
+    units: str = ""
+    required: bool = False
+    default: str = ""
+    lo: float = -math.inf
+    hi: float = math.inf
+    lo_open: bool = False
+    missing_ok: bool = False
+
+    def attrs(self) -> dict[str, str]:
+        """The NetCDF attributes a writer gives this variable."""
+        out = {"long_name": self.long_name}
+        if self.units:
+            out["units"] = self.units
+        return out
+
+    def range_text(self) -> str:
+        """The valid range in words, e.g. ``"in [-90, 90]"``, ``"> 0"``, or ``""``."""
+        lo, hi = self.lo, self.hi
+        if math.isfinite(lo) and math.isfinite(hi):
+            return f"in {'(' if self.lo_open else '['}{lo:g}, {hi:g}]"
+        if math.isfinite(lo):
+            return f"{'>' if self.lo_open else '>='} {lo:g}"
+        return f"<= {hi:g}" if math.isfinite(hi) else ""
+
+
+@dataclass(frozen=True)
+class FileFormat:
+    """The variables of one file, in documentation order; ``input``: read (and validated) by
+    rankmodels, so the docs table says which variables are required."""
+
+    name: str
+    variables: tuple[Variable, ...]
+    input: bool = False
+
+    def __post_init__(self) -> None:
+        names = [v.name for v in self.variables]
+        if len(set(names)) != len(names):
+            raise ValueError(f"{self.name}: duplicate variable names")
+
+    def __iter__(self) -> Iterator[Variable]:
+        return iter(self.variables)
+
+    def __contains__(self, name: object) -> bool:
+        return any(v.name == name for v in self.variables)
+
+    def __getitem__(self, name: str) -> Variable:
+        for v in self.variables:
+            if v.name == name:
+                return v
+        raise KeyError(f"{self.name} has no variable {name!r}")
+
+    def markdown_table(self) -> str:
+        """The table ``docs/tracking.md`` shows (one row per variable)."""
+        head = ["name", "dims", "units", "meaning", *(["required"] if self.input else [])]
+        rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for v in self.variables:
+            parts = (v.long_name, v.notes, v.range_text() if self.input else "")
+            meaning = "; ".join(p for p in parts if p).replace("|", "\\|")
+            cells = [f"`{v.name}`", f"({', '.join(v.dims)})", v.units, meaning]
+            if self.input:
+                cells.append("yes" if v.required else f"no{', ' + v.default if v.default else ''}")
+            rows.append("| " + " | ".join(cells) + " |")
+        return "\n".join(rows)
+
+
+def _lat(name: str, long_name: str, dims: tuple[str, ...] = (), **kw: Any) -> Variable:
+    return Variable(name, dims, "real", long_name, units="degrees_north", lo=-90.0, hi=90.0, **kw)
+
+
+def _lon(name: str, long_name: str, dims: tuple[str, ...] = (), **kw: Any) -> Variable:
+    return Variable(name, dims, "real", long_name, units="degrees_east", lo=-180.0, hi=360.0, **kw)
+
+
+_LABELS = "source index, -1 clutter, -2 no arrival"
+
+FLOAT_RECORD = FileFormat(
+    "float record",
+    (
+        Variable(
+            "toa",
+            ("cycle", "rank"),
+            "real",
+            "time of arrival after the listening-window start",
+            "ascending within a cycle; NaN only after the recorded arrivals; "
+            "finite, >= 0, <= `window_length`",
+            units="s",
+            required=True,
+            missing_ok=True,
+        ),
+        Variable(
+            "time",
+            ("cycle",),
+            "time",
+            "time of the listening cycle",
+            "coordinate (CF time units); strictly increasing, not before `launch_time`",
+            required=True,
+        ),
+        Variable(
+            "source", ("source",), "name", "sound source name", "coordinate; unique", required=True
+        ),
+        _lat(
+            "source_lat",
+            "sound source latitude",
+            ("source",),
+            notes="NaN = source without position",
+            required=True,
+        ),
+        _lon("source_lon", "sound source longitude", ("source",), required=True),
+        Variable(
+            "source_offset",
+            ("source",),
+            "real",
+            "added to every predicted TOA of the source",
+            "transmission schedule, clock offset",
+            units="s",
+            default="0",
+        ),
+        Variable(
+            "source_start_time",
+            ("source",),
+            "time",
+            "start of the source's active period",
+            "NaT = unbounded; outside the period the source is left out of the likelihood",
+            default="active since before the record",
+            missing_ok=True,
+        ),
+        Variable(
+            "source_end_time",
+            ("source",),
+            "time",
+            "end of the source's active period",
+            "NaT = unbounded; not before `source_start_time`",
+            default="active until after the record",
+            missing_ok=True,
+        ),
+        _lat("launch_lat", "launch latitude", notes="the filter's start", required=True),
+        _lon("launch_lon", "launch longitude", required=True),
+        Variable(
+            "launch_time", (), "time", "launch time", "not after the first cycle", required=True
+        ),
+        _lat(
+            "recovery_lat",
+            "surfacing latitude",
+            notes="the recovery fix, used by the smoother; all three recovery variables or none",
+                    ),
+        _lon("recovery_lon", "surfacing longitude"),
+        Variable(
+            "recovery_time",
+            (),
+            "time",
+            "surfacing time",
+            "not before the last cycle",
+                    ),
+        Variable(
+            "sound_speed",
+            (),
+            "real",
+            "speed of sound",
+            units="m s-1",
+            default=f"{DEFAULT_SOUND_SPEED:g}",
+            lo=0.0,
+            lo_open=True,
+        ),
+        Variable(
+            "window_length",
+            (),
+            "real",
+            "listening-window length",
+            "clutter is uniform on [0, `window_length`]",
+            units="s",
+            default=f"{DEFAULT_WINDOW:g} (or the next whole minute after the largest TOA)",
+            lo=0.0,
+            lo_open=True,
+        ),
+        Variable(
+            "source_label",
+            ("cycle", "rank"),
+            "label",
+            f"hand label: {_LABELS}",
+            "-2 exactly where `toa` is NaN; a source labels at most one arrival per cycle, "
+            "only while active",
+            default="needed by `--engine labels`",
+        ),
+        Variable(
+            "correlation",
+            ("cycle", "rank"),
+            "real",
+            "correlation height of each arrival",
+            "not used",
+            missing_ok=True,
+        ),
+        Variable(
+            "temperature",
+            ("cycle",),
+            "real",
+            "float temperature",
+            "copied to the track",
+            missing_ok=True,
+        ),
+        Variable(
+            "pressure", ("cycle",), "real", "float pressure", "copied to the track", missing_ok=True
+        ),
+    ),
+    input=True,
+)
+
+TRUTH = FileFormat(
+    "truth",
+    (
+        _lat("lat", "true latitude", notes="at the cycle times", dims=("cycle",)),
+        _lon("lon", "true longitude", dims=("cycle",)),
+        Variable("true_label", ("cycle", "rank"), "label", f"true label: {_LABELS}"),
+    ),
+)
+
+TRACK = FileFormat(
+    "track",
+    (
+        _lat("lat", "posterior mean latitude", notes="smoothed when smoothing", dims=("cycle",)),
+        _lon("lon", "posterior mean longitude", notes="smoothed when smoothing", dims=("cycle",)),
+        Variable(
+            "lat_std",
+            ("cycle",),
+            "real",
+            "posterior standard deviation of latitude",
+            units="degrees_north",
+        ),
+        Variable(
+            "lon_std",
+            ("cycle",),
+            "real",
+            "posterior standard deviation of longitude",
+            units="degrees_east",
+        ),
+        Variable(
+            "position_cov",
+            ("cycle", "enu", "enu2"),
+            "real",
+            "posterior covariance of the (east, north) offset",
+            units="km2",
+        ),
+        _lat(
+            "lat_filtered", "forward-filter mean latitude", notes="always present", dims=("cycle",)
+        ),
+        _lon(
+            "lon_filtered", "forward-filter mean longitude", notes="always present", dims=("cycle",)
+        ),
+        Variable("association", ("cycle", "rank"), "label", f"most probable source: {_LABELS}"),
+        Variable(
+            "association_prob",
+            ("cycle", "rank"),
+            "real",
+            "posterior probability of the association",
+            "NaN where no arrival",
+        ),
+        Variable(
+            "association_posterior",
+            ("cycle", "rank", "candidate"),
+            "real",
+            "posterior over the sources and clutter",
+            "NaN where no arrival; 0 for inactive sources",
+        ),
+        Variable(
+            "toa",
+            ("cycle", "rank"),
+            "real",
+            "recorded time of arrival",
+            "copied from the input",
+            units="s",
+        ),
+        Variable(
+            "predicted_toa",
+            ("cycle", "source"),
+            "real",
+            "predicted TOA at the posterior mean",
+            "NaN for inactive sources",
+            units="s",
+        ),
+        Variable("ess", ("cycle",), "real", "effective sample size after weighting"),
+        Variable(
+            "loglik",
+            ("cycle",),
+            "real",
+            "log predictive likelihood log p(T_t | T_1:t-1)",
+            "0 for cycles without arrivals, -inf when collapsed",
+        ),
+        Variable("collapsed", ("cycle",), "real", "1 where every particle had zero likelihood"),
+        _lat("source_lat", "sound source latitude", ("source",)),
+        _lon("source_lon", "sound source longitude", ("source",)),
+        Variable(
+            "temperature",
+            ("cycle",),
+            "real",
+            "float temperature",
+            "copied from the input when present",
+        ),
+        Variable(
+            "pressure", ("cycle",), "real", "float pressure", "copied from the input when present"
+        ),
+    ),
+)
+
+
+def annotate(ds: xr.Dataset, fmt: FileFormat) -> xr.Dataset:
+    """``ds`` with every variable of ``fmt`` it holds given its ``long_name``/``units``
+    attributes (other attributes kept); the dataset is changed in place and returned."""
+    for name, var in ds.variables.items():
+        if name in fmt:
+            var.attrs.update(fmt[str(name)].attrs())
+    return ds
