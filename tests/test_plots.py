@@ -15,11 +15,12 @@ import numpy as np
 import pytest
 import shapely
 from cartopy.io import Downloader, shapereader
+from matplotlib import cbook
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_rgba
 
 from rankmodels.plots import cartopy_data, style, tracking, uncertainty
-from tests._plots_data import great_circle_km, make_float
+from tests._plots_data import SOURCES, great_circle_km, make_float
 
 # ------------------------------------------------------------------------------------------
 # helpers
@@ -379,8 +380,11 @@ def test_toa_diagram_plots_every_arrival_once_in_its_sources_colour(sample):
     colors = style.source_colors(track.sizes["source"])
     drawn = 0
     for i, name in enumerate(track["source"].values):
-        sc = one(fig, f"arrivals-{name}")
         mask = labels == i
+        if not mask.any():
+            assert by_gid(fig, f"arrivals-{name}") == []
+            continue
+        sc = one(fig, f"arrivals-{name}")
         offsets = np.asarray(sc.get_offsets())
         np.testing.assert_allclose(offsets, np.c_[dates[mask], toa[mask]])
         fc = sc.get_facecolors()
@@ -399,15 +403,38 @@ def test_toa_diagram_predicted_curves_and_legend(sample):
     record, track, _ = sample
     fig = tracking.toa_diagram(record, track)
     ax = fig.axes[0]
+    counts = {n: int((track["association"].values == i).sum()) for i, n in enumerate(SOURCES)}
+    assert any(c == 0 for c in counts.values()) and any(c > 0 for c in counts.values())
     for i, name in enumerate(track["source"].values):
-        line = one(fig, f"predicted-{name}")
-        np.testing.assert_allclose(line.get_ydata(), track["predicted_toa"].values[:, i])
-        assert np.isnan(line.get_ydata()).any() == (name in ("US2-1", "US2-2", "UK1-1"))
+        if counts[name]:
+            line = one(fig, f"predicted-{name}")
+            np.testing.assert_allclose(line.get_ydata(), track["predicted_toa"].values[:, i])
+            assert np.isnan(line.get_ydata()).any() == (name in ("US2-1", "US2-2", "UK1-1"))
+        else:
+            assert by_gid(fig, f"predicted-{name}") == []
+    # the legend lists exactly the sources with arrivals (and clutter), in source order
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
-    for i, name in enumerate(track["source"].values):
-        assert f"{name} ({int((track['association'].values == i).sum())})" in legend
-    assert f"clutter ({int((track['association'].values == -1).sum())})" in legend
+    n_clutter = int((track["association"].values == -1).sum())
+    assert legend == [f"{n} ({c})" for n, c in counts.items() if c] + [f"clutter ({n_clutter})"]
+    # the others are named once, in the note below the legend
+    note = one(fig, "silent-sources").get_text()
+    assert sorted(note.split("\n", 1)[1].replace("\n", " ").split(", ")) == sorted(
+        n for n, c in counts.items() if not c
+    )
     assert ax.get_ylim() == (0.0, float(record["window_length"]))
+
+
+def test_toa_legend_without_clutter_or_silent_sources(sample):
+    record, track, _ = sample
+    tr = track.copy(deep=True)
+    labels = tr["association"].values
+    tr["association"][:] = np.where(labels == -1, 0, labels)  # clutter -> first source
+    fig = tracking.toa_diagram(record, tr)
+    legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert not any(t.startswith("clutter") for t in legend)
+    heard = [n for i, n in enumerate(SOURCES) if (tr["association"].values == i).any()]
+    assert [t.rsplit(" (", 1)[0] for t in legend] == heard
+    assert (by_gid(fig, "silent-sources") == []) == (len(heard) == len(SOURCES))
 
 
 # ------------------------------------------------------------------------------------------
@@ -533,3 +560,213 @@ def test_time_marks_fall_on_month_starts_or_every_ten_days(offline_map, sample):
     marks = np.asarray(one(fig, "time-marks").get_offsets())
     expected = projected(map_axes(fig), track["lon"].values, track["lat"].values)
     np.testing.assert_allclose(marks, expected[time_marks(track["time"].values)[0]], rtol=1e-9)
+
+
+# ------------------------------------------------------------------------------------------
+# legibility: colours, graticule labels, scale bar, titles, one-cycle records, odd names
+# ------------------------------------------------------------------------------------------
+
+
+def saturation(rgba) -> np.ndarray:
+    rgb = np.atleast_2d(np.asarray(rgba, dtype=float))[:, :3]
+    hi, lo = rgb.max(axis=1), rgb.min(axis=1)
+    return np.where(hi > 0, (hi - lo) / np.where(hi > 0, hi, 1.0), 0.0)
+
+
+@pytest.mark.parametrize("n", [1, 5, 9, 10, 12, 18, 25])
+def test_source_colours_are_chromatic_and_distinct_from_the_achromatic_markers(n):
+    colors = style.source_colors(n)
+    assert colors.shape == (n, 4)
+    assert (saturation(colors) >= 0.15).all()  # no grey source that looks like clutter
+    distinct = min(n, 18)
+    d = np.linalg.norm(colors[:distinct, None, :3] - colors[None, :distinct, :3], axis=-1)
+    assert (d[~np.eye(distinct, dtype=bool)] > 0.05).all()
+    for other in (style.CLUTTER_COLOR, style.LAUNCH_COLOR, style.RECOVERY_COLOR):
+        assert saturation(to_rgba(other))[0] == 0.0
+
+
+def test_launch_and_recovery_markers_differ_from_every_source_colour(offline_map):
+    fig = offline_map[0]
+    sources = one(fig, "sources").get_facecolors()[:, :3]
+    for gid in ("launch", "recovery"):
+        face = one(fig, gid).get_facecolors()[:, :3]
+        assert np.linalg.norm(sources - face, axis=1).min() > 0.3, gid
+
+
+def _degrees(label: str) -> float:
+    value = float(label.rstrip("NSEW").rstrip("°"))
+    return -value if label.endswith(("S", "W")) else value
+
+
+def _tick_label_centres(fig, axis) -> list[tuple[float, str]]:
+    renderer = fig.canvas.get_renderer()
+    out = []
+    for text in axis.get_ticklabels():
+        if text.get_visible() and text.get_text():
+            box = text.get_window_extent(renderer)
+            centre = 0.5 * (box.x0 + box.x1) if axis.axis_name == "x" else 0.5 * (box.y0 + box.y1)
+            out.append((centre, text.get_text()))
+    return out
+
+
+@pytest.mark.parametrize("shift", [0.0, -10.0, 58.0])  # sample, further south, Mercator
+def test_graticule_labels_sit_where_their_lines_cross_the_frame(sample, shift):
+    from scipy.optimize import brentq
+
+    record, track, _ = sample
+    rec, tr = record.copy(deep=True), track.copy(deep=True)
+    for ds in (rec, tr):
+        for name in ("source_lat", "lat", "launch_lat", "recovery_lat"):
+            if name in ds:
+                ds[name] = ds[name].copy(data=ds[name].values + shift)
+    fig = tracking.track_map(rec, tr.drop_vars("position_cov"))
+    FigureCanvasAgg(fig).draw()
+    ax = map_axes(fig)
+    x0, x1, y0, y1 = ax.get_extent()
+    geo = ccrs.PlateCarree()
+
+    def xy(lon, lat):
+        return ax.projection.transform_point(lon, lat, geo)
+
+    bottom = _tick_label_centres(fig, ax.xaxis)
+    left = _tick_label_centres(fig, ax.yaxis)
+    assert len(bottom) >= 3 and len(left) >= 3
+    for centre, text in bottom:
+        lon = _degrees(text)
+        lat = brentq(lambda la, lon=lon: xy(lon, la)[1] - y0, -89.0, 89.0)
+        x_cross = xy(lon, lat)[0]
+        assert x0 <= x_cross <= x1
+        pixel = ax.transData.transform((x_cross, y0))[0]
+        assert abs(centre - pixel) < 2.0, (text, centre, pixel)
+    lon0 = ax.projection.proj4_params.get("lon_0", 0.0)
+    for centre, text in left:
+        lat = _degrees(text)
+        lon = brentq(lambda lo, lat=lat: xy(lo, lat)[0] - x0, lon0 - 89.0, lon0)
+        y_cross = xy(lon, lat)[1]
+        assert y0 <= y_cross <= y1
+        pixel = ax.transData.transform((x0, y_cross))[1]
+        assert abs(centre - pixel) < 2.0, (text, centre, pixel)
+
+
+def test_scale_bar_is_as_long_on_the_ground_as_its_label_says(offline_map):
+    fig = offline_map[0]
+    ax = map_axes(fig)
+    bar = one(fig, "scale-bar")
+    km = float(one(fig, "scale-bar-label").get_text().removesuffix(" km"))
+    assert km / 10 ** np.floor(np.log10(km)) in (1.0, 2.0, 5.0)
+    xs, ys = np.asarray(bar.get_xdata()), np.asarray(bar.get_ydata())
+    lonlat = ccrs.Geodetic().transform_points(ax.projection, xs, ys)
+    ground = great_circle_km(lonlat[0, 1], lonlat[0, 0], lonlat[1, 1], lonlat[1, 0])
+    assert ground == pytest.approx(km, rel=0.015)
+    x0, x1, y0, y1 = ax.get_extent()
+    assert 0.08 <= (xs[1] - xs[0]) / (x1 - x0) <= 0.2
+    assert (xs > x0).all() and (xs < x1).all() and (ys > y0).all() and (ys < y1).all()
+
+
+@pytest.mark.parametrize(("smoothed", "kind"), [(1, "smoothed track"), (0, "filtered track")])
+def test_titles_say_whether_the_track_is_smoothed(sample, smoothed, kind):
+    record, track, _ = sample
+    tr = track.drop_vars("position_cov")
+    tr.attrs = {**track.attrs, "smoothed": smoothed}
+    fig = tracking.track_map(record, tr)
+    ax = map_axes(fig)
+    assert kind in ax.get_title(loc="left")
+    assert kind in [t.get_text() for t in fig.legends[0].get_texts()]
+    diag = tracking.diagnostics(tr)
+    assert kind in diag.get_suptitle()
+    other = "filtered track" if smoothed else "smoothed track"
+    assert other not in ax.get_title(loc="left") + diag.get_suptitle()
+
+
+def test_diagnostics_panels_name_what_they_show(sample):
+    _, track, truth = sample
+    fig = tracking.diagnostics(track, truth)
+    ess_ax, ll_ax, km_ax = fig.axes
+    assert "effective sample size" in ess_ax.get_title(loc="left")
+    assert "forward filter" in ess_ax.get_title(loc="left")
+    assert "N = 1000 particles" in ess_ax.get_title(loc="left")
+    assert "log-likelihood" in ll_ax.get_title(loc="left") and ll_ax.get_ylabel() == "nats"
+    assert "smoothed track" in km_ax.get_title(loc="left") and km_ax.get_ylabel() == "km"
+
+
+def test_diagnostics_shows_the_distance_to_the_truth(sample):
+    _, track, truth = sample
+    line = one(tracking.diagnostics(track, truth), "error-km")
+    expected = great_circle_km(
+        track["lat"].values, track["lon"].values, truth["lat"].values, truth["lon"].values
+    )
+    np.testing.assert_allclose(line.get_ydata(), expected, rtol=1e-3)
+    bare = track.drop_vars(["position_cov", "lat_std"])
+    assert len(tracking.diagnostics(bare, truth).axes) == 3
+    assert len(tracking.diagnostics(bare).axes) == 2
+
+
+def _pixel(fig, ax, x, y) -> np.ndarray:
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    pixels = np.asarray(canvas.buffer_rgba())
+    col, row = ax.transData.transform((x, y))
+    return pixels[int(round(pixels.shape[0] - row)), int(round(col)), :3] / 255.0
+
+
+def test_one_cycle_record_is_drawn_as_markers():
+    record, track, truth = make_float(n_cycles=1)
+    day = mdates.date2num(track["time"].values[0])
+    diag = tracking.diagnostics(track, truth)
+    for gid, ax in (("ess", diag.axes[0]), ("loglik", diag.axes[1])):
+        line = one(diag, gid)
+        assert line.get_marker() == "o" and list(line.get_markevery()) == [0]
+        y = float(track[gid].values[0])
+        assert np.abs(_pixel(diag, ax, day, y) - to_rgba(line.get_color())[:3]).max() < 0.1
+    # the map marks the single position in the track's colour map
+    fig = tracking.track_map(record, track)
+    dots = one(fig, "track-points")
+    expected = projected(map_axes(fig), track["lon"].values, track["lat"].values)
+    np.testing.assert_allclose(dots.get_offsets(), expected, rtol=1e-9)
+    assert len(one(fig, "track").get_segments()) == 0
+    # TOA: the predicted curves of the heard sources carry the marker too
+    toa = tracking.toa_diagram(record, track)
+    heard = [n for i, n in enumerate(SOURCES) if (track["association"].values == i).any()]
+    assert heard
+    for name in heard:
+        line = one(toa, f"predicted-{name}")
+        assert line.get_marker() == "o" and list(line.get_markevery()) == [0]
+    lo, hi = toa.axes[0].get_xlim()
+    assert lo < day < hi and hi - lo == pytest.approx(1.0)
+
+
+def test_positions_between_gaps_get_a_marker_and_others_do_not(sample):
+    _, track, _ = sample
+    tr = track.copy(deep=True)
+    ess = tr["ess"].values
+    ess[[9, 11]] = np.nan  # cycle 10 alone between gaps
+    tr["ess"] = ("cycle", ess)
+    line = one(tracking.diagnostics(tr), "ess")
+    assert list(line.get_markevery()) == [10]
+    assert one(tracking.diagnostics(track), "ess").get_marker() in ("None", "", None)
+
+
+def test_names_with_control_characters_or_dollars_draw_literally(sample):
+    record, track, _ = sample
+    tr = track.copy(deep=True)
+    tr.attrs["float_id"] = "7\x0067 $\\frac{$"
+    names = list(SOURCES)
+    names[0] = "a$b\x07"
+    tr = tr.assign_coords(source=names, candidate=[*names, "clutter"])
+    figs = [
+        tracking.track_map(record, tr.drop_vars("position_cov")),
+        tracking.toa_diagram(record, tr),
+        tracking.diagnostics(tr),
+    ]
+    for fig in figs:
+        fig.savefig(io.BytesIO(), format="png", dpi=30)  # '$\frac{$' used to fail to draw
+        texts = [t.get_text() for t in fig.findobj(lambda a: hasattr(a, "get_text"))]
+        texts += [fig.get_suptitle(), *(ax.get_title(loc="left") for ax in fig.axes)]
+        assert not any(ch in text for text in texts for ch in "\x00\x07")
+    map_title = map_axes(figs[0]).get_title(loc="left")
+    assert "7\ufffd67" in map_title
+    # shown as plain text: mathtext stays off, so the dollar signs are drawn as they are
+    (label,) = [t.get_text() for t in map_axes(figs[0]).texts if t.get_text().startswith("a")]
+    legend = [t.get_text() for t in figs[1].axes[0].get_legend().get_texts()]
+    for text in (map_title, label, legend[0], figs[2].get_suptitle()):
+        assert not cbook.is_math_text(text), text

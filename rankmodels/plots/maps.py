@@ -6,8 +6,12 @@ Inputs follow the tracking contract: ``record`` is a validated float record (``s
 ``position_cov`` (cycle, enu, enu) km^2 or ``lat_std``/``lon_std`` degrees, ``source_lat``,
 ``source_lon``); ``truth`` has ``lat``, ``lon`` (cycle).
 
-Artists carrying data have a ``gid``: "land", "coastline", "uncertainty", "track", "truth",
-"sources", "launch", "recovery", "time-marks".
+Artists carrying data have a ``gid``: "land", "coastline", "uncertainty", "track",
+"track-points" (positions without a valid neighbour, which a line cannot show), "truth",
+"sources", "launch", "recovery", "time-marks", "scale-bar" and "scale-bar-label". The graticule
+is labelled with the axes' own ticks, placed where each meridian crosses the bottom edge and
+each parallel the left edge of the frame (on a conic map these are not below / beside the
+points where the lines would cross a rectangle in degrees).
 """
 
 from __future__ import annotations
@@ -26,12 +30,20 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from rankmodels.plots import style
-from rankmodels.plots._fields import scalar, span_days, times, title, values
+from rankmodels.plots._fields import (
+    figure_text,
+    isolated,
+    scalar,
+    span_days,
+    times,
+    title,
+    values,
+)
 from rankmodels.plots.cartopy_data import natural_earth_feature
 from rankmodels.plots.labels import LABEL_FONTSIZE, place_labels
 from rankmodels.plots.track_summary import attr_flag, source_names
 from rankmodels.plots.uncertainty import CONFIDENCE, position_covariance_km, uncertainty_band
-from rankmodels.text import printable
+from rankmodels.tracking.geometry import tangent_step
 
 if TYPE_CHECKING:
     from cartopy.mpl.geoaxes import GeoAxes
@@ -40,6 +52,7 @@ MAP_WIDTH_IN = 9.4
 """Width of the map panel (inches); the height follows the map's aspect ratio."""
 _HALO = [patheffects.withStroke(linewidth=2.5, foreground="white")]
 _GRID_STEPS = (1, 2, 5, 10, 15, 20, 30)
+_GRID_LABEL_SIZE = 8
 
 
 # --------------------------------------------------------------------------------------------
@@ -154,7 +167,8 @@ def map_frame(lats: np.ndarray, lons: np.ndarray) -> MapFrame:
 
 def _draw_land_and_grid(frame: MapFrame) -> None:
     """Land and coastlines (shipped Natural Earth, 50m, or 110m beyond 60 degrees across),
-    clipped to the visible box; dashed whole-degree graticule labelled left and bottom."""
+    clipped to the visible box; dashed whole-degree graticule labelled at the frame
+    (:func:`label_graticule`)."""
     import cartopy.crs as ccrs
 
     ax, lon0 = frame.ax, frame.lon0
@@ -170,22 +184,125 @@ def _draw_land_and_grid(frame: MapFrame) -> None:
         "coastline", scale, extent=clip, edgecolor=style.COAST_COLOR, linewidth=0.6
     )
     ax.add_feature(coast, zorder=2).set_gid("coastline")
-    gl = ax.gridlines(
+    lons = grid_degrees(w + lon0, e + lon0, 9)
+    lats = grid_degrees(s, n, 12)
+    ax.gridlines(
         crs=ccrs.PlateCarree(),
-        draw_labels=True,
-        x_inline=False,
-        y_inline=False,
-        rotate_labels=False,
-        xlocs=grid_degrees(w + lon0, e + lon0, 9),
-        ylocs=grid_degrees(s, n, 12),
+        draw_labels=False,
+        xlocs=lons,
+        ylocs=lats,
         linewidth=0.5,
         color="0.55",
         alpha=0.6,
         linestyle="--",
         zorder=2.5,
     )
-    gl.top_labels = gl.right_labels = False
-    gl.xlabel_style = gl.ylabel_style = {"size": 8}
+    label_graticule(frame, lons, lats)
+
+
+def degree_label(value: float, positive: str, negative: str) -> str:
+    """'120°W', '56°S', '0°', '180°' (longitudes wrapped to [-180, 180))."""
+    if positive == "E":
+        value = (value + 180.0) % 360.0 - 180.0
+    if value == 0 or abs(value) == 180:
+        return f"{abs(value):g}°"
+    return f"{abs(value):g}°{positive if value > 0 else negative}"
+
+
+def edge_crossing(xy: np.ndarray, axis: int, level: float) -> float | None:
+    """Along the polyline ``xy`` ``(n, 2)``, the other coordinate at the first point where
+    coordinate ``axis`` crosses ``level`` (linear interpolation); None if it never does."""
+    d = xy[:, axis] - level
+    ok = np.isfinite(d[:-1]) & np.isfinite(d[1:])
+    hit = np.flatnonzero(ok & (np.sign(d[:-1]) != np.sign(d[1:])))
+    if hit.size == 0:
+        return None
+    i = hit[0]
+    f = d[i] / (d[i] - d[i + 1])
+    return float(xy[i, 1 - axis] + f * (xy[i + 1, 1 - axis] - xy[i, 1 - axis]))
+
+
+def graticule_ticks(
+    frame: MapFrame, lons: np.ndarray, lats: np.ndarray
+) -> tuple[list[tuple[float, str]], list[tuple[float, str]]]:
+    """``(x, label)`` where each meridian crosses the bottom edge and ``(y, label)`` where each
+    parallel crosses the left edge of the frame (projected units); lines leaving through
+    another edge get no label, nor does one closer than a label's width to the previous."""
+    x0, x1, y0, y1 = frame.bounds
+    w, e, s, n = frame.visible
+    lat_line = np.linspace(max(s - 5.0, -89.5), min(n + 5.0, 89.5), 4001)
+    lon_line = frame.lon0 + np.linspace(w - 5.0, e + 5.0, 4001)
+    xticks: list[tuple[float, str]] = []
+    for lon in lons:
+        x = edge_crossing(frame.project(np.full_like(lat_line, lon), lat_line), 1, y0)
+        if x is not None and x0 <= x <= x1:
+            xticks.append((x, degree_label(lon, "E", "W")))
+    yticks: list[tuple[float, str]] = []
+    for lat in lats:
+        y = edge_crossing(frame.project(lon_line, np.full_like(lon_line, lat)), 0, x0)
+        if y is not None and y0 <= y <= y1:
+            yticks.append((y, degree_label(lat, "N", "S")))
+    min_dx = 0.62 * _GRID_LABEL_SIZE * 6 * frame.per_pt
+    min_dy = 1.4 * _GRID_LABEL_SIZE * frame.per_pt
+    return _spaced(sorted(xticks), min_dx), _spaced(sorted(yticks), min_dy)
+
+
+def _spaced(ticks: list[tuple[float, str]], gap: float) -> list[tuple[float, str]]:
+    kept: list[tuple[float, str]] = []
+    for pos, text in ticks:
+        if not kept or pos - kept[-1][0] >= gap:
+            kept.append((pos, text))
+    return kept
+
+
+def label_graticule(frame: MapFrame, lons: np.ndarray, lats: np.ndarray) -> None:
+    """Tick marks and labels of :func:`graticule_ticks` on the bottom and left axes."""
+    xticks, yticks = graticule_ticks(frame, lons, lats)
+    for axis, ticks in ((frame.ax.xaxis, xticks), (frame.ax.yaxis, yticks)):
+        axis.set_ticks([p for p, _ in ticks], [t for _, t in ticks])
+        axis.set_visible(True)
+    frame.ax.tick_params(labelsize=_GRID_LABEL_SIZE, length=3, color="0.4", direction="out")
+
+
+def scale_bar_km(width_km: float) -> float:
+    """The largest 1, 2 or 5 x 10^k km not longer than a fifth of ``width_km``."""
+    target = 0.2 * width_km
+    power = 10.0 ** np.floor(np.log10(target))
+    return float(max(m * power for m in (1.0, 2.0, 5.0) if m * power <= target))
+
+
+def _draw_scale_bar(frame: MapFrame) -> None:
+    """A horizontal bar in the lower left corner whose length is a round number of km on the
+    ground at that spot (the projection is conformal: the local scale holds in every
+    direction)."""
+    import cartopy.crs as ccrs
+
+    ax = frame.ax
+    x0, x1, y0, y1 = frame.bounds
+    xa, ya = x0 + 0.03 * (x1 - x0), y0 + 0.05 * (y1 - y0)
+    lon_a, lat_a = ccrs.Geodetic().transform_point(xa, ya, ax.projection)
+    lat_b, lon_b = tangent_step(lat_a, lon_a, 1.0, 0.0)
+    per_km = float(np.hypot(*(frame.project(lon_b, lat_b)[0] - (xa, ya))))
+    length = scale_bar_km((x1 - x0) / per_km)
+    xb = xa + length * per_km
+    (bar,) = ax.plot(
+        [xa, xb], [ya, ya], color="0.1", lw=2.2, solid_capstyle="butt", zorder=9,
+        path_effects=_HALO, marker="|", markersize=7, markeredgewidth=1.2,
+    )  # fmt: skip
+    bar.set_gid("scale-bar")
+    ax.annotate(
+        f"{length:g} km",
+        xy=(0.5 * (xa + xb), ya),
+        xycoords=ax.transData,
+        xytext=(0, 5),
+        textcoords="offset points",
+        ha="center",
+        va="bottom",
+        fontsize=8,
+        color="0.1",
+        path_effects=_HALO,
+        zorder=9,
+    ).set_gid("scale-bar-label")
 
 
 def _draw_uncertainty(frame: MapFrame, track: xr.Dataset, lat, lon) -> list[Artist]:
@@ -200,8 +317,9 @@ def _draw_uncertainty(frame: MapFrame, track: xr.Dataset, lat, lon) -> list[Arti
     return [Patch(label=f"{CONFIDENCE:.0%} position uncertainty", **kw)]
 
 
-def _draw_track(frame: MapFrame, xy: np.ndarray, t: np.ndarray, smoothed: bool) -> LineCollection:
-    """The track as segments between consecutive valid positions, coloured by date."""
+def _draw_track(frame: MapFrame, xy: np.ndarray, t: np.ndarray, label: str) -> LineCollection:
+    """The track as segments between consecutive valid positions, coloured by date; positions
+    without a valid neighbour (a one-cycle record, a fix between gaps) as dots."""
     dates = mdates.date2num(t)
     segments = np.stack([xy[:-1], xy[1:]], axis=1)
     keep = np.isfinite(segments).all(axis=(1, 2))
@@ -213,9 +331,25 @@ def _draw_track(frame: MapFrame, xy: np.ndarray, t: np.ndarray, smoothed: bool) 
     if finite.size:
         lc.set_clim(finite.min(), max(finite.max(), finite.min() + 1.0))
     lc.set_gid("track")
-    lc.set_label("estimated track" + (" (smoothed)" if smoothed else ""))
+    lc.set_label(label)
     frame.ax.add_collection(lc)
+    alone = isolated(np.isfinite(xy).all(axis=1) & np.isfinite(dates))
+    if alone.any():
+        dots = frame.ax.scatter(
+            xy[alone, 0], xy[alone, 1], c=dates[alone], cmap=lc.cmap, norm=lc.norm, s=22,
+            edgecolors="0.15", linewidths=0.5, zorder=4.6,
+        )  # fmt: skip
+        dots.set_gid("track-points")
     return lc
+
+
+def track_kind(track: xr.Dataset) -> str:
+    """'smoothed track', 'filtered track' or, without a ``smoothed`` attribute, 'estimated
+    track'."""
+    smoothed = attr_flag(track.attrs, "smoothed")
+    if smoothed is None:
+        return "estimated track"
+    return "smoothed track" if smoothed else "filtered track"
 
 
 def time_marks(t: np.ndarray) -> tuple[np.ndarray, str]:
@@ -332,7 +466,7 @@ def _draw_sources(
         zorder=6,
     )
     sc.set_gid("sources")
-    shown = [printable(name) for name in names]
+    shown = [figure_text(name) for name in names]
     texts = [
         f"{name}\n(inactive)" if not active[i] else (f"{name}\n{notes[i]}" if notes[i] else name)
         for i, name in enumerate(shown)
@@ -372,14 +506,14 @@ def _draw_sources(
 
 
 _ENDPOINTS = {
-    # gid: (marker, colour, marker area, legend marker size, legend label)
-    "launch": ("*", style.LAUNCH_COLOR, 230, 11, "launch"),
-    "recovery": ("s", style.RECOVERY_COLOR, 80, 7, "recovery (surfacing)"),
+    # gid: (marker, face colour, edge colour, marker area, legend marker size, legend label)
+    "launch": ("*", style.LAUNCH_COLOR, "black", 260, 12, "launch"),
+    "recovery": ("s", style.RECOVERY_COLOR, "white", 70, 7, "recovery (surfacing)"),
 }
 
 
 def _draw_endpoint(frame: MapFrame, gid: str, pxy: np.ndarray) -> list[Artist]:
-    marker, color, size, legend_size, label = _ENDPOINTS[gid]
+    marker, color, edge, size, legend_size, label = _ENDPOINTS[gid]
     frame.ax.scatter(
         pxy[:, 0],
         pxy[:, 1],
@@ -387,8 +521,8 @@ def _draw_endpoint(frame: MapFrame, gid: str, pxy: np.ndarray) -> list[Artist]:
         marker=marker,
         s=size,
         c=color,
-        edgecolors="k",
-        linewidths=0.8,
+        edgecolors=edge,
+        linewidths=1.0,
         zorder=8,
     ).set_gid(gid)
     return [
@@ -399,7 +533,7 @@ def _draw_endpoint(frame: MapFrame, gid: str, pxy: np.ndarray) -> list[Artist]:
             marker=marker,
             markersize=legend_size,
             markerfacecolor=color,
-            markeredgecolor="k",
+            markeredgecolor="black",
             label=label,
         )
     ]
@@ -412,7 +546,8 @@ def _draw_endpoint(frame: MapFrame, gid: str, pxy: np.ndarray) -> list[Artist]:
 
 def track_map(record: xr.Dataset, track: xr.Dataset, truth: xr.Dataset | None = None) -> Figure:
     """Map of the estimated track with its 95 % uncertainty band, the sound sources, launch and
-    recovery positions and, if given, the true track (dashed).
+    recovery positions, a scale bar and, if given, the true track (dashed). The title and the
+    legend say whether the track is smoothed or filtered (``smoothed`` attribute).
 
     The extent covers sources, track, launch/recovery and truth with a margin (longitudes are
     unwrapped around their circular mean, so tracks across the antimeridian work); the projection
@@ -457,7 +592,8 @@ def track_map(record: xr.Dataset, track: xr.Dataset, truth: xr.Dataset | None = 
 
     handles = _draw_uncertainty(frame, track, lat, lon)
     xy = frame.project(lon, lat)
-    lc = _draw_track(frame, xy, t, bool(attr_flag(track.attrs, "smoothed")))
+    kind = track_kind(track)
+    lc = _draw_track(frame, xy, t, kind)
     handles.append(Line2D([], [], color=lc.cmap(0.5), lw=2.0, label=lc.get_label()))
     obstacles = [xy]
     if truth_ll is not None:
@@ -479,5 +615,6 @@ def track_map(record: xr.Dataset, track: xr.Dataset, truth: xr.Dataset | None = 
     cbar.set_label("date of listening cycle", fontsize=9)
     style.date_axis(cbar.ax.yaxis, span_days(t))
     cbar.ax.tick_params(labelsize=8)
-    frame.ax.set_title(title(track, record, "estimated track"), fontsize=11, loc="left")
+    _draw_scale_bar(frame)
+    frame.ax.set_title(title(track, record, kind), fontsize=11, loc="left")
     return fig

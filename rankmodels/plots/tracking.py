@@ -11,7 +11,9 @@ Inputs follow the tracking contract: ``track`` is the ``track-float`` output (``
 ``window_length``).
 
 Artists carrying data have a ``gid``: "arrivals-<source>", "clutter", "predicted-<source>",
-"ess", "loglik", "uncertainty-km", "collapsed" (and those listed in :mod:`rankmodels.plots.maps`).
+"silent-sources", "ess", "loglik", "uncertainty-km", "error-km", "collapsed" (and those listed
+in :mod:`rankmodels.plots.maps`). Lines mark the points that have no valid neighbour, so a
+one-cycle record or a value between gaps is drawn too.
 """
 
 from __future__ import annotations
@@ -23,8 +25,17 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from rankmodels.plots import style
-from rankmodels.plots._fields import scalar, span_days, time_limits, times, title, values
-from rankmodels.plots.maps import track_map
+from rankmodels.plots._fields import (
+    figure_text,
+    isolated,
+    scalar,
+    span_days,
+    time_limits,
+    times,
+    title,
+    values,
+)
+from rankmodels.plots.maps import track_kind, track_map
 from rankmodels.plots.track_summary import (
     CLUTTER,
     association_arrays,
@@ -33,7 +44,7 @@ from rankmodels.plots.track_summary import (
     source_table,
 )
 from rankmodels.plots.uncertainty import CONFIDENCE, ELLIPSE_SCALE, position_covariance_km
-from rankmodels.text import printable
+from rankmodels.tracking.evaluate import position_error_km
 
 __all__ = ["diagnostics", "toa_diagram", "track_map"]
 
@@ -48,14 +59,36 @@ def _arrivals(ax, x, y, probs, rgba, gid: str, **kwargs) -> None:
     sc.set_gid(gid)
 
 
+def _series(ax, t: np.ndarray, y: np.ndarray, gid: str, **kwargs) -> Line2D:
+    """``y`` against ``t`` as a line, with a marker on each point that has no finite neighbour
+    (a line alone would not show it)."""
+    alone = np.flatnonzero(isolated(np.isfinite(y)))
+    marker = {"marker": "o", "markersize": 3.5, "markevery": list(alone)} if alone.size else {}
+    (line,) = ax.plot(t, y, **marker, **kwargs)
+    line.set_gid(gid)
+    return line
+
+
+def _wrapped(names: list[str], width: int) -> str:
+    """``names`` joined by ", " into lines of at most ``width`` characters (longer names alone)."""
+    lines = [""]
+    for k, name in enumerate(names):
+        piece = name if k == len(names) - 1 else f"{name}, "
+        if lines[-1] and len(lines[-1]) + len(piece) > width:
+            lines.append("")
+        lines[-1] += piece
+    return "\n".join(line.rstrip() for line in lines)
+
+
 def toa_diagram(record: xr.Dataset, track: xr.Dataset) -> Figure:
     """Arrival times against date, each arrival coloured by its most probable source.
 
     Dots: recorded arrivals, in the colour of the source the filter associates them with; the
     opacity grows with the association probability (alpha = 0.15 + 0.85 p). Grey crosses:
     arrivals called clutter. Lines: each source's predicted TOA at the posterior track
-    (``predicted_toa``), gaps where the source is inactive. The y range is the listening window
-    when ``window_length`` is known.
+    (``predicted_toa``), gaps where the source is inactive. Sources with no associated arrival
+    are neither drawn nor in the legend; a note below the legend names them. The y range is the
+    listening window when ``window_length`` is known.
     """
     names = source_names(track)
     t = times(track)
@@ -67,6 +100,9 @@ def toa_diagram(record: xr.Dataset, track: xr.Dataset) -> Figure:
         raise ValueError(f"'toa' has shape {toa.shape} but 'association' has {labels.shape}")
     tt = np.broadcast_to(t[:, None], toa.shape)
     colors = style.source_colors(len(names))
+    recorded = np.isfinite(toa)
+    heard = [i for i in range(len(names)) if rows[i].arrivals > 0]
+    silent = [figure_text(names[i]) for i in range(len(names)) if rows[i].arrivals == 0]
 
     fig = Figure(figsize=(11.0, 5.6), layout="constrained")
     ax = fig.add_subplot(1, 1, 1)
@@ -75,12 +111,14 @@ def toa_diagram(record: xr.Dataset, track: xr.Dataset) -> Figure:
         predicted = np.asarray(
             track["predicted_toa"].transpose("cycle", "source").values, dtype=float
         )
-        for i, name in enumerate(names):
-            (line,) = ax.plot(t, predicted[:, i], color=colors[i], lw=0.9, alpha=0.75, zorder=2)
-            line.set_gid(f"predicted-{name}")
+        for i in heard:
+            _series(
+                ax, t, predicted[:, i], f"predicted-{names[i]}",
+                color=colors[i], lw=0.9, alpha=0.75, zorder=2,
+            )  # fmt: skip
 
-    recorded = np.isfinite(toa)
-    for i, name in enumerate(names):
+    for i in heard:
+        name = names[i]
         mask = recorded & (labels == i)
         _arrivals(ax, tt[mask], toa[mask], probs[mask], colors[i], f"arrivals-{name}", s=11)
     mask = recorded & (labels == CLUTTER)
@@ -112,22 +150,23 @@ def toa_diagram(record: xr.Dataset, track: xr.Dataset) -> Figure:
             marker="o",
             markersize=5,
             color=colors[i],
-            label=f"{printable(name)} ({rows[i].arrivals})",
+            label=f"{figure_text(names[i])} ({rows[i].arrivals})",
         )
-        for i, name in enumerate(names)
+        for i in heard
     ]
-    legend_handles.append(
-        Line2D(
-            [],
-            [],
-            ls="none",
-            marker="x",
-            color="0.3",
-            markersize=6,
-            label=f"clutter ({rows[-1].arrivals})",
+    if rows[-1].arrivals:
+        legend_handles.append(
+            Line2D(
+                [],
+                [],
+                ls="none",
+                marker="x",
+                color=style.CLUTTER_COLOR,
+                markersize=6,
+                label=f"clutter ({rows[-1].arrivals})",
+            )
         )
-    )
-    ax.legend(
+    legend = ax.legend(
         handles=legend_handles,
         title="most probable source\n(count of arrivals)",
         title_fontsize=8,
@@ -136,6 +175,12 @@ def toa_diagram(record: xr.Dataset, track: xr.Dataset) -> Figure:
         bbox_to_anchor=(1.01, 1.0),
         frameon=False,
     )
+    if silent:
+        ax.annotate(
+            "no arrival associated with\n" + _wrapped(silent, 24),
+            xy=(0.0, 0.0), xycoords=legend, xytext=(8, -4), textcoords="offset points",
+            fontsize=7.5, color="0.35", va="top", ha="left",
+        ).set_gid("silent-sources")  # fmt: skip
     ax.set_title(title(track, record, "arrival times"), fontsize=11, loc="left", pad=16)
     ax.annotate(
         "dots: recorded arrivals by most probable source (opacity = association probability); "
@@ -157,10 +202,21 @@ def toa_diagram(record: xr.Dataset, track: xr.Dataset) -> Figure:
 # --------------------------------------------------------------------------------------------
 
 
-def diagnostics(track: xr.Dataset) -> Figure:
-    """Effective sample size, per-cycle predictive log-likelihood log p(T_t | T_1:t-1) and, when
-    the track has a position covariance, the semi-major axis of the 95 % position ellipse (km)
-    over time; cycles where the filter collapsed (``track_summary.collapsed_cycles``) in red."""
+def diagnostics(track: xr.Dataset, truth: xr.Dataset | None = None) -> Figure:
+    """Filter diagnostics over time, one panel each, titled in words with their units.
+
+    1. Effective sample size ESS = 1 / sum_i w_i^2 of the forward filter's normalised particle
+       weights after each cycle's update (N particles: ESS = N when all weigh the same, 1 when
+       one particle carries all the weight).
+    2. Predictive log-likelihood log p(T_t | T_1:t-1) of each cycle's arrival times under the
+       forward filter, in nats; it is the log of a density over the m arrival times in seconds
+       (units s^-m), 0 for a cycle without arrivals.
+    3. When the track has a position covariance: the semi-major axis of its 95 % position
+       ellipse (km), of the smoothed or filtered track as the track says; with ``truth`` (same
+       cycles) also the distance from the track to the true position (km).
+
+    Cycles where the filter collapsed (``track_summary.collapsed_cycles``) in red.
+    """
     t = times(track)
     ess = values(track, "ess")
     loglik = values(track, "loglik")
@@ -168,38 +224,50 @@ def diagnostics(track: xr.Dataset) -> Figure:
         raise ValueError("track has no 'ess'/'loglik' variables")
     collapsed = collapsed_cycles(track)
     particles = track.attrs.get("particles")
-
     cov = position_covariance_km(track)
-    fig = Figure(figsize=(11.0, 4.6 if cov is None else 6.4), layout="constrained")
-    axes = list(fig.subplots(2 if cov is None else 3, 1, sharex=True))
+    error = None if truth is None else position_error_km(track, truth)
+    kind = track_kind(track)
+
+    third = cov is not None or error is not None
+    fig = Figure(figsize=(11.0, 6.9 if third else 5.0), layout="constrained")
+    axes = list(fig.subplots(3 if third else 2, 1, sharex=True))
     ax_ess, ax_ll = axes[:2]
-    (line,) = ax_ess.plot(t, ess, color="#1f4e79", lw=0.9)
-    line.set_gid("ess")
+    _series(ax_ess, t, ess, "ess", color="#1f4e79", lw=0.9)
+    n_text = f" (N = {int(particles)} particles)" if particles else ""
     if particles:
         ax_ess.axhline(float(particles), color="0.6", lw=0.8, ls=":")
-        ax_ess.text(
-            0.995,
-            float(particles),
-            f"N = {int(particles)} particles",
-            ha="right",
-            va="top",
-            transform=ax_ess.get_yaxis_transform(),
-            fontsize=7.5,
-            color="0.4",
-        )
     ax_ess.set_yscale("log")
-    ax_ess.set_ylabel("ESS")
+    ax_ess.set_ylabel("ESS (particles)")
+    ax_ess.set_title(
+        "effective sample size ESS = 1 / Σ w² of the forward filter's particle weights after "
+        f"each update{n_text}",
+        fontsize=9, loc="left",
+    )  # fmt: skip
 
     finite = np.isfinite(loglik)
-    (line,) = ax_ll.plot(t, np.where(finite, loglik, np.nan), color="#7b3f00", lw=0.9)
-    line.set_gid("loglik")
-    ax_ll.set_ylabel(r"$\log p(T_t \mid T_{1:t-1})$")
-    if cov is not None:
-        major = ELLIPSE_SCALE * np.sqrt(np.clip(np.linalg.eigvalsh(cov)[:, -1], 0.0, None))
-        (line,) = axes[2].plot(t, major, color="#4b6f96", lw=0.9)
-        line.set_gid("uncertainty-km")
-        axes[2].set_ylabel(f"{CONFIDENCE:.0%} ellipse\nsemi-major axis (km)")
-        axes[2].set_ylim(bottom=0.0)
+    _series(ax_ll, t, np.where(finite, loglik, np.nan), "loglik", color="#7b3f00", lw=0.9)
+    ax_ll.set_ylabel("nats")
+    ax_ll.set_title(
+        r"predictive log-likelihood $\log p(T_t \mid T_{1:t-1})$ of each cycle's arrival times "
+        r"(forward filter; log of a density in s$^{-m}$ for $m$ arrivals)",
+        fontsize=9, loc="left",
+    )  # fmt: skip
+    if third:
+        ax = axes[2]
+        parts = []
+        if cov is not None:
+            major = ELLIPSE_SCALE * np.sqrt(np.clip(np.linalg.eigvalsh(cov)[:, -1], 0.0, None))
+            _series(ax, t, major, "uncertainty-km", color="#4b6f96", lw=0.9,
+                    label=f"{CONFIDENCE:.0%} ellipse semi-major axis")  # fmt: skip
+            parts.append(f"semi-major axis of the {CONFIDENCE:.0%} position ellipse")
+        if error is not None:
+            _series(ax, t, error, "error-km", color=style.TRUTH_COLOR, lw=0.9, ls=(0, (4, 2)),
+                    label="distance to the true position")  # fmt: skip
+            parts.append("distance to the true position")
+            ax.legend(fontsize=8, loc="upper right")
+        ax.set_ylabel("km")
+        ax.set_ylim(bottom=0.0)
+        ax.set_title(f"{' and '.join(parts)} of the {kind}", fontsize=9, loc="left")
     axes[-1].set_xlabel("date")
     if collapsed.any():
         for ax in axes:
@@ -220,5 +288,5 @@ def diagnostics(track: xr.Dataset) -> Figure:
     style.date_axis(axes[-1].xaxis, span_days(t))
     if (limits := time_limits(t)) is not None:
         axes[-1].set_xlim(*limits)
-    ax_ess.set_title(title(track, None, "filter diagnostics"), fontsize=11, loc="left")
+    fig.suptitle(title(track, None, f"filter diagnostics ({kind})"), fontsize=11, x=0.01, ha="left")
     return fig
