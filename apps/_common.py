@@ -59,6 +59,17 @@ class OneLineGroup(OneLineErrors, click.Group):
     """A :class:`click.Group` with one-line usage errors, its subcommands' included."""
 
 
+# What a bad path given by the user raises (a missing file, a folder, a file where a folder
+# should be, no permission).
+_FILE_SYSTEM_ERRORS = (
+    FileNotFoundError,
+    FileExistsError,
+    IsADirectoryError,
+    NotADirectoryError,
+    PermissionError,
+)
+
+
 def reports_bad_input(func: F) -> F:
     """Turn :class:`InputError` and file-system errors raised by ``func`` into exit 2.
 
@@ -71,7 +82,7 @@ def reports_bad_input(func: F) -> F:
             return func(*args, **kwargs)
         except InputError as err:
             raise BadInput(str(err)) from None
-        except (FileNotFoundError, IsADirectoryError, PermissionError) as err:
+        except _FILE_SYSTEM_ERRORS as err:
             raise BadInput(f"{err.filename}: {err.strerror}") from None
 
     return wrapper  # type: ignore[return-value]

@@ -77,6 +77,24 @@ def test_input_errors_become_one_line_exit_2(tmp_path):
     assert "Traceback" not in result.output
 
 
+@pytest.mark.parametrize("below", ["missing/x.txt", "a-file/x.txt"])
+def test_output_paths_the_file_system_refuses_are_one_line_errors(tmp_path, below):
+    (tmp_path / "a-file").write_text("not a folder")
+    target = tmp_path / below
+
+    @click.command()
+    @reports_bad_input
+    def cmd() -> None:
+        with open(target, "w"):
+            pass
+
+    result = CliRunner().invoke(cmd, [])
+    assert result.exit_code == 2, result.output
+    assert result.output.strip() == f"Error: {target}: " + (
+        "No such file or directory" if below.startswith("missing") else "Not a directory"
+    )
+
+
 def _one_error_line(result) -> str:
     """The single ``Error: ...`` line of a failed invocation (asserts there is only that)."""
     assert result.exit_code == 2, result.output
@@ -94,7 +112,7 @@ def _one_error_line(result) -> str:
         (["track-float"], "Missing argument 'FILE'"),
         (["aggregate", "--rule", "magic", "votes.csv"], "'magic' is not one of"),
         (["study", "tracking-clutter", "--lambdas", "1,x"], "expected comma-separated numbers"),
-        (["simulate-float", "--days", "1"], "1 is not in the range x>=2"),
+        (["simulate-float", "--days", "1"], "'--days': 1 is not in the range"),
     ],
 )
 def test_usage_errors_are_one_line(args, expected):
