@@ -2,16 +2,50 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
 
 from rankmodels.tracking.records import write_float
-from rankmodels.tracking.simulate import TRAJECTORIES, dimes_float767
-from rankmodels_app._common import atomic_path, reports_bad_input, seed_option
+from rankmodels.tracking.simulate import (
+    FLOAT767_DAYS,
+    MAX_DAYS,
+    TRAJECTORIES,
+    dimes_float767,
+    simulated_float_id,
+    simulation_steps,
+)
+from rankmodels_app._common import (
+    BadInput,
+    OneLineCommand,
+    atomic_path,
+    progressbar,
+    quiet_option,
+    reports_bad_input,
+    seed_option,
+)
 
 
-@click.command("simulate-float")
+def _plain_name(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """``--name`` is a file name inside ``--out``: no path separator, no ``..``, printable."""
+    separators = {"/", os.sep, os.altsep} - {None}
+    if value is not None and (
+        not value
+        or ".." in value
+        or any(sep in value for sep in separators)
+        or not value.isprintable()
+    ):
+        raise click.BadParameter(
+            f"{value!r} is not a plain file name; expected a name without path separators, "
+            "'..' or control characters (the files go into --out)",
+            ctx=ctx,
+            param=param,
+        )
+    return value
+
+
+@click.command("simulate-float", cls=OneLineCommand)
 @click.option(
     "--out",
     type=click.Path(path_type=Path, file_okay=False),
@@ -19,24 +53,40 @@ from rankmodels_app._common import atomic_path, reports_bad_input, seed_option
     show_default=True,
     help="Folder for NAME.nc and NAME_truth.nc.",
 )
-@click.option("--name", default="float767", show_default=True, help="Base name of the files.")
+@click.option(
+    "--name",
+    default=None,
+    callback=_plain_name,
+    help="Base name of the files  [default: the float id, sim-TRAJECTORY-seedSEED-DAYSd]",
+)
 @click.option("--trajectory", type=click.Choice(TRAJECTORIES), default="drift", show_default=True)
 @click.option(
     "--days",
-    type=click.IntRange(min=2),
-    default=729,
+    type=click.IntRange(min=2, max=MAX_DAYS),
+    default=FLOAT767_DAYS,
     show_default=True,
-    help="Days from launch to recovery (one cycle a day).",
+    help=f"Days from launch to recovery (one cycle a day), 2 to {MAX_DAYS} (10 years).",
 )
 @seed_option(default=767)
+@quiet_option
 @reports_bad_input
-def simulate_float(out: Path, name: str, trajectory: str, days: int, seed: int) -> None:
-    """Simulate a RAFOS float on the DIMES source array (float 767's launch and recovery).
+def simulate_float(
+    out: Path, name: str | None, trajectory: str, days: int, seed: int, quiet: bool
+) -> None:
+    """Simulate a RAFOS float on the DIMES source array, launched where DIMES float 767 was.
 
-    With the defaults, `rankmodels simulate-float --out data` reproduces the shipped
+    Writes OUT/NAME.nc (the float record, float id sim-TRAJECTORY-seedSEED-DAYSd) and
+    OUT/NAME_truth.nc (its true track). With the defaults and --name float767,
+    `rankmodels simulate-float --out data --name float767` reproduces the shipped
     data/float767.nc and data/float767_truth.nc.
     """
-    record, truth = dimes_float767(seed, days=days, trajectory=trajectory)
+    try:  # before the work: a bad --out fails at once
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise BadInput(f"{out}: --out: cannot create the folder ({err.strerror})") from None
+    name = name or simulated_float_id(trajectory, seed, days)
+    with progressbar(simulation_steps(days, trajectory), "Simulating", quiet) as bar:
+        record, truth = dimes_float767(seed, days=days, trajectory=trajectory, progress=bar.update)
     with atomic_path(out / f"{name}.nc") as tmp:
         write_float(record, tmp)
     with atomic_path(out / f"{name}_truth.nc") as tmp:

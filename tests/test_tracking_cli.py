@@ -247,7 +247,7 @@ def test_labels_engine_needs_labels(tmp_path):
 
 
 def test_simulate_float_reproduces_the_shipped_sample(tmp_path, repo_data):
-    res = CliRunner().invoke(cli, ["simulate-float", "--out", str(tmp_path)])
+    res = CliRunner().invoke(cli, ["simulate-float", "--out", str(tmp_path), "--name", "float767"])
     assert res.exit_code == 0, res.output
     for name in ("float767.nc", "float767_truth.nc"):
         made = xr.load_dataset(tmp_path / name)

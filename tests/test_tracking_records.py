@@ -1,6 +1,10 @@
-"""Float records: round trip, one clear error per violation, fuzzed validator and reader."""
+"""Float records: round trip, one clear error per violation, hand labels checked strictly only
+when required, units attributes, the schema against the docs, fuzzed validator and reader."""
 
 from __future__ import annotations
+
+import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -10,11 +14,19 @@ from hypothesis import strategies as st
 
 from rankmodels.errors import InputError
 from rankmodels.tracking.records import (
-    DEFAULT_SOUND_SPEED,
+    InvalidLabelsWarning,
     active_sources,
     read_float,
     validate_float,
     write_float,
+)
+from rankmodels.tracking.schema import (
+    DEFAULT_SOUND_SPEED,
+    FLOAT_RECORD,
+    TRACK,
+    TRUTH,
+    UNIT_SPELLINGS,
+    unit_spellings_table,
 )
 from rankmodels.tracking.signal_model import DEFAULT_WINDOW
 from rankmodels.tracking.simulate import dimes_float767
@@ -118,16 +130,6 @@ VIOLATIONS = {
         "source_lat",
         ">= -90",
     ),
-    "unknown label": (
-        lambda d: _set(d, "source_label", np.where(d["source_label"] == 0, 12, d["source_label"])),
-        "source_label",
-        "unknown label 12",
-    ),
-    "label -2 on an arrival": (
-        lambda d: _set(d, "source_label", np.full(d["source_label"].shape, -2)),
-        "source_label",
-        "no arrival",
-    ),
     "sound speed zero": (lambda d: d.assign(sound_speed=((), 0.0)), "sound_speed", "> 0.0"),
     "sound speed NaN": (lambda d: d.assign(sound_speed=((), np.nan)), "sound_speed", "non-finite"),
     "partial recovery": (lambda d: d.drop_vars("recovery_lat"), "recovery_lat", "go together"),
@@ -166,6 +168,229 @@ def test_each_violation_names_the_variable(record, case):
     assert err.field == field and words in err.message
     assert str(err).startswith(f"float.nc: {field}: ")
     assert "\n" not in str(err)
+
+
+def _label(ds, edit):
+    labels = ds["source_label"].values.astype(float).copy()
+    edit(labels)
+    return _set(ds, "source_label", labels)
+
+
+LABEL_VIOLATIONS = {
+    "unknown label": (
+        lambda d: _set(d, "source_label", np.where(d["source_label"] == 0, 12, d["source_label"])),
+        "unknown label 12",
+    ),
+    "label -2 on an arrival": (
+        lambda d: _set(d, "source_label", np.full(d["source_label"].shape, -2)),
+        "no arrival",
+    ),
+    "fractional label": (lambda d: _label(d, lambda a: a.__setitem__((4, 1), 0.5)), "unknown"),
+    "NaN label": (lambda d: _label(d, lambda a: a.__setitem__((4, 1), np.nan)), "unknown"),
+    "one source, two arrivals": (
+        lambda d: _label(d, lambda a: a.__setitem__((0, slice(0, 2)), 1)),
+        "cycle 0: source 'US1-2' labels 2 arrivals",
+    ),
+    "source not yet deployed": (  # US2-1 (index 6) transmits from 2009-12-20
+        lambda d: _label(d, lambda a: a.__setitem__((2, 3), 6)),
+        "cycle 2: labelled source 'US2-1' is not active",
+    ),
+    "labels wrong dims": (
+        lambda d: d.assign(source_label=d["source_label"].transpose()),
+        "expected dims ('cycle', 'rank')",
+    ),
+    "labels as text": (
+        lambda d: _set(d, "source_label", d["source_label"].values.astype(str)),
+        "expected a real number",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(LABEL_VIOLATIONS))
+def test_bad_labels_are_an_error_when_required(record, case):
+    mutate, words = LABEL_VIOLATIONS[case]
+    with pytest.raises(InputError) as info:
+        validate_float(mutate(record), path="float.nc", labels_required=True)
+    assert info.value.field == "source_label" and words in info.value.message
+    assert str(info.value).startswith("float.nc: source_label: ")
+
+
+@pytest.mark.parametrize("case", sorted(LABEL_VIOLATIONS))
+def test_bad_labels_only_warn_and_are_dropped_when_not_required(record, case):
+    """Engines other than labels do not use the labels: the record is still usable."""
+    mutate, words = LABEL_VIOLATIONS[case]
+    with pytest.warns(InvalidLabelsWarning) as caught:
+        out = validate_float(mutate(record), path="float.nc")
+    (warning,) = caught
+    assert str(warning.message).startswith("float.nc: source_label: ")
+    assert words in str(warning.message) and "ignored" in str(warning.message)
+    assert "source_label" not in out
+    assert np.array_equal(out["toa"].values, record["toa"].values)
+
+
+def test_good_labels_pass_silently_in_both_modes(record):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        loose = validate_float(record)
+        strict = validate_float(record, labels_required=True)
+    for out in (loose, strict):
+        assert out["source_label"].dtype == np.int64
+        assert np.array_equal(out["source_label"].values, record["source_label"].values)
+
+
+def test_required_labels_must_be_present(record):
+    bare = record.drop_vars("source_label")
+    assert "source_label" not in validate_float(bare)
+    with pytest.raises(InputError, match="f.nc: source_label: needed by the labels engine"):
+        validate_float(bare, path="f.nc", labels_required=True)
+
+
+def test_reader_checks_labels_strictly_only_when_asked(record, tmp_path):
+    path = tmp_path / "bad_labels.nc"
+    bad = LABEL_VIOLATIONS["unknown label"][0](record)
+    bad.to_netcdf(path)  # write_float would refuse the inconsistent labels
+    with pytest.raises(InputError, match=f"{path}: source_label: unknown label 12"):
+        read_float(path, labels_required=True)
+    with pytest.warns(InvalidLabelsWarning, match=f"{path}: source_label: unknown label 12"):
+        out = read_float(path)
+    assert "source_label" not in out and out.sizes["cycle"] == record.sizes["cycle"]
+    with pytest.raises(InputError, match="source_label: unknown label 12"):
+        write_float(bad, tmp_path / "out.nc")
+
+
+# --- units attributes -------------------------------------------------------------------------
+
+UNIT_CASES = [  # variable, units attribute, factor from those units to the schema's
+    ("toa", "ms", 1e-3),
+    ("toa", " Milliseconds ", 1e-3),
+    ("toa", "SECONDS", 1.0),
+    ("toa", "sec", 1.0),
+    ("source_offset", "ms", 1e-3),
+    ("window_length", "min", 60.0),
+    ("sound_speed", "km/s", 1000.0),
+    ("sound_speed", "m/s", 1.0),
+    ("source_lat", "degrees", 1.0),
+    ("launch_lon", "degree_E", 1.0),
+]
+
+
+@pytest.mark.parametrize(("name", "units", "factor"), UNIT_CASES)
+def test_known_units_are_converted(record, tmp_path, name, units, factor):
+    """A record written in other units reads back in the schema's units (through a file)."""
+    given = record.copy(deep=True)
+    given[name] = (record[name].dims, record[name].values.astype(float) / factor, {"units": units})
+    path = tmp_path / "units.nc"
+    given.to_netcdf(path)
+    out = read_float(path)
+    assert np.allclose(out[name].values, record[name].values, rtol=1e-12, equal_nan=True)
+    assert out[name].attrs["units"] == FLOAT_RECORD[name].units
+
+
+def test_toa_in_milliseconds_is_not_read_as_seconds(record, tmp_path):
+    """The finding: TOAs written in ms were read as seconds (1000 times too late)."""
+    given = record.copy(deep=True)
+    given["toa"] = (("cycle", "rank"), record["toa"].values * 1000.0, {"units": "ms"})
+    given = given.drop_vars("window_length")
+    path = tmp_path / "ms.nc"
+    given.to_netcdf(path)
+    out = read_float(path)
+    assert np.allclose(out["toa"].values, record["toa"].values)
+    assert float(out["window_length"]) == DEFAULT_WINDOW
+
+
+@pytest.mark.parametrize("units", ["hours", "days", "furlong", "", "ms-1", 5])
+def test_unknown_units_are_refused_naming_variable_and_attribute(record, units):
+    given = record.copy(deep=True)
+    given["toa"].attrs["units"] = units
+    with pytest.raises(InputError) as info:
+        validate_float(given, path="f.nc")
+    assert info.value.field == "toa"
+    assert info.value.message.startswith(f"units attribute {str(units)!r} is not understood")
+    assert "'s'" in info.value.message and "'ms'" in info.value.message
+
+
+UNIT_VARIABLES = [v.name for v in FLOAT_RECORD if v.kind == "real" and v.units]
+KNOWN = [spelling for spellings in UNIT_SPELLINGS.values() for spelling in spellings]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    name=st.sampled_from(UNIT_VARIABLES),
+    units=st.one_of(
+        st.text(max_size=12),
+        st.sampled_from(KNOWN).map(lambda u: f"  {u.upper()} "),
+        st.sampled_from(KNOWN),
+    ),
+)
+def test_fuzz_units_attribute(name, units):
+    """Any ``units`` string: converted by the spelling's factor when it is a spelling of the
+    variable's unit, otherwise refused naming the variable and its units attribute."""
+    given = _RECORD.copy(deep=True)
+    given[name].attrs["units"] = units
+    factor = UNIT_SPELLINGS[FLOAT_RECORD[name].units].get(" ".join(units.lower().split()))
+    try:
+        out = validate_float(given, path="fuzz.nc")
+    except InputError as err:
+        assert "\n" not in str(err)
+        if factor is None:
+            assert err.field == name and err.message.startswith("units attribute")
+        else:  # a known unit may scale values out of range; never a units complaint
+            assert not err.message.startswith("units attribute")
+    else:
+        assert factor is not None
+        expected = np.asarray(_RECORD[name].values, dtype=float) * factor
+        assert np.allclose(out[name].values, expected, equal_nan=True)
+
+
+# --- the schema is the one home of the format ------------------------------------------------
+
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "tracking.md"
+
+
+@pytest.mark.parametrize(
+    "table",
+    [
+        FLOAT_RECORD.markdown_table(),
+        TRUTH.markdown_table(),
+        TRACK.markdown_table(),
+        unit_spellings_table(),
+    ],
+    ids=["float record", "truth", "track", "units"],
+)
+def test_docs_show_the_schema_tables(table):
+    assert table in DOCS.read_text(encoding="utf-8"), (
+        "docs/tracking.md's table differs from rankmodels.tracking.schema; paste:\n" + table
+    )
+
+
+def test_simulated_files_follow_the_schema():
+    """Every variable the simulator writes is declared, with the schema's dims and attributes."""
+    for ds, fmt in ((_RECORD, FLOAT_RECORD), (_TRUTH, TRUTH)):
+        for name, var in ds.variables.items():
+            spec = fmt[str(name)]
+            assert var.dims == spec.dims, name
+            assert {k: var.attrs[k] for k in spec.attrs()} == spec.attrs(), name
+
+
+@pytest.mark.parametrize("spec", list(FLOAT_RECORD), ids=lambda v: v.name)
+def test_each_declared_variable_is_checked(record, spec):
+    """From the schema alone: a required variable may not be missing (optional ones may), and
+    no variable may have other dims."""
+    recovery = ["recovery_lat", "recovery_lon", "recovery_time"]  # all three or none
+    names = recovery if spec.name in recovery else [spec.name]
+    dropped = record.drop_vars(names, errors="ignore")
+    if spec.required:
+        with pytest.raises(InputError) as info:
+            validate_float(dropped, path="f.nc")
+        assert info.value.field == spec.name and "missing required" in info.value.message
+    else:
+        validate_float(dropped)
+    if spec.name not in record.variables:
+        record[spec.name] = (spec.dims, np.zeros([record.sizes[d] for d in spec.dims]))
+    wrong = record.assign({spec.name: ((*spec.dims, "extra"), record[spec.name].values[..., None])})
+    with pytest.raises(InputError) as info:
+        validate_float(wrong, path="f.nc", labels_required=True)
+    assert info.value.field == spec.name and "expected dims" in info.value.message
 
 
 def test_reader_errors(tmp_path, record):
@@ -226,8 +451,11 @@ def test_fuzz_validator_raises_only_input_errors(data):
             if flat.size:
                 flat[data.draw(st.integers(0, flat.size - 1))] = data.draw(VALUES)
             ds[name] = (ds[name].dims, arr.reshape(ds[name].shape))
+    required = data.draw(st.booleans())
     try:
-        out = validate_float(ds, path="fuzz.nc")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            out = validate_float(ds, path="fuzz.nc", labels_required=required)
     except InputError as err:
         assert str(err).startswith("fuzz.nc: ") and "\n" not in str(err)
     else:
@@ -235,6 +463,15 @@ def test_fuzz_validator_raises_only_input_errors(data):
         rec = ~np.isnan(toa)
         assert rec.any() and (toa[rec] >= 0).all()
         assert (np.nan_to_num(np.diff(toa, axis=1), nan=0.0) >= 0).all()
+        if "source_label" in out:  # kept labels are consistent with the TOAs
+            assert not caught and ((out["source_label"].values == -2) == ~rec).all()
+        elif "source_label" not in ds:
+            assert not caught
+        else:  # dropped (only when not required): said so in one warning naming the file
+            assert not required
+            (warning,) = caught
+            assert issubclass(warning.category, InvalidLabelsWarning)
+            assert str(warning.message).startswith("fuzz.nc: source_label: ")
 
 
 @settings(max_examples=40, deadline=None)

@@ -1,24 +1,33 @@
-"""The simulator: trajectories, the signal model, and the shipped sample data."""
+"""The simulator: trajectories, the signal model, names and progress, the shipped sample data,
+and the ``simulate-float`` command end to end."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 import xarray as xr
+from click.testing import CliRunner
 
+import rankmodels_app._common as app_common
 from rankmodels.tracking.geometry import great_circle_km, tangent_offsets
 from rankmodels.tracking.records import active_sources, read_float, validate_float
 from rankmodels.tracking.simulate import (
+    BRIDGE_ITERATIONS,
     DIMES_SOURCES,
+    MAX_DAYS,
+    TRAJECTORIES,
     SignalSpec,
     Source,
     dimes_float767,
     drifting_track,
     range_dependent_detection,
     simulate_record,
+    simulated_float_id,
+    simulation_steps,
     spiral_track,
     straight_track,
 )
+from rankmodels_app.simulate import simulate_float
 
 
 def test_drifting_track_is_pinned_and_eddying(rng):
@@ -114,6 +123,7 @@ def test_shipped_sample_is_reproducible_and_marked_simulated(repo_data):
     truth = xr.load_dataset(repo_data / "float767_truth.nc")
     record, true = dimes_float767(seed=int(shipped.attrs["sim_seed"]))
     assert shipped.attrs["simulated"] == 1 and "SIMULATED" in shipped.attrs["comment"]
+    assert shipped.attrs["float_id"] == record.attrs["float_id"] == "sim-drift-seed767-729d"
     assert np.allclose(shipped["toa"], record["toa"], equal_nan=True)
     assert np.allclose(truth["lat"], true["lat"]) and np.allclose(truth["lon"], true["lon"])
     assert (truth["true_label"].values == shipped["source_label"].values).all()
@@ -128,3 +138,107 @@ def test_shipped_sample_is_reproducible_and_marked_simulated(repo_data):
     assert act[0].sum() == 6 and act[-1].sum() == 12  # US2/UK1 deployed a year later
     # at least three true arrivals in almost every cycle (the float is trackable)
     assert np.mean((truth["true_label"].values >= 0).sum(axis=1) >= 3) > 0.95
+
+
+# --- names, bounds and progress ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("trajectory", TRAJECTORIES)
+def test_a_simulation_is_named_after_how_it_was_made(trajectory):
+    """Not "float 767": plots' titles read the float id, reports the title."""
+    record, truth = dimes_float767(seed=1, days=12, trajectory=trajectory)
+    assert record.attrs["float_id"] == truth.attrs["float_id"] == f"sim-{trajectory}-seed1-12d"
+    assert simulated_float_id(trajectory, 1, 12) == record.attrs["float_id"]
+    assert record.attrs["title"].startswith(f"Simulated {trajectory} RAFOS float (seed 1, 12 days)")
+    assert "RAFOS float 767" not in record.attrs["title"]
+
+
+def test_days_are_bounded():
+    dimes_float767(seed=1, days=2, trajectory="straight")
+    for days in (1, MAX_DAYS + 1, 99_999_999_999):
+        with pytest.raises(ValueError, match=rf"days must be in \[2, {MAX_DAYS}\].*got {days}"):
+            dimes_float767(seed=1, days=days)
+
+
+@pytest.mark.parametrize(("trajectory", "days"), [(t, 600) for t in TRAJECTORIES] + [("drift", 9)])
+def test_progress_counts_add_up_to_the_announced_total(trajectory, days):
+    calls: list[int] = []
+    record, _ = dimes_float767(seed=2, days=days, trajectory=trajectory, progress=calls.append)
+    assert sum(calls) == simulation_steps(days, trajectory) and min(calls) > 0
+    cycles = record.sizes["cycle"]
+    chunks = [256] * (cycles // 256) + [cycles % 256] * (cycles % 256 > 0)
+    assert calls[-len(chunks) :] == chunks  # the cycles, in steps of at most 256
+    if trajectory == "drift":  # before them, the passes over the days
+        assert calls[0] == days and sum(calls[: -len(chunks)]) == (1 + BRIDGE_ITERATIONS) * days
+
+
+def test_drifting_track_reports_every_pass_converged_or_not(rng):
+    days = np.arange(1, 11, dtype=float)
+    for end in (None, (-56.5, -104.0), (-89.99999, 0.0)):  # no bridge, converges, cannot reach
+        calls: list[int] = []
+        drifting_track(days, (-56.3, -105.0), end, rng, progress=calls.append)
+        passes = 1 if end is None else 1 + BRIDGE_ITERATIONS
+        assert sum(calls) == passes * days.size
+
+
+# --- simulate-float end to end ----------------------------------------------------------------
+
+
+def _simulate(tmp_path, *args):
+    return CliRunner().invoke(simulate_float, ["--out", str(tmp_path), *args])
+
+
+def test_default_output_is_named_after_the_simulation(tmp_path):
+    res = _simulate(tmp_path, "--trajectory", "spiral", "--seed", "1", "--days", "9")
+    assert res.exit_code == 0, res.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "sim-spiral-seed1-9d.nc",
+        "sim-spiral-seed1-9d_truth.nc",
+    ]
+    record = read_float(tmp_path / "sim-spiral-seed1-9d.nc")
+    assert record.attrs["float_id"] == "sim-spiral-seed1-9d"
+    assert record.attrs["sim_trajectory"] == "spiral" and record.sizes["cycle"] == 8
+
+
+@pytest.mark.parametrize("name", ["../escape", "sub/escape", "..", "", "a\x00b", "x\ny"])
+def test_name_may_not_leave_the_output_folder(tmp_path, name):
+    out = tmp_path / "out"
+    res = _simulate(out, "--name", name, "--days", "3")
+    assert res.exit_code == 2
+    assert res.output.startswith("Error: Invalid value for '--name': ")
+    assert "not a plain file name" in res.output and res.output.count("\n") == 1
+    assert not [p for p in tmp_path.rglob("*") if p.is_file()]  # nothing written anywhere
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--days", "99999999999"], f"'--days': 99999999999 is not in the range 2<=x<={MAX_DAYS}"),
+        (["--days", "1"], f"'--days': 1 is not in the range 2<=x<={MAX_DAYS}"),
+        (["--seed", "-1"], "'--seed': -1 is not in the range 0<=x<="),
+        (["--seed", str(2**63)], "'--seed'"),
+    ],
+)
+def test_out_of_range_options_are_one_line_errors(tmp_path, args, words):
+    res = _simulate(tmp_path, *args)
+    assert res.exit_code == 2 and words in res.output
+    assert res.output.startswith("Error: ") and res.output.count("\n") == 1
+    assert not list(tmp_path.iterdir())
+
+
+def test_out_inside_a_file_is_a_one_line_error(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    res = _simulate(blocker / "sub", "--days", "3")
+    assert res.exit_code == 2 and res.output.startswith(f"Error: {blocker / 'sub'}: --out: ")
+    assert res.output.count("\n") == 1
+
+
+def test_progress_bar_on_a_terminal_unless_quiet(tmp_path, monkeypatch):
+    monkeypatch.setattr(app_common, "show_progress", lambda quiet: not quiet)  # "a terminal"
+    shown = _simulate(tmp_path, "--days", "40", "--name", "a")
+    quiet = _simulate(tmp_path, "--days", "40", "--name", "b", "--quiet")
+    assert shown.exit_code == quiet.exit_code == 0
+    assert "Simulating" in shown.stderr and "Simulating" not in quiet.stderr
+    assert "Simulating" not in shown.stdout
+    assert xr.load_dataset(tmp_path / "a.nc").identical(xr.load_dataset(tmp_path / "b.nc"))

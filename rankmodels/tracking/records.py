@@ -1,36 +1,41 @@
 """Float records: read, validate and write the RAFOS float NetCDF format.
 
-A float record holds, for every listening cycle, the first ``r`` times of arrival (TOAs) the
-float heard, plus the geometry needed to predict them (see ``docs/tracking.md``, "File
-formats"). :func:`validate_float` checks every variable and raises
-:class:`rankmodels.errors.InputError` naming the file and the variable on the first problem;
-it returns a copy with the optional variables that have defaults filled in:
+The format is :data:`rankmodels.tracking.schema.FLOAT_RECORD` (shown in ``docs/tracking.md``,
+"File formats"). :func:`validate_float` checks a record concern by concern -- the declared
+variables (presence, dims, kinds, units), the arrivals, the cycle times, the sources, launch and
+recovery, the listening window, the hand labels -- and raises
+:class:`rankmodels.errors.InputError` (``FILE: VARIABLE: what was expected``) on the first
+problem. It returns a copy in canonical units (TOAs in seconds, ...) with the optional variables
+that have defaults filled in.
 
-============================  ==========  =============================================
-variable                      dims        default when absent
-============================  ==========  =============================================
-``source_offset``             (source)    0 s
-``sound_speed``               ()          1500 m/s
-``window_length``             ()          1800 s, or more if a TOA is later (next minute)
-``source_start_time``         (source)    NaT (active since before the record)
-``source_end_time``           (source)    NaT (active until after the record)
-============================  ==========  =============================================
+Hand labels (``source_label``) are used only by the ``labels`` engine. With
+``labels_required=True`` they must be present and consistent with the TOAs; otherwise
+inconsistent labels only raise an :class:`InvalidLabelsWarning` (``warnings.warn``) and are
+dropped from the returned record, so no later step can use them.
 """
 
 from __future__ import annotations
 
 import math
 import os
+import warnings
 from collections.abc import Hashable
 
 import numpy as np
 import xarray as xr
 
 from rankmodels.errors import InputError
+from rankmodels.tracking.schema import (
+    DEFAULT_SOUND_SPEED,
+    FLOAT_RECORD,
+    NO_ARRIVAL,
+    UNIT_SPELLINGS,
+    unit_factor,
+)
 from rankmodels.tracking.signal_model import DEFAULT_WINDOW
 
 __all__ = [
-    "DEFAULT_SOUND_SPEED",
+    "InvalidLabelsWarning",
     "active_sources",
     "compressed_encoding",
     "read_float",
@@ -38,15 +43,24 @@ __all__ = [
     "write_float",
 ]
 
-DEFAULT_SOUND_SPEED = 1500.0  # m/s
-LABEL_CLUTTER = -1
-LABEL_NONE = -2
-
 PathLike = str | os.PathLike[str]
+
+_RECOVERY = ("recovery_lat", "recovery_lon", "recovery_time")
+
+
+class InvalidLabelsWarning(UserWarning):
+    """A record's hand labels (``source_label``) are inconsistent and were dropped; only the
+    ``labels`` engine needs them (pass ``labels_required=True`` to make this an error)."""
+
+
+def _first(mask: np.ndarray) -> int | tuple[int, ...]:
+    idx = np.argwhere(mask)[0]
+    return int(idx[0]) if idx.size == 1 else tuple(int(i) for i in idx)
 
 
 class _Checker:
-    """Raises :class:`InputError` for one record, naming its file."""
+    """Checks one record against :data:`FLOAT_RECORD`; raises :class:`InputError` naming the
+    file and the variable."""
 
     def __init__(self, ds: xr.Dataset, path: PathLike | None) -> None:
         self.ds = ds
@@ -55,102 +69,97 @@ class _Checker:
     def fail(self, field: str, message: str) -> None:
         raise InputError(message, path=self.path, field=field)
 
-    def var(
-        self, name: str, dims: tuple[str, ...], *, required: bool = True
-    ) -> xr.DataArray | None:
-        if name not in self.ds.variables:
-            if required:
-                self.fail(name, f"missing required variable (expected dims {dims or '()'})")
-            return None
-        da = self.ds[name]
-        if da.dims != dims:
-            self.fail(name, f"expected dims {dims or '()'}, got {da.dims or '()'}")
-        return da
-
-    def numeric(self, name: str, da: xr.DataArray) -> np.ndarray:
-        if not (
+    def structure_problem(self, name: str) -> str | None:
+        """Dims and kind of variable ``name`` (present in the record) against the schema."""
+        spec, da = FLOAT_RECORD[name], self.ds[name]
+        if da.dims != spec.dims:
+            return f"expected dims {spec.dims or '()'}, got {da.dims or '()'}"
+        if spec.kind in ("real", "label") and not (
             np.issubdtype(da.dtype, np.number) and not np.issubdtype(da.dtype, np.complexfloating)
         ):
-            self.fail(name, f"expected a real number, got dtype {da.dtype}")
-        return np.asarray(da.values, dtype=float)
+            return f"expected a real number, got dtype {da.dtype}"
+        if spec.kind == "time" and not np.issubdtype(da.dtype, np.datetime64):
+            return (
+                f"expected datetime64 (CF time units such as 'days since 2009-01-01'), "
+                f"got dtype {da.dtype}"
+            )
+        return None
 
-    def finite(
-        self,
-        name: str,
-        values: np.ndarray,
-        *,
-        lo: float = -math.inf,
-        hi: float = math.inf,
-        strict_lo: bool = False,
-    ) -> None:
-        bad = ~np.isfinite(values)
+    def units_factor(self, name: str) -> float:
+        """Factor from the variable's ``units`` attribute to the schema's unit (1 if absent)."""
+        canonical = FLOAT_RECORD[name].units
+        if "units" not in self.ds[name].attrs:
+            return 1.0
+        given = self.ds[name].attrs["units"]
+        factor = unit_factor(canonical, given)
+        if factor is None:
+            known = ", ".join(repr(u) for u in UNIT_SPELLINGS[canonical])
+            self.fail(
+                name,
+                f"units attribute {str(given)[:40]!r} is not understood; expected "
+                f"{canonical!r} or another spelling of a known unit ({known})",
+            )
+        return factor
+
+    def values(self, out: xr.Dataset, name: str) -> np.ndarray:
+        """Float values of ``name`` in ``out``, checked: finite (NaN only where the schema
+        allows missing values) and inside the schema's range."""
+        spec = FLOAT_RECORD[name]
+        values = np.atleast_1d(np.asarray(out[name].values, dtype=float))
+        bad = np.isinf(values) | (np.isnan(values) & (not spec.missing_ok))
         if bad.any():
-            self.fail(name, f"non-finite value at index {_first(bad)}")
-        below = values <= lo if strict_lo else values < lo
-        if below.any():
-            op = ">" if strict_lo else ">="
-            self.fail(
-                name,
-                f"expected values {op} {lo}, got {values[below].flat[0]:g} "
-                f"at index {_first(below)}",
-            )
-        above = values > hi
-        if above.any():
-            self.fail(
-                name,
-                f"expected values <= {hi}, got {values[above].flat[0]:g} at index {_first(above)}",
-            )
-
-    def scalar(
-        self,
-        name: str,
-        *,
-        required: bool,
-        lo: float = -math.inf,
-        hi: float = math.inf,
-        strict_lo: bool = False,
-    ) -> float | None:
-        da = self.var(name, (), required=required)
-        if da is None:
-            return None
-        value = self.numeric(name, da)
-        self.finite(name, value.reshape(1), lo=lo, hi=hi, strict_lo=strict_lo)
-        return float(value)
-
-    def datetime(self, name: str, da: xr.DataArray, *, allow_nat: bool) -> np.ndarray:
-        if not np.issubdtype(da.dtype, np.datetime64):
-            self.fail(
-                name,
-                f"expected datetime64 (CF time units such as 'days since "
-                f"2009-01-01'), got dtype {da.dtype}",
-            )
-        values = np.asarray(da.values).astype("datetime64[ns]")
-        if not allow_nat and np.isnat(values).any():
-            self.fail(name, f"missing (NaT) time at index {_first(np.isnat(values))}")
+            self.fail(name, f"non-finite value{self._at(bad)}")
+        with np.errstate(invalid="ignore"):
+            below = values <= spec.lo if spec.lo_open else values < spec.lo
+            above = values > spec.hi
+        for mask, op, bound in (
+            (below, ">" if spec.lo_open else ">=", spec.lo),
+            (above, "<=", spec.hi),
+        ):
+            if mask.any():
+                self.fail(
+                    name,
+                    f"expected values {op} {bound}, got {values[mask].flat[0]:g}{self._at(mask)}",
+                )
         return values
 
+    def times(self, out: xr.Dataset, name: str) -> np.ndarray:
+        """``datetime64[ns]`` values of ``name``; NaT only where the schema allows it."""
+        values = np.atleast_1d(np.asarray(out[name].values).astype("datetime64[ns]"))
+        if not FLOAT_RECORD[name].missing_ok and np.isnat(values).any():
+            self.fail(name, f"missing (NaT) time{self._at(np.isnat(values))}")
+        return values
 
-def _first(mask: np.ndarray) -> int | tuple[int, ...]:
-    idx = np.argwhere(mask)[0]
-    return int(idx[0]) if idx.size == 1 else tuple(int(i) for i in idx)
+    def _at(self, mask: np.ndarray) -> str:
+        return f" at index {_first(mask)}" if mask.size > 1 else ""
 
 
-def validate_float(ds: xr.Dataset, path: PathLike | None = None) -> xr.Dataset:
-    """Check a float record against the format; return a copy with defaults filled in.
+def _canonical(ck: _Checker) -> xr.Dataset:
+    """A copy of the record with every declared variable checked for presence, dims and kind,
+    and real values converted to the schema's units (``units`` attribute set to them).
+    ``source_label`` is left to :func:`_labels_problem`."""
+    out = ck.ds.copy()
+    for spec in FLOAT_RECORD:
+        if spec.name not in ck.ds.variables:
+            if spec.required:
+                ck.fail(spec.name, f"missing required variable (expected dims {spec.dims or '()'})")
+            continue
+        if spec.kind == "label":
+            continue
+        problem = ck.structure_problem(spec.name)
+        if problem:
+            ck.fail(spec.name, problem)
+        if spec.kind == "real" and spec.units:
+            factor = ck.units_factor(spec.name)
+            da = out[spec.name]
+            data = da.values if factor == 1.0 else np.asarray(da.values, dtype=float) * factor
+            out[spec.name] = xr.Variable(da.dims, data, {**da.attrs, "units": spec.units})
+    return out
 
-    Raises :class:`InputError` (``path: variable: what was expected``) on the first violation:
-    missing variable, wrong dims, non-finite or out-of-range values, TOAs not ascending within a
-    cycle (NaN allowed only after the recorded arrivals), times not increasing, sources without
-    positions, hand labels outside ``{-2, -1, 0, ..., s-1}`` or disagreeing with the TOAs.
-    """
-    if not isinstance(ds, xr.Dataset):
-        raise TypeError(f"expected an xarray.Dataset, got {type(ds).__name__}")
-    ck = _Checker(ds, path)
-    out = ds.copy()
 
-    # --- cycles and arrivals --------------------------------------------------------------
-    toa_da = ck.var("toa", ("cycle", "rank"))
-    toa = ck.numeric("toa", toa_da)
+def _check_arrivals(ck: _Checker, out: xr.Dataset) -> np.ndarray:
+    """``toa`` (cycle, rank): non-empty, NaN only after the recorded arrivals, ascending."""
+    toa = np.asarray(out["toa"].values, dtype=float)
     if toa.shape[0] == 0:
         ck.fail("toa", "empty record: no listening cycles")
     if toa.shape[1] == 0:
@@ -182,126 +191,189 @@ def validate_float(ds: xr.Dataset, path: PathLike | None = None) -> xr.Dataset:
             f"cycle {c}: arrival times not ascending ({toa[c, k]:g} s before "
             f"{toa[c, k + 1]:g} s); expected sorted within each cycle",
         )
+    return toa
 
-    time_da = ck.var("time", ("cycle",))
-    times = ck.datetime("time", time_da, allow_nat=False)
-    if (np.diff(times) <= np.timedelta64(0, "ns")).any():
-        ck.fail(
-            "time",
-            f"cycle times not strictly increasing at cycle "
-            f"{_first(np.diff(times) <= np.timedelta64(0, 'ns')) + 1}",
-        )
 
-    # --- sources --------------------------------------------------------------------------
-    if "source" not in ds.variables:
-        ck.fail("source", "missing required coordinate (source names, dims ('source',))")
-    src = ds["source"]
-    if src.dims != ("source",):
-        ck.fail("source", f"expected dims ('source',), got {src.dims}")
-    names = [str(v) for v in np.asarray(src.values).tolist()]
-    n_src = len(names)
-    if n_src == 0:
+def _check_cycle_times(ck: _Checker, out: xr.Dataset) -> np.ndarray:
+    """``time`` (cycle): no NaT, strictly increasing."""
+    times = ck.times(out, "time")
+    step = np.diff(times) <= np.timedelta64(0, "ns")
+    if step.any():
+        ck.fail("time", f"cycle times not strictly increasing at cycle {_first(step) + 1}")
+    return times
+
+
+def _check_sources(ck: _Checker, out: xr.Dataset) -> list[str]:
+    """Unique names, positions, schedule (offsets and active periods); returns the names."""
+    names = [str(v) for v in np.asarray(out["source"].values).tolist()]
+    if not names:
         ck.fail("source", "no sound sources")
-    if len(set(names)) != n_src:
+    if len(set(names)) != len(names):
         ck.fail("source", "source names are not unique")
-    for name, lo, hi in (("source_lat", -90.0, 90.0), ("source_lon", -180.0, 360.0)):
-        values = ck.numeric(name, ck.var(name, ("source",)))
-        if np.isnan(values).any():
-            ck.fail(name, f"source {names[_first(np.isnan(values))]!r} has no position")
-        ck.finite(name, values, lo=lo, hi=hi)
-    if "source_offset" in ds.variables:
-        ck.finite(
-            "source_offset", ck.numeric("source_offset", ck.var("source_offset", ("source",)))
-        )
-    else:
-        out["source_offset"] = ("source", np.zeros(n_src), {"units": "s"})
-    for name in ("source_start_time", "source_end_time"):
-        da = ck.var(name, ("source",), required=False)
-        if da is None:
-            out[name] = ("source", np.full(n_src, np.datetime64("NaT", "ns")))
-        else:
-            ck.datetime(name, da, allow_nat=True)
-    start = np.asarray(out["source_start_time"].values).astype("datetime64[ns]")
-    end = np.asarray(out["source_end_time"].values).astype("datetime64[ns]")
-    inverted = ~np.isnat(start) & ~np.isnat(end) & (end < start)
-    if inverted.any():
-        ck.fail("source_end_time", f"source {names[_first(inverted)]!r} ends before it starts")
+    for name in ("source_lat", "source_lon"):
+        missing = np.isnan(np.asarray(out[name].values, dtype=float))
+        if missing.any():
+            ck.fail(name, f"source {names[_first(missing)]!r} has no position")
+        ck.values(out, name)
+    if "source_offset" in out:
+        ck.values(out, "source_offset")
+    if "source_start_time" in out and "source_end_time" in out:
+        start = ck.times(out, "source_start_time")
+        end = ck.times(out, "source_end_time")
+        inverted = ~np.isnat(start) & ~np.isnat(end) & (end < start)
+        if inverted.any():
+            ck.fail("source_end_time", f"source {names[_first(inverted)]!r} ends before it starts")
+    return names
 
-    # --- launch, recovery, physics --------------------------------------------------------
-    ck.scalar("launch_lat", required=True, lo=-90.0, hi=90.0)
-    ck.scalar("launch_lon", required=True, lo=-180.0, hi=360.0)
-    launch = ck.datetime("launch_time", ck.var("launch_time", ()), allow_nat=False)
-    if times[0] < launch:
+
+def _check_launch_and_recovery(ck: _Checker, out: xr.Dataset, times: np.ndarray) -> None:
+    """Launch position and time (not after the first cycle); recovery fix all or nothing, not
+    before the last cycle."""
+    ck.values(out, "launch_lat")
+    ck.values(out, "launch_lon")
+    if times[0] < ck.times(out, "launch_time")[0]:
         ck.fail("time", "first cycle is before launch_time")
-    have = [n in ds.variables for n in ("recovery_lat", "recovery_lon", "recovery_time")]
+    have = [name in out.variables for name in _RECOVERY]
     if any(have) and not all(have):
-        missing = [
-            n
-            for n, h in zip(("recovery_lat", "recovery_lon", "recovery_time"), have, strict=True)
-            if not h
-        ]
+        missing = [name for name, h in zip(_RECOVERY, have, strict=True) if not h]
         ck.fail(missing[0], "recovery_lat, recovery_lon and recovery_time go together")
     if all(have):
-        ck.scalar("recovery_lat", required=True, lo=-90.0, hi=90.0)
-        ck.scalar("recovery_lon", required=True, lo=-180.0, hi=360.0)
-        recovery = ck.datetime("recovery_time", ck.var("recovery_time", ()), allow_nat=False)
-        if recovery < times[-1]:
+        ck.values(out, "recovery_lat")
+        ck.values(out, "recovery_lon")
+        if ck.times(out, "recovery_time")[0] < times[-1]:
             ck.fail("recovery_time", "before the last cycle; expected the surfacing time")
-    speed = ck.scalar("sound_speed", required=False, lo=0.0, strict_lo=True)
-    if speed is None:
-        out["sound_speed"] = ((), DEFAULT_SOUND_SPEED, {"units": "m s-1"})
-    window = ck.scalar("window_length", required=False, lo=0.0, strict_lo=True)
-    max_toa = float(np.nanmax(toa))
-    if window is None:
-        default = max(DEFAULT_WINDOW, 60.0 * math.ceil(max_toa / 60.0))
-        out["window_length"] = ((), default, {"units": "s"})
-    elif max_toa > window:
-        ck.fail(
-            "toa",
-            f"arrival at {max_toa:g} s is after the end of the listening window "
-            f"(window_length = {window:g} s)",
-        )
 
-    # --- optional per-arrival / per-cycle extras ------------------------------------------
-    labels_da = ck.var("source_label", ("cycle", "rank"), required=False)
-    if labels_da is not None:
-        labels = ck.numeric("source_label", labels_da)
-        bad = (
-            ~np.isfinite(labels)
-            | (labels != np.round(labels))
-            | (labels < LABEL_NONE)
-            | (labels >= n_src)
+
+def _check_physics(ck: _Checker, out: xr.Dataset, toa: np.ndarray) -> None:
+    """Sound speed > 0; every arrival inside the listening window."""
+    if "sound_speed" in out:
+        ck.values(out, "sound_speed")
+    if "window_length" in out:
+        window = float(ck.values(out, "window_length")[0])
+        max_toa = float(np.nanmax(toa))
+        if max_toa > window:
+            ck.fail(
+                "toa",
+                f"arrival at {max_toa:g} s is after the end of the listening window "
+                f"(window_length = {window:g} s)",
+            )
+
+
+def _fill_defaults(out: xr.Dataset, toa: np.ndarray) -> None:
+    """Add the optional variables with defaults (in place): zero offsets, the default sound
+    speed, a window ending at least a minute boundary after the latest TOA, no schedule."""
+    n_src = out.sizes["source"]
+    latest = 60.0 * math.ceil(float(np.nanmax(toa)) / 60.0)
+    defaults = {
+        "source_offset": ("source", np.zeros(n_src)),
+        "sound_speed": ((), DEFAULT_SOUND_SPEED),
+        "window_length": ((), max(DEFAULT_WINDOW, latest)),
+        "source_start_time": ("source", np.full(n_src, np.datetime64("NaT", "ns"))),
+        "source_end_time": ("source", np.full(n_src, np.datetime64("NaT", "ns"))),
+    }
+    for name, (dims, value) in defaults.items():
+        if name not in out:
+            out[name] = (dims, value, FLOAT_RECORD[name].attrs())
+
+
+def _labels_problem(out: xr.Dataset, ck: _Checker, toa: np.ndarray) -> str | None:
+    """What is wrong with ``source_label`` (present), or ``None``: it must be integer labels
+    (source index, -1 clutter, -2 no arrival) with -2 exactly where ``toa`` is NaN, each
+    source labelling at most one arrival per cycle and only while active."""
+    problem = ck.structure_problem("source_label")
+    if problem:
+        return problem
+    labels = np.asarray(out["source_label"].values, dtype=float)
+    n_src = out.sizes["source"]
+    bad = ~np.isfinite(labels) | (labels != np.round(labels)) | (labels < NO_ARRIVAL)
+    bad |= labels >= n_src
+    if bad.any():
+        return (
+            f"unknown label {labels[bad].flat[0]:g} at (cycle, rank) {_first(bad)}; "
+            f"expected a source index 0..{n_src - 1}, -1 (clutter) or -2 (no arrival)"
         )
-        if bad.any():
-            ck.fail(
-                "source_label",
-                f"unknown label {labels[bad].flat[0]:g} at (cycle, rank) "
-                f"{_first(bad)}; expected a source index 0..{n_src - 1}, "
-                "-1 (clutter) or -2 (no arrival)",
-            )
-        mismatch = (labels == LABEL_NONE) == present
-        if mismatch.any():
-            ck.fail(
-                "source_label",
-                f"label -2 (no arrival) must mark exactly the NaN TOAs; "
-                f"mismatch at (cycle, rank) {_first(mismatch)}",
-            )
-        out["source_label"] = labels_da.astype(np.int64)
-    ck.var("correlation", ("cycle", "rank"), required=False)
-    for name in ("temperature", "pressure"):
-        ck.var(name, ("cycle",), required=False)
-    return out
+    mismatch = (labels == NO_ARRIVAL) == ~np.isnan(toa)
+    if mismatch.any():
+        return (
+            f"label -2 (no arrival) must mark exactly the NaN TOAs; "
+            f"mismatch at (cycle, rank) {_first(mismatch)}"
+        )
+    lab = labels.astype(np.int64)
+    names = [str(v) for v in np.asarray(out["source"].values).tolist()]
+    cycle, rank = np.nonzero(lab >= 0)
+    counts = np.zeros((lab.shape[0], n_src), dtype=np.int64)
+    np.add.at(counts, (cycle, lab[cycle, rank]), 1)
+    if (counts > 1).any():
+        c, i = _first(counts > 1)
+        return f"cycle {c}: source {names[i]!r} labels {counts[c, i]} arrivals; at most one"
+    inactive = ~active_sources(out)[cycle, lab[cycle, rank]]
+    if inactive.any():
+        k = int(np.argmax(inactive))
+        return (
+            f"cycle {cycle[k]}: labelled source {names[lab[cycle[k], rank[k]]]!r} is not "
+            "active at that time (source_start_time/source_end_time)"
+        )
+    return None
+
+
+def _check_labels(ck: _Checker, out: xr.Dataset, toa: np.ndarray, *, required: bool) -> xr.Dataset:
+    """``out`` with ``source_label`` as int64, or without it when it is inconsistent and not
+    ``required`` (then an :class:`InvalidLabelsWarning` says why)."""
+    if "source_label" not in out:
+        if required:
+            ck.fail("source_label", "needed by the labels engine but absent")
+        return out
+    problem = _labels_problem(out, ck, toa)
+    if problem is None:
+        out["source_label"] = out["source_label"].astype(np.int64)
+        return out
+    if required:
+        ck.fail("source_label", problem)
+    note = InputError(
+        f"{problem}; the labels are ignored (only the labels engine uses them)",
+        path=ck.path,
+        field="source_label",
+    )
+    warnings.warn(str(note), InvalidLabelsWarning, stacklevel=3)
+    return out.drop_vars("source_label")
+
+
+def validate_float(
+    ds: xr.Dataset, path: PathLike | None = None, *, labels_required: bool = False
+) -> xr.Dataset:
+    """Check a float record against :data:`~rankmodels.tracking.schema.FLOAT_RECORD`; return a
+    copy in canonical units with defaults filled in.
+
+    Raises :class:`InputError` (``path: variable: what was expected``) on the first violation:
+    missing variable, wrong dims or dtype, a ``units`` attribute that is not a known spelling of
+    the variable's unit, non-finite or out-of-range values, TOAs not ascending within a cycle
+    (NaN allowed only after the recorded arrivals) or after the window, times not increasing,
+    sources without positions. Hand labels: see the module docstring (``labels_required``).
+    """
+    if not isinstance(ds, xr.Dataset):
+        raise TypeError(f"expected an xarray.Dataset, got {type(ds).__name__}")
+    ck = _Checker(ds, path)
+    out = _canonical(ck)
+    toa = _check_arrivals(ck, out)
+    times = _check_cycle_times(ck, out)
+    _check_sources(ck, out)
+    _check_launch_and_recovery(ck, out, times)
+    _check_physics(ck, out, toa)
+    _fill_defaults(out, toa)
+    return _check_labels(ck, out, toa, required=labels_required)
 
 
 #: Leading bytes of NetCDF classic (CDF\x01, \x02 64-bit offsets, \x05 CDF-5) and NetCDF4 (HDF5).
 _NETCDF_MAGIC = (b"CDF\x01", b"CDF\x02", b"CDF\x05", b"\x89HDF\r\n\x1a\n")
 
 
-def read_float(path: PathLike) -> xr.Dataset:
+def read_float(path: PathLike, *, labels_required: bool = False) -> xr.Dataset:
     """Read and validate a float record (NetCDF, netCDF4 engine); data loaded into memory.
 
-    Files that do not start like a NetCDF file are rejected before the NetCDF/HDF5 library
-    sees them (that C library is not hardened against arbitrary bytes)."""
+    ``labels_required``: see :func:`validate_float`. Files that do not start like a NetCDF file
+    are rejected before the NetCDF/HDF5 library sees them (that C library is not hardened
+    against arbitrary bytes). Numbers with time units stay numbers (``decode_timedelta=False``):
+    their ``units`` attribute is interpreted by the validator."""
     path = os.fspath(path)
     if not os.path.exists(path):
         raise InputError("no such file", path=path)
@@ -314,12 +386,12 @@ def read_float(path: PathLike) -> xr.Dataset:
             "not a readable NetCDF float record (not a NetCDF or HDF5 file)", path=path
         )
     try:
-        with xr.open_dataset(path, engine="netcdf4", cache=False) as raw:
+        with xr.open_dataset(path, engine="netcdf4", cache=False, decode_timedelta=False) as raw:
             ds = raw.load()
     except (OSError, ValueError, RuntimeError, KeyError, TypeError, IndexError) as err:
         reason = str(err).splitlines()[0] if str(err) else type(err).__name__
         raise InputError(f"not a readable NetCDF float record ({reason})", path=path) from None
-    return validate_float(ds, path=path)
+    return validate_float(ds, path=path, labels_required=labels_required)
 
 
 def compressed_encoding(ds: xr.Dataset) -> dict[Hashable, dict[str, object]]:
@@ -336,8 +408,9 @@ def compressed_encoding(ds: xr.Dataset) -> dict[Hashable, dict[str, object]]:
 
 
 def write_float(ds: xr.Dataset, path: PathLike) -> None:
-    """Validate ``ds`` and write it as a compressed NetCDF4 float record at ``path``."""
-    ds = validate_float(ds)
+    """Validate ``ds`` (hand labels must then be consistent, if present) and write it as a
+    compressed NetCDF4 float record at ``path``."""
+    ds = validate_float(ds, labels_required="source_label" in ds)
     ds.to_netcdf(os.fspath(path), engine="netcdf4", encoding=compressed_encoding(ds))
 
 

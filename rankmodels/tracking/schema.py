@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import xarray as xr
@@ -42,6 +42,7 @@ __all__ = [
     "Variable",
     "annotate",
     "unit_factor",
+    "unit_spellings_table",
 ]
 
 #: Label of an arrival that is clutter (noise, from no source).
@@ -75,6 +76,18 @@ UNIT_SPELLINGS: dict[str, dict[str, float]] = {
         1.0,
     ),
 }
+
+
+def unit_spellings_table() -> str:
+    """The markdown table of :data:`UNIT_SPELLINGS` that ``docs/tracking.md`` shows."""
+    rows = ["| unit | accepted `units` attributes (factor to the unit) |", "|---|---|"]
+    for canonical, spellings in UNIT_SPELLINGS.items():
+        by_factor: dict[float, list[str]] = {}
+        for spelling, factor in spellings.items():
+            by_factor.setdefault(factor, []).append(f"`{spelling}`")
+        groups = [f"{', '.join(names)} ({factor:g})" for factor, names in by_factor.items()]
+        rows.append(f"| `{canonical}` | {'; '.join(groups)} |")
+    return "\n".join(rows)
 
 
 def unit_factor(canonical: str, spelling: object) -> float | None:
@@ -175,6 +188,8 @@ def _lon(name: str, long_name: str, dims: tuple[str, ...] = (), **kw: Any) -> Va
 
 
 _LABELS = "source index, -1 clutter, -2 no arrival"
+_TIME = Variable("time", ("cycle",), "time", "time of the listening cycle", "coordinate")
+_SOURCE = Variable("source", ("source",), "name", "sound source name", "coordinate")
 
 FLOAT_RECORD = FileFormat(
     "float record",
@@ -190,17 +205,12 @@ FLOAT_RECORD = FileFormat(
             required=True,
             missing_ok=True,
         ),
-        Variable(
-            "time",
-            ("cycle",),
-            "time",
-            "time of the listening cycle",
-            "coordinate (CF time units); strictly increasing, not before `launch_time`",
+        replace(
+            _TIME,
+            notes="coordinate (CF time units); strictly increasing, not before `launch_time`",
             required=True,
         ),
-        Variable(
-            "source", ("source",), "name", "sound source name", "coordinate; unique", required=True
-        ),
+        replace(_SOURCE, notes="coordinate; unique", required=True),
         _lat(
             "source_lat",
             "sound source latitude",
@@ -245,7 +255,7 @@ FLOAT_RECORD = FileFormat(
             "recovery_lat",
             "surfacing latitude",
             notes="the recovery fix, used by the smoother; all three recovery variables or none",
-                    ),
+        ),
         _lon("recovery_lon", "surfacing longitude"),
         Variable(
             "recovery_time",
@@ -253,7 +263,7 @@ FLOAT_RECORD = FileFormat(
             "time",
             "surfacing time",
             "not before the last cycle",
-                    ),
+        ),
         Variable(
             "sound_speed",
             (),
@@ -310,6 +320,8 @@ FLOAT_RECORD = FileFormat(
 TRUTH = FileFormat(
     "truth",
     (
+        replace(_TIME, notes="coordinate, as in the record"),
+        _SOURCE,
         _lat("lat", "true latitude", notes="at the cycle times", dims=("cycle",)),
         _lon("lon", "true longitude", dims=("cycle",)),
         Variable("true_label", ("cycle", "rank"), "label", f"true label: {_LABELS}"),
@@ -319,6 +331,17 @@ TRUTH = FileFormat(
 TRACK = FileFormat(
     "track",
     (
+        replace(_TIME, notes="coordinate, copied from the input"),
+        _SOURCE,
+        Variable(
+            "candidate",
+            ("candidate",),
+            "name",
+            "association candidate",
+            'coordinate: the sources, then "clutter"',
+        ),
+        Variable("enu", ("enu",), "name", "offset axis", 'coordinate: "east", "north"'),
+        Variable("enu2", ("enu2",), "name", "offset axis", 'coordinate: "east", "north"'),
         _lat("lat", "posterior mean latitude", notes="smoothed when smoothing", dims=("cycle",)),
         _lon("lon", "posterior mean longitude", notes="smoothed when smoothing", dims=("cycle",)),
         Variable(

@@ -15,8 +15,10 @@ The generative model is the one the tracker assumes (dissertation section 5.2 an
 * ``Poisson(clutter_rate)`` clutter arrivals uniform on the window;
 * the float keeps the first ``r`` arrivals of the merged, sorted list.
 
-:func:`dimes_float767` builds the shipped sample ``data/float767.nc`` on the real DIMES
-geometry (``docs/tracking.md``, "Simulated data").
+:func:`dimes_float767` simulates a float on the real DIMES geometry, launched where DIMES
+float 767 was; with its defaults it is the shipped sample ``data/float767.nc``
+(``docs/tracking.md``, "Simulated data"). Long simulations report progress through a
+``progress(n)`` callback (:func:`simulation_steps` calls in all).
 """
 
 from __future__ import annotations
@@ -32,9 +34,12 @@ from rankmodels.tracking.geometry import (
     tangent_offsets,
     tangent_step,
 )
+from rankmodels.tracking.schema import CLUTTER, FLOAT_RECORD, NO_ARRIVAL, TRUTH, annotate
 
 __all__ = [
+    "BRIDGE_ITERATIONS",
     "DIMES_SOURCES",
+    "MAX_DAYS",
     "TRAJECTORIES",
     "SignalSpec",
     "Source",
@@ -42,11 +47,19 @@ __all__ = [
     "drifting_track",
     "range_dependent_detection",
     "simulate_record",
+    "simulated_float_id",
+    "simulation_steps",
     "spiral_track",
     "straight_track",
 ]
 
 DAY = np.timedelta64(86_400_000_000_000, "ns")
+#: Most passes :func:`drifting_track` makes to pin a drifting float to its recovery position.
+BRIDGE_ITERATIONS = 50
+#: Cycles between two ``progress`` calls of :func:`simulate_record`.
+_PROGRESS_CYCLES = 256
+
+Progress = Callable[[int], None]
 
 
 @dataclass(frozen=True)
@@ -61,7 +74,7 @@ class Source:
     end: np.datetime64 | None = None
 
 
-#: DIMES sound sources (DESIGN.md). US2-x and UK1-x were deployed about a year after US1-x.
+#: DIMES sound sources (name, lat, lon). US2-x and UK1-x were deployed about a year after US1-x.
 DIMES_SOURCES: tuple[tuple[str, float, float], ...] = (
     ("US1-1", -59.914, -109.911),
     ("US1-2", -55.996, -109.910),
@@ -146,6 +159,7 @@ def drifting_track(
     eddy_speed: float = 4.0,
     eddy_days: float = 5.0,
     drift: tuple[float, float] = (2.0, 0.0),
+    progress: Progress | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Drifting float: velocity = mean drift + Ornstein-Uhlenbeck eddy velocity.
 
@@ -153,8 +167,11 @@ def drifting_track(
     ``start`` at day 0. Eddy velocity per axis is stationary OU with standard deviation
     ``eddy_speed`` km/day and correlation time ``eddy_days``. With ``end`` given, the
     constant drift is solved (fixed-point iteration) so the path ends exactly at ``end`` at
-    ``days[-1]`` -- a velocity-space bridge; otherwise ``drift`` (east, north km/day) is used.
-    Each step is taken in the tangent plane of the current position.
+    ``days[-1]`` -- a velocity-space bridge, at most :data:`BRIDGE_ITERATIONS` corrections;
+    otherwise ``drift`` (east, north km/day) is used. Each step is taken in the tangent plane
+    of the current position. ``progress(len(days))`` is called after every pass over the days,
+    ``1 + BRIDGE_ITERATIONS`` times in all with ``end`` (passes a converged bridge skips are
+    reported at its end), once without.
     """
     t = np.concatenate([[0.0], np.asarray(days, dtype=float)])
     if (np.diff(t) <= 0).any():
@@ -176,13 +193,17 @@ def drifting_track(
             step = (v_mean + u[k]) * dt[k]
             la, lo = tangent_step(la, lo, step[0], step[1])
             lat[k], lon[k] = la, lo
+        if progress is not None:
+            progress(dt.size)
         return lat, lon
 
     lat, lon = integrate(mean)
     if end is not None:
-        for _ in range(50):
+        for done in range(BRIDGE_ITERATIONS):
             e, n = tangent_offsets(lat[-1], lon[-1], end[0], end[1])
             if np.hypot(e, n) < 1e-6:
+                if progress is not None:
+                    progress((BRIDGE_ITERATIONS - done) * dt.size)
                 break
             mean = mean + np.array([e, n]) / t[-1]
             lat, lon = integrate(mean)
@@ -203,12 +224,15 @@ def simulate_record(
     *,
     recovery: tuple[float, float, np.datetime64] | None = None,
     float_id: str = "sim",
+    progress: Progress | None = None,
 ) -> tuple[xr.Dataset, xr.Dataset]:
     """Simulate the float's recorded TOAs along a known track.
 
     ``times`` (T,) datetime64 cycle times, ``lat``/``lon`` (T,) true positions. Returns
-    ``(record, truth)``: the record in the float format (with ``source_label`` = the true
-    labels, as if hand-labelled perfectly) and the truth (``lat``, ``lon``, ``true_label``).
+    ``(record, truth)``: the record in the float format (``schema.FLOAT_RECORD``, with
+    ``source_label`` = the true labels, as if hand-labelled perfectly) and the truth
+    (``schema.TRUTH``: ``lat``, ``lon``, ``true_label``). ``progress(n)`` is called as ``n``
+    more cycles are done (``T`` in all).
     """
     times = np.asarray(times).astype("datetime64[ns]")
     n_cyc, r = times.size, spec.ranks
@@ -227,42 +251,37 @@ def simulate_record(
     )
 
     toa = np.full((n_cyc, r), np.nan)
-    label = np.full((n_cyc, r), -2, dtype=np.int8)
+    label = np.full((n_cyc, r), NO_ARRIVAL, dtype=np.int8)
     n_clutter = rng.poisson(spec.clutter_rate, n_cyc)
     for c in range(n_cyc):  # merge per cycle (a handful of arrivals each)
         clutter = rng.uniform(0.0, spec.window_length, n_clutter[c])
         times_c = np.concatenate([arrival[c, heard[c]], clutter])
-        labels_c = np.concatenate([np.flatnonzero(heard[c]), np.full(clutter.size, -1)])
+        labels_c = np.concatenate([np.flatnonzero(heard[c]), np.full(clutter.size, CLUTTER)])
         order = np.argsort(times_c, kind="stable")[:r]
         toa[c, : order.size] = times_c[order]
         label[c, : order.size] = labels_c[order]
+        if progress is not None and ((c + 1) % _PROGRESS_CYCLES == 0 or c + 1 == n_cyc):
+            progress((c % _PROGRESS_CYCLES) + 1)
 
     names = [s.name for s in sources]
     record = xr.Dataset(
         {
-            "toa": (
-                ("cycle", "rank"),
-                toa.astype(np.float32),
-                {"units": "s", "long_name": "time of arrival after listening-window start"},
-            ),
-            "source_lat": ("source", src_lat, {"units": "degrees_north"}),
-            "source_lon": ("source", src_lon, {"units": "degrees_east"}),
-            "source_offset": ("source", offset, {"units": "s"}),
+            "toa": (("cycle", "rank"), toa.astype(np.float32)),
+            "source_lat": ("source", src_lat),
+            "source_lon": ("source", src_lon),
+            "source_offset": ("source", offset),
             "source_start_time": ("source", start),
             "source_end_time": ("source", stop),
             "source_label": (
                 ("cycle", "rank"),
                 label,
-                {
-                    "long_name": "hand label: source index, -1 clutter, -2 none",
-                    "comment": "simulated: equal to the true labels",
-                },
+                {"comment": "simulated: equal to the true labels"},
             ),
-            "launch_lat": ((), float(launch[0]), {"units": "degrees_north"}),
-            "launch_lon": ((), float(launch[1]), {"units": "degrees_east"}),
+            "launch_lat": ((), float(launch[0])),
+            "launch_lon": ((), float(launch[1])),
             "launch_time": ((), np.datetime64(launch[2], "ns")),
-            "sound_speed": ((), float(spec.sound_speed), {"units": "m s-1"}),
-            "window_length": ((), float(spec.window_length), {"units": "s"}),
+            "sound_speed": ((), float(spec.sound_speed)),
+            "window_length": ((), float(spec.window_length)),
         },
         coords={"time": ("cycle", times), "source": ("source", names)},
         attrs={
@@ -274,18 +293,14 @@ def simulate_record(
         },
     )
     if recovery is not None:
-        record["recovery_lat"] = ((), float(recovery[0]), {"units": "degrees_north"})
-        record["recovery_lon"] = ((), float(recovery[1]), {"units": "degrees_east"})
+        record["recovery_lat"] = ((), float(recovery[0]))
+        record["recovery_lon"] = ((), float(recovery[1]))
         record["recovery_time"] = ((), np.datetime64(recovery[2], "ns"))
     truth = xr.Dataset(
         {
-            "lat": ("cycle", lat, {"units": "degrees_north"}),
-            "lon": ("cycle", lon, {"units": "degrees_east"}),
-            "true_label": (
-                ("cycle", "rank"),
-                label,
-                {"long_name": "true source index, -1 clutter, -2 no arrival"},
-            ),
+            "lat": ("cycle", lat),
+            "lon": ("cycle", lon),
+            "true_label": (("cycle", "rank"), label),
         },
         coords={"time": ("cycle", times), "source": ("source", names)},
         attrs={
@@ -294,11 +309,27 @@ def simulate_record(
             "comment": "true track of the SIMULATED record",
         },
     )
-    return record, truth
+    return annotate(record, FLOAT_RECORD), annotate(truth, TRUTH)
 
 
 TRAJECTORIES = ("drift", "straight", "spiral")
 FLOAT767_DAYS = 729
+#: Longest simulated float (days, 10 years). RAFOS floats listen for a few years; further on,
+#: float 767's mean drift would carry the float towards the pole (-76 deg after 10 years).
+MAX_DAYS = 3653
+
+
+def simulated_float_id(trajectory: str, seed: int, days: int) -> str:
+    """``sim-TRAJECTORY-seedSEED-DAYSd``: the ``float_id`` of a float simulated by
+    :func:`dimes_float767`, and the default base name of its files."""
+    return f"sim-{trajectory}-seed{seed}-{days}d"
+
+
+def simulation_steps(days: int, trajectory: str) -> int:
+    """Total of the ``progress(n)`` calls :func:`dimes_float767` makes: the passes of the
+    drifting track over the ``days`` (none for the other trajectories), then the cycles."""
+    passes = 1 + BRIDGE_ITERATIONS if trajectory == "drift" else 0
+    return passes * days + days - 1
 
 
 def dimes_float767(
@@ -307,8 +338,10 @@ def dimes_float767(
     days: int = FLOAT767_DAYS,
     trajectory: str = "drift",
     spec: SignalSpec | None = None,
+    progress: Progress | None = None,
 ) -> tuple[xr.Dataset, xr.Dataset]:
-    """The shipped sample: a simulated record of DIMES float 767 (12 sources, daily cycles).
+    """A simulated float on the DIMES source array from DIMES float 767's launch (12 sources,
+    daily cycles); with the defaults, the shipped sample ``data/float767.nc``.
 
     Launch (-56.326, -105.003) on 2009-01-23; ``trajectory`` "drift" (the sample: mean
     eastward drift + OU eddies, pinned to the recovery position (-60.225, -82.746) 729 days
@@ -321,11 +354,14 @@ def dimes_float767(
     2010-01-04), all until 2011-03-01; schedule offsets 0/20/40/60 s; 4 earliest arrivals
     per cycle, sigma = 5 s, ``P_D`` 0.95 falling to 0.75 with range, ``Poisson(1)`` clutter
     per 1800 s window, sound speed 1480 m/s (written to the file's ``sound_speed``).
+    ``days`` is at most :data:`MAX_DAYS`. The record's ``float_id`` is
+    :func:`simulated_float_id` and its ``title`` says "simulated TRAJECTORY float".
+    ``progress(n)`` is called as work is done (:func:`simulation_steps` in all).
     """
     if trajectory not in TRAJECTORIES:
         raise ValueError(f"trajectory must be one of {TRAJECTORIES}, got {trajectory!r}")
-    if days < 2:
-        raise ValueError(f"days must be >= 2, got {days}")
+    if not 2 <= days <= MAX_DAYS:
+        raise ValueError(f"days must be in [2, {MAX_DAYS}] (10 years), got {days}")
     rng = np.random.default_rng(seed)
     spec = spec or SignalSpec(p_detect=range_dependent_detection())
     launch_time = np.datetime64("2009-01-23T00:00", "ns")
@@ -345,7 +381,7 @@ def dimes_float767(
         )
         end = (float(lat_end), float(lon_end))
     if trajectory == "drift":
-        lat, lon = drifting_track(track_days, start, end, rng)
+        lat, lon = drifting_track(track_days, start, end, rng, progress=progress)
     elif trajectory == "straight":
         lat, lon = straight_track(track_days, start, end, float(days))
     else:
@@ -363,9 +399,13 @@ def dimes_float767(
         spec,
         rng,
         recovery=(fix[0], fix[1], launch_time + days * DAY),
-        float_id="767",
+        float_id=simulated_float_id(trajectory, seed, days),
+        progress=progress,
     )
-    record.attrs["title"] = f"Simulated RAFOS float 767 on the DIMES source array ({trajectory})"
+    record.attrs["title"] = (
+        f"Simulated {trajectory} RAFOS float (seed {seed}, {days} days) on the DIMES source "
+        "array, launched where DIMES float 767 was"
+    )
     record.attrs["sim_seed"] = seed
     record.attrs["sim_trajectory"] = trajectory
     return record, truth
