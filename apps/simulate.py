@@ -26,19 +26,25 @@ from rankmodels_app._common import (
     seed_option,
 )
 
+#: Longest ``--name`` (bytes): NAME_truth.nc and its temporary twin must fit in a file name.
+MAX_NAME_BYTES = 200
+
 
 def _plain_name(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    """``--name`` is a file name inside ``--out``: no path separator, no ``..``, printable."""
+    """``--name`` is a file name inside ``--out``: no path separator, no ``..``, printable,
+    at most :data:`MAX_NAME_BYTES` bytes."""
     separators = {"/", os.sep, os.altsep} - {None}
     if value is not None and (
         not value
         or ".." in value
         or any(sep in value for sep in separators)
         or not value.isprintable()
+        or len(value.encode("utf-8", "surrogateescape")) > MAX_NAME_BYTES
     ):
         raise click.BadParameter(
-            f"{value!r} is not a plain file name; expected a name without path separators, "
-            "'..' or control characters (the files go into --out)",
+            f"{value[:60]!r} is not a plain file name; expected a name without path "
+            f"separators, '..' or control characters, at most {MAX_NAME_BYTES} bytes "
+            "(the files go into --out)",
             ctx=ctx,
             param=param,
         )

@@ -200,7 +200,7 @@ def test_default_output_is_named_after_the_simulation(tmp_path):
     assert record.attrs["sim_trajectory"] == "spiral" and record.sizes["cycle"] == 8
 
 
-@pytest.mark.parametrize("name", ["../escape", "sub/escape", "..", "", "a\x00b", "x\ny"])
+@pytest.mark.parametrize("name", ["../escape", "sub/escape", "..", "", "x\ny", "n" * 201])
 def test_name_may_not_leave_the_output_folder(tmp_path, name):
     out = tmp_path / "out"
     res = _simulate(out, "--name", name, "--days", "3")
