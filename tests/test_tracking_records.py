@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import xarray as xr
+from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -30,6 +31,7 @@ from rankmodels.tracking.schema import (
 )
 from rankmodels.tracking.signal_model import DEFAULT_WINDOW
 from rankmodels.tracking.simulate import dimes_float767
+from rankmodels_app.track import track_float
 
 _RECORD, _TRUTH = dimes_float767(seed=3, days=40)
 
@@ -256,6 +258,38 @@ def test_reader_checks_labels_strictly_only_when_asked(record, tmp_path):
     assert "source_label" not in out and out.sizes["cycle"] == record.sizes["cycle"]
     with pytest.raises(InputError, match="source_label: unknown label 12"):
         write_float(bad, tmp_path / "out.nc")
+
+
+def _track(path, *args):
+    out = path.parent / f"out-{path.stem}"
+    cmd = [str(path), "--particles", "200", "--no-plots", "-q", "--out", str(out), *args]
+    return CliRunner().invoke(track_float, cmd)
+
+
+def test_track_float_warns_about_unused_bad_labels_and_refuses_them_when_used(tmp_path):
+    """End to end: bad hand labels do not stop the exact engine; the labels engine refuses."""
+    path = tmp_path / "bad_labels.nc"
+    record = dimes_float767(seed=3, days=12)[0]
+    LABEL_VIOLATIONS["one source, two arrivals"][0](record).to_netcdf(path)
+    used = _track(path, "--engine", "labels")
+    assert used.exit_code == 2
+    assert (
+        used.output
+        == f"Error: {path}: source_label: cycle 0: source 'US1-2' labels 2 arrivals; at most one\n"
+    )
+    unused = _track(path, "--engine", "exact")
+    assert unused.exit_code == 0, unused.output
+    assert f"{path}: source_label: cycle 0: source 'US1-2' labels 2 arrivals" in unused.output
+    assert (tmp_path / "out-bad_labels" / "track.nc").is_file()
+
+
+def test_track_float_refuses_unknown_units_in_one_line(record, tmp_path):
+    path = tmp_path / "hours.nc"
+    record["toa"].attrs["units"] = "hours"
+    record.to_netcdf(path)
+    res = _track(path)
+    assert res.exit_code == 2 and res.output.count("\n") == 1
+    assert res.output.startswith(f"Error: {path}: toa: units attribute 'hours' is not understood")
 
 
 # --- units attributes -------------------------------------------------------------------------
