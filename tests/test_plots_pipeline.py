@@ -8,7 +8,8 @@ import pytest
 import xarray as xr
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-from rankmodels.plots import tracking
+from rankmodels.errors import InputError
+from rankmodels.plots import tracking, truth
 from rankmodels.plots.report import tracking_report
 from rankmodels.tracking import pipeline, records, simulate
 
@@ -32,14 +33,15 @@ def test_figures_and_report_from_a_real_run(run, tmp_path):
     figures = {
         "map": tracking.track_map(record, track, truth),
         "toa": tracking.toa_diagram(record, track),
-        "diagnostics": tracking.diagnostics(track),
+        "diagnostics": tracking.diagnostics(track, truth),
     }
     for name, fig in figures.items():
         FigureCanvasAgg(fig).draw()
         fig.savefig(tmp_path / f"{name}.png", dpi=50)
         assert (tmp_path / f"{name}.png").stat().st_size > 1000
         images[name] = f"{name}.png"
-    html_text = tracking_report(track, summary, images)
+    html_text = tracking_report(track, summary, images, truth)
+    assert "Comparison with the true track" in html_text
     for name in track["source"].values:
         assert f"<td>{name}</td>" in html_text
     for src in images.values():
@@ -58,3 +60,44 @@ def test_figures_and_report_from_a_real_run(run, tmp_path):
         if str(a.get_gid()).startswith("arrivals-") or a.get_gid() == "clutter"
     )
     assert dots == np.isfinite(track["toa"].values).sum()
+
+
+# ------------------------------------------------------------------------------------------
+# the truth beside a simulated record
+# ------------------------------------------------------------------------------------------
+
+
+def test_truth_path_is_beside_the_record(tmp_path):
+    assert truth.truth_path(tmp_path / "float767.nc") == tmp_path / "float767_truth.nc"
+
+
+def test_the_shipped_sample_has_its_truth_beside_it(repo_data):
+    record = records.read_float(repo_data / "float767.nc")
+    found = truth.truth_beside(repo_data / "float767.nc", record)
+    assert found is not None
+    with xr.open_dataset(repo_data / "float767_truth.nc") as raw:
+        np.testing.assert_array_equal(found["lat"].values, raw["lat"].values)
+    assert found.sizes["cycle"] == record.sizes["cycle"]
+
+
+def test_truth_only_for_a_simulated_record_with_a_usable_file(tmp_path):
+    record, true = simulate.dimes_float767(seed=3, days=12)
+    record = records.validate_float(record)
+    path = tmp_path / "sim.nc"
+    assert truth.truth_beside(path, record) is None  # no file
+    true.to_netcdf(tmp_path / "sim_truth.nc")
+    found = truth.truth_beside(path, record)
+    np.testing.assert_allclose(found["lon"].values, true["lon"].values)
+    real = record.copy()
+    real.attrs = {k: v for k, v in record.attrs.items() if k != "simulated"}
+    assert truth.truth_beside(path, real) is None
+    # a truth of another record, or not a NetCDF file: an InputError naming file and field
+    true.isel(cycle=slice(0, 5)).to_netcdf(tmp_path / "sim_truth.nc")
+    with pytest.raises(InputError, match=r"sim_truth\.nc: lat: .*another record"):
+        truth.truth_beside(path, record)
+    (tmp_path / "sim_truth.nc").write_bytes(b"lat,lon\n1,2\n")
+    with pytest.raises(InputError, match=r"sim_truth\.nc: not a NetCDF"):
+        truth.truth_beside(path, record)
+    true.drop_vars("true_label").to_netcdf(tmp_path / "other_truth.nc")
+    with pytest.raises(InputError, match="true_label: missing"):
+        truth.read_truth(tmp_path / "other_truth.nc", record)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from html.parser import HTMLParser
 
@@ -10,24 +11,27 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from rankmodels.plots.report import tracking_report
+from rankmodels.plots.report import track_summary_rows, tracking_report
 from rankmodels.plots.track_summary import collapsed_cycles, source_table
 from rankmodels.text import printable
-from tests._plots_data import make_float
+from tests._plots_data import great_circle_km, make_float
 
 IMAGES = {"map": "map.png", "toa": "toa.png", "diagnostics": "diagnostics.png"}
 VOID = {"meta", "img", "br", "hr", "link", "input"}
 
 
 class Collector(HTMLParser):
-    """Checks that tags nest properly and collects tags, attributes and table rows."""
+    """Checks that tags nest properly and collects tags, attributes, headings and table rows
+    (``tables[c]``: the rows of every table with class ``c``, in page order)."""
 
     def __init__(self):
         super().__init__()
         self.stack: list[str] = []
         self.starts: list[tuple[str, dict]] = []
         self.tables: dict[str, list[list[str]]] = {}
-        self._table: str | None = None
+        self.headings: list[str] = []
+        self._table: list[str] | None = None
+        self._heading: list[str] | None = None
         self._cell: list[str] | None = None
         self._row: list[str] | None = None
         self.text: list[str] = []
@@ -37,8 +41,11 @@ class Collector(HTMLParser):
         if tag not in VOID:
             self.stack.append(tag)
         if tag == "table":
-            self._table = dict(attrs).get("class", "")
-            self.tables[self._table] = []
+            self._table = (dict(attrs).get("class") or "").split() or [""]
+            for css_class in self._table:
+                self.tables.setdefault(css_class, [])
+        elif tag == "h2":
+            self._heading = []
         elif tag == "tr":
             self._row = []
         elif tag in ("td", "th"):
@@ -51,14 +58,20 @@ class Collector(HTMLParser):
             self._row.append("".join(self._cell).strip())
             self._cell = None
         elif tag == "tr":
-            self.tables[self._table].append(self._row)
+            for css_class in self._table:
+                self.tables[css_class].append(self._row)
         elif tag == "table":
             self._table = None
+        elif tag == "h2":
+            self.headings.append("".join(self._heading).strip())
+            self._heading = None
 
     def handle_data(self, data):
         self.text.append(data)
         if self._cell is not None:
             self._cell.append(data)
+        if self._heading is not None:
+            self._heading.append(data)
 
 
 def parse(html_text: str) -> Collector:
@@ -164,6 +177,92 @@ def test_everything_inserted_is_escaped(sample):
     srcs = [attrs["src"] for tag, attrs in page.starts if tag == "img"]
     assert srcs == ["we%22ird%20%3Cmap%3E.png", "toa.png"]
     assert [r[0] for r in page.tables["sources"][1:]][0] == names[0]
+
+
+def test_rows_are_split_into_settings_results_and_provenance(sample):
+    _, track, _ = sample
+    summary = {"run_time_s": 12.0, "cycles": 60, "my_extra": 1}
+    page = parse(tracking_report(track, summary, IMAGES))
+    assert [h for h in page.headings if h in ("Settings", "Results", "Provenance")] == [
+        "Settings",
+        "Results",
+        "Provenance",
+    ]
+    settings, results, provenance = (
+        [r[0] for r in page.tables[c]] for c in ("settings", "results", "provenance")
+    )
+    assert set(settings) == {
+        "Likelihood engine", "Particles", "Seed", "TOA noise σ (s)", "Detection probability P_D",
+        "Clutter rate λ (per window)", "Sound speed (m/s)",
+        "Process noise (km per axis, 1-day step)", "Smoothed",
+    }  # fmt: skip
+    assert provenance == [
+        "Float", "Input file", "Simulated data", "Run time", "rankmodels version", "Created",
+    ]  # fmt: skip
+    assert {"Listening cycles", "Recorded arrivals", "Mean ESS", "Collapsed cycles"} <= set(results)
+    assert "my_extra" in results
+    # every row in exactly one table, nothing lost
+    shown = settings + results + provenance
+    assert len(shown) == len(set(shown)) == len(track_summary_rows(track)) + 2
+
+
+def test_summary_may_be_a_mapping_or_a_dataclass(sample):
+    _, track, _ = sample
+
+    @dataclasses.dataclass(frozen=True)
+    class Summary:
+        cycles: int
+        run_time_s: float
+        collapsed_cycles: list
+
+    as_dataclass = tracking_report(track, Summary(60, 7.25, [1, 2]), IMAGES)
+    as_dict = tracking_report(
+        track, {"cycles": 60, "run_time_s": 7.25, "collapsed_cycles": [1, 2]}, IMAGES
+    )
+    assert as_dataclass == as_dict
+    assert dict(parse(as_dict).tables["provenance"])["Run time"] == "7.2 s"
+    with pytest.raises(TypeError, match="mapping or a dataclass"):
+        tracking_report(track, [("cycles", 60)], IMAGES)
+
+
+def test_truth_comparison_matches_a_direct_computation(sample):
+    _, track, truth = sample
+    assert (
+        "Comparison with the true track" not in parse(tracking_report(track, {}, IMAGES)).headings
+    )
+    page = parse(tracking_report(track, {}, IMAGES, truth=truth))
+    assert "Comparison with the true track" in page.headings
+    rows = dict(page.tables["truth"])
+    err = great_circle_km(
+        track["lat"].values, track["lon"].values, truth["lat"].values, truth["lon"].values
+    )
+    shown = rows["Position error of the smoothed track: median / 90th percentile / largest (km)"]
+    median, p90, largest = (float(x) for x in shown.split(" / "))
+    assert median == pytest.approx(np.median(err), abs=0.06)
+    assert p90 == pytest.approx(np.percentile(err, 90), abs=0.06)
+    assert largest == pytest.approx(err.max(), abs=0.06)
+    assert "Position error of the forward filter: median / 90th percentile (km)" in rows
+    true, assoc = truth["true_label"].values, track["association"].values
+    heard = true >= 0
+    expected = f"{100 * np.mean(assoc[heard] == true[heard]):.1f} % of {heard.sum()}"
+    assert rows["True arrivals associated with their source"] == expected
+    clutter = true == -1
+    expected = f"{100 * np.mean(assoc[clutter] == -1):.1f} % of {clutter.sum()}"
+    assert rows["Clutter arrivals called clutter"] == expected
+    # a filtered-only track has no separate forward-filter row
+    tr = track.copy()
+    tr.attrs = {**track.attrs, "smoothed": 0}
+    rows = dict(parse(tracking_report(tr, {}, IMAGES, truth=truth)).tables["truth"])
+    assert not any("forward filter" in k for k in rows)
+    assert any(k.startswith("Position error of the filtered track") for k in rows)
+
+
+def test_truth_of_another_record_is_refused(sample):
+    _, track, truth = sample
+    with pytest.raises(ValueError, match="cycles"):
+        tracking_report(track, {}, IMAGES, truth=truth.isel(cycle=slice(0, 10)))
+    with pytest.raises(ValueError, match="true_label"):
+        tracking_report(track, {}, IMAGES, truth=truth.drop_vars("true_label"))
 
 
 @pytest.mark.parametrize(

@@ -41,7 +41,7 @@ from rankmodels.plots._fields import (
 )
 from rankmodels.plots.cartopy_data import natural_earth_feature
 from rankmodels.plots.labels import LABEL_FONTSIZE, place_labels
-from rankmodels.plots.track_summary import attr_flag, source_names
+from rankmodels.plots.track_summary import source_names, track_kind
 from rankmodels.plots.uncertainty import CONFIDENCE, position_covariance_km, uncertainty_band
 from rankmodels.tracking.geometry import tangent_step
 
@@ -341,15 +341,6 @@ def _draw_track(frame: MapFrame, xy: np.ndarray, t: np.ndarray, label: str) -> L
         )  # fmt: skip
         dots.set_gid("track-points")
     return lc
-
-
-def track_kind(track: xr.Dataset) -> str:
-    """'smoothed track', 'filtered track' or, without a ``smoothed`` attribute, 'estimated
-    track'."""
-    smoothed = attr_flag(track.attrs, "smoothed")
-    if smoothed is None:
-        return "estimated track"
-    return "smoothed track" if smoothed else "filtered track"
 
 
 def time_marks(t: np.ndarray) -> tuple[np.ndarray, str]:

@@ -9,6 +9,7 @@ URL-quoted and must be relative.
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import math
 from collections.abc import Callable, Mapping
@@ -25,22 +26,26 @@ from rankmodels.plots.track_summary import (
     clutter_fraction,
     collapsed_cycles,
     source_table,
+    truth_comparison,
 )
 from rankmodels.text import printable
 
 FIGURE_CAPTIONS: dict[str, str] = {
     "map": (
         "Estimated track coloured by date with its 95 % position uncertainty, the sound sources "
-        "(triangles), launch and recovery positions."
+        "(triangles), the launch (white star) and recovery (black square) positions, a scale "
+        "bar and, for a simulated record with its truth, the true track (dashed)."
     ),
     "toa": (
         "Recorded arrival times coloured by their most probable source (opacity = association "
         "probability; grey crosses = clutter) and each source's predicted arrival time at the "
-        "estimated track."
+        "estimated track; sources with no associated arrival are named below the legend."
     ),
     "diagnostics": (
-        "Effective sample size after weighting, predictive log-likelihood of each cycle and "
-        "size of the 95 % position ellipse; red marks cycles where the filter collapsed."
+        "The forward filter's effective sample size and predictive log-likelihood (nats) of "
+        "each cycle, and the semi-major axis of the track's 95 % position ellipse (with the "
+        "distance to the true position when known); red marks cycles where the filter "
+        "collapsed."
     ),
 }
 
@@ -56,7 +61,7 @@ table { border-collapse: collapse; margin: 0.6em 0; font-size: 0.92em; }
 th, td { border: 1px solid #d8d8d8; padding: 0.3em 0.7em; text-align: left; }
 th { background: #f2f4f6; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
-table.summary th { width: 16em; }
+table.summary th, table.truth th { width: 20em; }
 figure { margin: 1.2em 0; }
 figure img { max-width: 100%; height: auto; border: 1px solid #e4e4e4; }
 figcaption { color: #555; font-size: 0.9em; margin-top: 0.3em; }
@@ -107,7 +112,7 @@ SUMMARY_KEYS: dict[str, tuple[str, Callable[[object], object] | None]] = {
     "mean_ess": ("Mean ESS", None),
     "clutter_fraction": ("Arrivals called clutter", lambda v: _percent(float(v))),
     "collapsed_cycles": ("Collapsed cycles", _count),
-    "log_likelihood": ("Total log-likelihood", None),
+    "log_likelihood": ("Total log-likelihood (nats)", None),
     "engine": ("Likelihood engine", None),
     "particles": ("Particles", None),
     "seed": ("Seed", None),
@@ -124,6 +129,59 @@ they replace (no duplicate rows). Other keys are shown as given."""
 def summary_label(key: str) -> tuple[str, Callable[[object], object] | None]:
     """Row label and shown value for summary entry ``key``."""
     return SUMMARY_KEYS.get(key, (key, None))
+
+
+def summary_entries(summary: object) -> Mapping[str, object]:
+    """The entries of a run summary: a mapping as it is (e.g. the
+    :class:`rankmodels.tracking.pipeline.TrackSummary` or a plain dict), or the fields of a
+    dataclass instance. Raises TypeError for anything else."""
+    if isinstance(summary, Mapping):
+        return summary
+    if dataclasses.is_dataclass(summary) and not isinstance(summary, type):
+        return {f.name: getattr(summary, f.name) for f in dataclasses.fields(summary)}
+    raise TypeError(
+        f"summary must be a mapping or a dataclass instance, got {type(summary).__name__}"
+    )
+
+
+SECTIONS: dict[str, tuple[str, ...]] = {
+    "settings": (
+        "Likelihood engine",
+        "Particles",
+        "Seed",
+        "Smoothing ensemble size",
+        "TOA noise σ (s)",
+        "Detection probability P_D",
+        "Clutter rate λ (per window)",
+        "Sound speed (m/s)",
+        "Process noise (km per axis, 1-day step)",
+        "Smoothed",
+        "Recovery fix used by the smoother",
+    ),
+    "results": (),
+    "provenance": (
+        "Float",
+        "Input file",
+        "Simulated data",
+        "Run time",
+        "rankmodels version",
+        "Created",
+    ),
+}
+"""Report tables (in page order) and the row labels each holds; rows not listed in any
+(the results computed from the track, and summary keys the report does not know) go to
+"results"."""
+
+
+def split_rows(rows: Mapping[str, object]) -> dict[str, dict[str, object]]:
+    """``rows`` (label -> value) divided into the tables of :data:`SECTIONS`, each in the order
+    of its label list (results in the order given)."""
+    home = {label: name for name, labels in SECTIONS.items() for label in labels}
+    out: dict[str, dict[str, object]] = {name: {} for name in SECTIONS}
+    for name, labels in SECTIONS.items():
+        out[name].update((label, rows[label]) for label in labels if label in rows)
+    out["results"].update((k, v) for k, v in rows.items() if k not in home)
+    return out
 
 
 def _fixed(value: float, digits: int) -> str:
@@ -187,7 +245,8 @@ def track_summary_rows(track: xr.Dataset) -> dict[str, object]:
             rows["Minimum ESS"] = float(np.nanmin(ess))
     if "loglik" in track:
         ll = np.asarray(track["loglik"].values, dtype=float)
-        rows["Total log-likelihood"] = float(ll.sum()) if np.isfinite(ll).all() else float("-inf")
+        total = float(ll.sum()) if np.isfinite(ll).all() else float("-inf")
+        rows["Total log-likelihood (nats)"] = total
     rows["Arrivals called clutter"] = _percent(clutter_fraction(track))
     rows["Collapsed cycles"] = int(collapsed_cycles(track).sum())
     rows["Simulated data"] = bool(attr_flag(attrs, "simulated"))
@@ -197,11 +256,11 @@ def track_summary_rows(track: xr.Dataset) -> dict[str, object]:
     return rows
 
 
-def _summary_table(rows: Mapping[str, object]) -> str:
+def _summary_table(rows: Mapping[str, object], css_class: str) -> str:
     body = "\n".join(
         f"<tr><th>{_e(k)}</th><td>{_e(format_value(v))}</td></tr>" for k, v in rows.items()
     )
-    return f'<table class="summary">\n{body}\n</table>'
+    return f'<table class="summary {css_class}">\n{body}\n</table>'
 
 
 def _source_section(track: xr.Dataset) -> str:
@@ -259,20 +318,41 @@ def _collapse_note(track: xr.Dataset) -> str:
     )
 
 
+def _truth_section(track: xr.Dataset, truth: xr.Dataset | None) -> str:
+    if truth is None:
+        return ""
+    rows = truth_comparison(track, truth)
+    body = "\n".join(
+        f'<tr><th>{_e(k)}</th><td class="num">{_e(v)}</td></tr>' for k, v in rows.items()
+    )
+    return (
+        "<h2>Comparison with the true track</h2>\n"
+        "<p>The record is simulated; its true track and arrival labels were read beside it.</p>\n"
+        f'<table class="truth">\n{body}\n</table>'
+    )
+
+
 def tracking_report(
-    track: xr.Dataset, summary: Mapping[str, object], images: Mapping[str, str]
+    track: xr.Dataset,
+    summary: object,
+    images: Mapping[str, str],
+    truth: xr.Dataset | None = None,
 ) -> str:
     """The HTML report (a complete document as a string).
 
-    ``summary``: extra entries for the summary table, e.g. the summary dict of
+    ``summary``: extra entries for the tables, a mapping or dataclass
+    (:func:`summary_entries`), e.g. the summary of
     :func:`rankmodels.tracking.pipeline.track_float` (``run_time_s``, ``collapsed_cycles``, ...).
     Keys in :data:`SUMMARY_KEYS` replace the row of the same meaning computed from ``track``
-    (:func:`track_summary_rows`); other keys are appended as given. ``images``: figure name ->
+    (:func:`track_summary_rows`); other keys are added as given. The rows are shown in three
+    tables, settings, results and provenance (:data:`SECTIONS`). ``images``: figure name ->
     path relative to the report, shown in the given order; the names "map", "toa" and
-    "diagnostics" get standard captions.
+    "diagnostics" get standard captions. ``truth``: the true track of a simulated record
+    (``lat``, ``lon``, ``true_label``, same cycles), compared with the track in its own table
+    (:func:`rankmodels.plots.track_summary.truth_comparison`).
     """
     rows = track_summary_rows(track)
-    for key, value in summary.items():
+    for key, value in summary_entries(summary).items():
         label, convert = summary_label(str(key))
         rows[label] = convert(value) if convert is not None and value is not None else value
     float_id = rows.get("Float", track.attrs.get("float_id", "?"))
@@ -286,6 +366,7 @@ def tracking_report(
             f'<img src="{_e(_image_src(path))}" alt="{_e(caption)}">\n'
             f"<figcaption>{_e(caption)}</figcaption>\n</figure>"
         )
+    tables = split_rows(rows)
     title = f"RAFOS float {float_id}: track report"
     subtitle = " · ".join(
         _e(format_value(rows[k])) for k in ("Time span", "Likelihood engine") if k in rows
@@ -301,15 +382,20 @@ def tracking_report(
 <body>
 <h1>{_e(title)}{badge}</h1>
 <p class="subtitle">{subtitle}</p>
-<h2>Summary</h2>
-{_summary_table(rows)}
+<h2>Settings</h2>
+{_summary_table(tables["settings"], "settings")}
+<h2>Results</h2>
+{_summary_table(tables["results"], "results")}
 {_collapse_note(track)}
+{_truth_section(track, truth)}
 <h2>Figures</h2>
 {"".join(figures) if figures else "<p>No figures.</p>"}
 <h2>Association of arrivals to sound sources</h2>
 <p>Each recorded arrival is assigned to its most probable origin under the posterior
 (a source or clutter); the mean association probability is taken over those arrivals.</p>
 {_source_section(track)}
+<h2>Provenance</h2>
+{_summary_table(tables["provenance"], "provenance")}
 <footer>Generated by rankmodels {_e(track.attrs.get("rankmodels_version", ""))}.</footer>
 </body>
 </html>

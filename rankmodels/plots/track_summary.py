@@ -14,6 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 import xarray as xr
 
+from rankmodels.tracking.evaluate import score_track
+
 CLUTTER = -1
 NO_ARRIVAL = -2
 COLLAPSE_ESS = 1.5
@@ -40,6 +42,15 @@ def attr_flag(attrs: Mapping[str, object], name: str) -> bool | None:
     if isinstance(value, str):
         return value.strip().lower() in ("1", "true", "yes")
     return bool(np.asarray(value).item())
+
+
+def track_kind(track: xr.Dataset) -> str:
+    """'smoothed track', 'filtered track' or, without a ``smoothed`` attribute, 'estimated
+    track'."""
+    smoothed = attr_flag(track.attrs, "smoothed")
+    if smoothed is None:
+        return "estimated track"
+    return "smoothed track" if smoothed else "filtered track"
 
 
 def source_names(track: xr.Dataset) -> list[str]:
@@ -125,3 +136,53 @@ def collapsed_cycles(track: xr.Dataset) -> np.ndarray:
     if "loglik" in track:
         out |= ~np.isfinite(np.asarray(track["loglik"].values, dtype=float))
     return out
+
+
+def truth_comparison(track: xr.Dataset, truth: xr.Dataset) -> dict[str, str]:
+    """The track against the truth of a simulated record (label -> shown value), from
+    :func:`rankmodels.tracking.evaluate.score_track`: median / 90th percentile / largest
+    great-circle distance (km) from the estimated to the true position, for the track and, when
+    it is smoothed, for the forward filter alone; the share of the true arrivals
+    (``true_label >= 0``) associated with their source and of the clutter arrivals
+    (``true_label == -1``) called clutter.
+
+    Raises ValueError when the datasets lack ``lat_filtered``/``lon_filtered`` (track) or
+    ``lat``/``lon``/``true_label`` (truth), or their cycles / ranks differ.
+    """
+    for ds, what, names in (
+        (track, "track", ("lat", "lon", "lat_filtered", "lon_filtered", "association")),
+        (truth, "truth", ("lat", "lon", "true_label")),
+    ):
+        missing = [n for n in names if n not in ds]
+        if missing:
+            raise ValueError(f"{what} has no {', '.join(map(repr, missing))}")
+    if truth.sizes["cycle"] != track.sizes["cycle"]:
+        raise ValueError(
+            f"truth has {truth.sizes['cycle']} cycles; the track has {track.sizes['cycle']}"
+        )
+    labels = np.asarray(truth["true_label"].values)
+    if labels.shape != np.shape(track["association"].values):
+        raise ValueError(
+            f"truth 'true_label' has shape {labels.shape}; the track's 'association' has "
+            f"{np.shape(track['association'].values)} (cycle, rank)"
+        )
+    scores = score_track(track, truth)
+    kind = track_kind(track)
+    rows = {
+        f"Position error of the {kind}: median / 90th percentile / largest (km)": (
+            f"{scores['median_km']:.1f} / {scores['p90_km']:.1f} / {scores['max_km']:.1f}"
+        )
+    }
+    if kind == "smoothed track":
+        rows["Position error of the forward filter: median / 90th percentile (km)"] = (
+            f"{scores['filtered_median_km']:.1f} / {scores['filtered_p90_km']:.1f}"
+        )
+    true_arrivals = int((labels >= 0).sum())
+    clutter = int((labels == CLUTTER).sum())
+    rows["True arrivals associated with their source"] = (
+        f"{100 * scores['arrivals_right']:.1f} % of {true_arrivals}" if true_arrivals else "–"
+    )
+    rows["Clutter arrivals called clutter"] = (
+        f"{100 * scores['clutter_called_clutter']:.1f} % of {clutter}" if clutter else "–"
+    )
+    return rows

@@ -35,13 +35,14 @@ from rankmodels.plots._fields import (
     title,
     values,
 )
-from rankmodels.plots.maps import track_kind, track_map
+from rankmodels.plots.maps import track_map
 from rankmodels.plots.track_summary import (
     CLUTTER,
     association_arrays,
     collapsed_cycles,
     source_names,
     source_table,
+    track_kind,
 )
 from rankmodels.plots.uncertainty import CONFIDENCE, ELLIPSE_SCALE, position_covariance_km
 from rankmodels.tracking.evaluate import position_error_km
