@@ -124,6 +124,10 @@ def test_shipped_sample_is_reproducible_and_marked_simulated(repo_data):
     record, true = dimes_float767(seed=int(shipped.attrs["sim_seed"]))
     assert shipped.attrs["simulated"] == 1 and "SIMULATED" in shipped.attrs["comment"]
     assert shipped.attrs["float_id"] == record.attrs["float_id"] == "sim-drift-seed767-729d"
+    for made, file in ((record, shipped), (true, truth)):  # the attributes, too, are today's
+        assert file.attrs == {**made.attrs, "simulated": 1}
+        for name, var in made.variables.items():
+            assert file[name].attrs == var.attrs, name
     assert np.allclose(shipped["toa"], record["toa"], equal_nan=True)
     assert np.allclose(truth["lat"], true["lat"]) and np.allclose(truth["lon"], true["lon"])
     assert (truth["true_label"].values == shipped["source_label"].values).all()
