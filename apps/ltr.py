@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 
 import click
@@ -11,12 +12,14 @@ import numpy as np
 from rankmodels import __version__
 from rankmodels.errors import InputError
 from rankmodels.ltr import metrics
-from rankmodels.ltr.letor import read_letor
-from rankmodels.ltr.losses import LOSSES
-from rankmodels.ltr.train import SMOOTHING, LinearRanker, fit_linear_ranker, ridge_ranker
+from rankmodels.ltr.letor import LetorData, LetorOrderWarning, read_letor
+from rankmodels.ltr.losses import LOSSES, LossSpec
+from rankmodels.ltr.train import LinearRanker, check_learnable, fit_linear_ranker, ridge_ranker
 from rankmodels_app._common import (
     BadInput,
+    OneLineGroup,
     atomic_output,
+    progressbar,
     quiet_option,
     refuse_to_overwrite,
     reports_bad_input,
@@ -24,52 +27,80 @@ from rankmodels_app._common import (
 )
 
 
-def _parse_options(pairs: tuple[str, ...]) -> dict:
-    options: dict = {}
+def _parse_options(pairs: tuple[str, ...], spec: LossSpec) -> dict[str, object]:
+    """``--option KEY=VALUE`` pairs typed and checked against the loss's declared options."""
+    texts: dict[str, str] = {}
     for pair in pairs:
         key, sep, raw = pair.partition("=")
         if not sep or not key:
             raise BadInput(f"--option: expected KEY=VALUE, got {pair!r}")
-        value: object = raw
-        for cast in (int, float):
-            try:
-                value = cast(raw)
-                break
-            except ValueError:
-                continue
-        if raw.lower() in ("true", "false"):
-            value = raw.lower() == "true"
-        options[key] = value
-    return options
+        if key in texts:
+            raise BadInput(f"--option: {key} is given twice")
+        texts[key] = raw
+    try:
+        return spec.validate(spec.parse(texts))
+    except (TypeError, ValueError) as err:
+        raise BadInput(f"--option: {err}") from None
 
 
-def _parse_anneal(text: str | None, loss: str) -> list[dict] | None:
+def _parse_anneal(
+    text: str | None, spec: LossSpec, options: dict[str, object]
+) -> list[dict[str, object]] | None:
+    """``--anneal V1,V2,...`` as one option override per stage, each checked."""
     if text is None:
         return None
-    if loss not in SMOOTHING:
-        raise BadInput(f"--anneal: loss {loss!r} has no smoothing; use one of {sorted(SMOOTHING)}")
+    if spec.smoothing is None:
+        smooth = ", ".join(s.name for s in LOSSES if s.smoothing)
+        raise BadInput(
+            f"--anneal: loss {spec.name} has no smoothing to anneal; those with: {smooth}"
+        )
     try:
         values = [float(v) for v in text.split(",")]
     except ValueError:
         raise BadInput(f"--anneal: expected comma-separated numbers, got {text!r}") from None
-    if not values or min(values) <= 0:
-        raise BadInput("--anneal: values must be positive")
-    return [{SMOOTHING[loss]: v} for v in values]
+    stages = [{spec.smoothing: v} for v in values]
+    for stage in stages:
+        try:
+            spec.validate({**options, **stage})
+        except (TypeError, ValueError) as err:
+            raise BadInput(f"--anneal: {err}") from None
+    return stages
 
 
-@click.group("ltr")
+def _read(path: Path, n_features: int = 0) -> LetorData:
+    """:func:`read_letor`, its warnings (a qid coming back) shown as one line on stderr."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", LetorOrderWarning)
+        data = read_letor(path, n_features=n_features)
+    for warning in caught:
+        click.echo(f"warning: {warning.message}", err=True)
+    return data
+
+
+@click.group("ltr", cls=OneLineGroup)
 def ltr_group() -> None:
     """Learning to rank on LETOR / SVMlight files."""
+
+
+@ltr_group.command("losses")
+def ltr_losses() -> None:
+    """List the losses, their --option settings (with defaults) and what --anneal lowers."""
+    for spec in LOSSES:
+        click.echo(f"{spec.name}: {spec.summary}")
+        for opt in spec.options:
+            click.echo(f"    --option {opt.name}=...  {opt.type_name} (default {opt.default})")
+        if spec.smoothing:
+            click.echo(f"    --anneal lowers {spec.smoothing}")
 
 
 @ltr_group.command("train")
 @click.argument("data", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option(
     "--loss",
-    type=click.Choice(sorted(LOSSES)),
+    type=click.Choice(LOSSES.names),
     default="softrank",
     show_default=True,
-    help="Training loss.",
+    help="Training loss ('rankmodels ltr losses' lists them with their options).",
 )
 @click.option(
     "--option",
@@ -99,7 +130,7 @@ def ltr_group() -> None:
 )
 @click.option(
     "--max-iter",
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=1, max=100_000),
     default=100,
     show_default=True,
     help="L-BFGS iterations per annealing stage.",
@@ -137,30 +168,37 @@ def ltr_train(
     """Fit a linear ranker on the queries of DATA with LOSS and report NDCG@k.
 
     The queries are split at random (``--seed``) into a training and a test part; the
-    ridge-regression start is reported alongside for comparison.
+    ridge-regression start is reported alongside for comparison. A query without relevant
+    documents has NDCG 1 (every order is ideal, as in LightGBM). A progress bar goes to
+    stderr when it is a terminal (not with --quiet).
     """
-    opts = _parse_options(options)
-    stages = _parse_anneal(anneal, loss)
+    spec = LOSSES[loss]
+    opts = _parse_options(options, spec)
+    stages = _parse_anneal(anneal, spec, opts)
     if output is not None:
         refuse_to_overwrite(output, [data])
-    letor = read_letor(data)
-    rng = np.random.default_rng(seed)
-    perm = rng.permutation(letor.lengths.shape[0])
-    n_test = int(round(test_fraction * perm.shape[0]))
-    train, test = letor.subset(perm[n_test:]), letor.subset(perm[:n_test])
-    ridge = ridge_ranker(train)
-    try:
-        model = fit_linear_ranker(
-            train, loss, options=opts, stages=stages, l2=l2, max_iter=max_iter
+    letor = _read(data)
+    n_queries = letor.lengths.shape[0]
+    n_test = int(round(test_fraction * n_queries))
+    if n_test >= n_queries:
+        raise BadInput(
+            f"--test-fraction {test_fraction} leaves no training query of the {n_queries} in {data}"
         )
-    except (TypeError, ValueError) as err:  # an --option the loss rejects
-        raise BadInput(f"--option: {err}") from None
+    perm = np.random.default_rng(seed).permutation(n_queries)
+    train, test = letor.subset(perm[n_test:]), letor.subset(perm[:n_test])
+    check_learnable(train, data)
+    ridge = ridge_ranker(train)
+    n_stages = len(stages) if stages else 1
+    with progressbar(n_stages * max_iter, f"training {loss}", quiet) as bar:
+        model = fit_linear_ranker(
+            train, loss, options=opts, stages=stages, l2=l2, max_iter=max_iter, progress=bar.update
+        )
     report = {
         "loss": loss,
         "options": opts,
         "anneal": stages,
         "seed": seed,
-        "queries": {"train": int(train.lengths.shape[0]), "test": int(test.lengths.shape[0])},
+        "queries": {"train": int(train.lengths.shape[0]), "test": n_test},
         f"ndcg@{cutoff}": {
             "train": model.ndcg(train, cutoff),
             "test": model.ndcg(test, cutoff) if n_test else None,
@@ -186,7 +224,8 @@ def ltr_train(
             click.echo(f"wrote {output}", err=True)
 
 
-def _read_model(path: Path, n_features: int) -> LinearRanker:
+def _read_model(path: Path) -> LinearRanker:
+    """The linear ranker of a JSON file written by ``ltr train -o``."""
     try:
         spec = json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
@@ -201,16 +240,26 @@ def _read_model(path: Path, n_features: int) -> LinearRanker:
             raise InputError("missing", path=path, field=key) from None
         except (TypeError, ValueError):
             raise InputError("must be a list of numbers", path=path, field=key) from None
-        if arr.shape != (n_features,) or not np.all(np.isfinite(arr)):
+        n = len(arrays["weights"]) if arrays else None
+        if arr.ndim != 1 or arr.size == 0 or (n is not None and arr.shape != (n,)):
             raise InputError(
-                f"must hold {n_features} finite numbers (one per feature of the data)",
+                "must be a non-empty list of numbers, one per feature"
+                + (f" ({n}, as weights)" if n is not None else ""),
                 path=path,
                 field=key,
             )
+        if not np.all(np.isfinite(arr)):
+            raise InputError("must hold finite numbers", path=path, field=key)
         arrays[key] = arr
     if np.any(arrays["feature_scale"] <= 0):
         raise InputError("must be positive", path=path, field="feature_scale")
     return LinearRanker(arrays["weights"], arrays["feature_mean"], arrays["feature_scale"])
+
+
+def _mean_where_defined(values: np.ndarray) -> float | None:
+    """Mean over the queries where a metric is defined (not NaN); None if it is nowhere."""
+    defined = ~np.isnan(values)
+    return float(values[defined].mean()) if defined.any() else None
 
 
 @ltr_group.command("evaluate")
@@ -239,10 +288,19 @@ def ltr_evaluate(data: Path, model_path: Path, cutoff: int, fmt: str) -> None:
     """Score the queries of DATA with a saved linear ranker and print mean metrics.
 
     NDCG, precision and ERR are cut at k; MAP, MRR, RBP (alpha 0.8), ARP and OPA use the
-    whole list. ARP and OPA average over the queries where they are defined.
+    whole list. A query without relevant documents has NDCG 1 (as LightGBM) and MAP, MRR,
+    precision, ERR and RBP 0; ARP (needs a relevant document) and OPA (needs two different
+    labels) average over the queries where they are defined, and are reported as n/a
+    (JSON null) when they are defined nowhere. Features missing from the sparse file are 0.
     """
-    letor = read_letor(data)
-    model = _read_model(model_path, letor.features.shape[2])
+    model = _read_model(model_path)
+    n_model = model.weights.shape[0]
+    letor = _read(data, n_features=n_model)
+    if letor.features.shape[2] > n_model:
+        raise BadInput(
+            f"{data} has {letor.features.shape[2]} features but the model {model_path} "
+            f"was trained on {n_model}"
+        )
     scores = model.scores(letor)
     args = (letor.relevance, scores)
     kw = {"lengths": letor.lengths}
@@ -256,9 +314,9 @@ def ltr_evaluate(data: Path, model_path: Path, cutoff: int, fmt: str) -> None:
         "arp": metrics.arp(*args, **kw),
         "opa": metrics.opa(*args, **kw),
     }
-    means = {name: float(np.nanmean(v)) for name, v in values.items()}
+    means = {name: _mean_where_defined(v) for name, v in values.items()}
     if fmt == "json":
         click.echo(json.dumps({"queries": int(letor.lengths.shape[0]), **means}))
     else:
         for name, value in means.items():
-            click.echo(f"{name:<14}{value:.4f}")
+            click.echo(f"{name:<14}{'n/a' if value is None else f'{value:.4f}'}")

@@ -47,5 +47,9 @@ def test_chain_rule_through_a_linear_model(rng):
     ref = LOSSES["listnet"](X @ np.asarray(w, float), R, L)
     expected = np.einsum("bnf,bn->f", X, ref.grad) / 3
     np.testing.assert_allclose(jax.grad(objective)(w), expected, atol=1e-5)
-    with pytest.raises(ValueError, match="loss"):
+    with pytest.raises(ValueError, match="unknown loss 'hinge'; expected one of: sinkprop"):
         jax_loss("hinge")
+    with pytest.raises(ValueError, match="loss softrank has no option 'tau'; its options: sigma"):
+        jax_loss("softrank", tau=1.0)
+    with pytest.raises(ValueError, match="sigma must be positive"):
+        jax_loss("softrank", sigma=-1.0)

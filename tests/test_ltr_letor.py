@@ -1,22 +1,26 @@
-"""LETOR reader (with fuzzing), linear-ranker training, and the ``rankmodels ltr`` CLI."""
+"""LETOR reader (with fuzzing), its limits, the writer, and the shipped synthetic sample."""
 
 from __future__ import annotations
 
-import json
+import warnings
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rankmodels.errors import InputError
-from rankmodels.ltr import metrics
-from rankmodels.ltr.letor import LetorData, parse_letor, read_letor
-from rankmodels.ltr.train import fit_linear_ranker, ridge_ranker
-from rankmodels_app.cli import cli
+from rankmodels.ltr import letor
+from rankmodels.ltr.letor import (
+    LetorData,
+    LetorOrderWarning,
+    format_letor,
+    parse_letor,
+    read_letor,
+)
+from rankmodels.ltr.synthetic import SAMPLE, sample_text, synthetic_letor
 
-SAMPLE = """# a comment line
+SAMPLE_TEXT = """# a comment line
 2 qid:10 1:0.5 3:1.0 # docid = a
 0 qid:10 2:0.25
 1 qid:7 1:1 2:2 3:3
@@ -26,15 +30,29 @@ SAMPLE = """# a comment line
 
 
 def test_parse_sample_sparse_and_non_contiguous():
-    d = parse_letor(SAMPLE)
+    with pytest.warns(LetorOrderWarning, match=r"f\.txt: qid 10 comes back on line 6 .* line 2"):
+        d = parse_letor(SAMPLE_TEXT, "f.txt")
     assert list(d.qids) == ["10", "7"]
     np.testing.assert_array_equal(d.lengths, [3, 1])
     assert d.features.shape == (2, 3, 3)
     np.testing.assert_array_equal(d.features[0], [[0.5, 0, 1.0], [0, 0.25, 0], [-1.5, 0, 0]])
     np.testing.assert_array_equal(d.relevance, [[2, 0, 0], [1, 0, 0]])
     np.testing.assert_array_equal(d.features[1, 0], [1, 2, 3])
+    np.testing.assert_array_equal(d.mask, [[True, True, True], [True, False, False]])
     sub = d.subset(np.array([1]))
     assert sub.features.shape == (1, 1, 3)
+
+
+def test_ungrouped_qids_are_grouped_stably_and_said_so():
+    grouped = "1 qid:a 1:1\n0 qid:a 1:2\n2 qid:b 1:3\n0 qid:c 1:4\n"
+    scattered = "1 qid:a 1:1\n2 qid:b 1:3\n0 qid:a 1:2\n0 qid:c 1:4\n"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # contiguous queries: no warning
+        want = parse_letor(grouped)
+    with pytest.warns(LetorOrderWarning, match="qid a comes back on line 3.*1 such return"):
+        got = parse_letor(scattered)
+    for field in ("features", "relevance", "lengths", "qids"):
+        np.testing.assert_array_equal(getattr(got, field), getattr(want, field))
 
 
 @pytest.mark.parametrize(
@@ -47,6 +65,7 @@ def test_parse_sample_sparse_and_non_contiguous():
         ("1 qid:1 2:abc", "feature"),
         ("1 qid:1 2:1 2:3", "twice"),
         ("1", "expected"),
+        ("1 qid:1 100000000:0.5", "feature index 100000000 exceeds 10000"),
         ("# nothing", "no documents"),
     ],
 )
@@ -58,11 +77,35 @@ def test_bad_lines_name_the_line(text, message):
         assert "line 2" in str(err.value)
 
 
+def test_feature_count_limits_are_stated_and_enforced(monkeypatch):
+    edge = parse_letor(f"1 qid:1 {letor.MAX_FEATURES}:1.5\n0 qid:1 1:1\n")
+    assert edge.features.shape == (1, 2, letor.MAX_FEATURES)
+    assert edge.features[0, 0, -1] == 1.5
+    with pytest.raises(InputError, match=f"exceeds {letor.MAX_FEATURES}"):
+        parse_letor(f"1 qid:1 {letor.MAX_FEATURES + 1}:1.5\n")
+    # the padded array: 2 queries x 3 documents x 4 features x 8 bytes = 192 bytes
+    text = "1 qid:1 4:1\n0 qid:1 1:1\n0 qid:1 1:1\n1 qid:2 1:1\n"
+    monkeypatch.setattr(letor, "MAX_DENSE_BYTES", 191)
+    with pytest.raises(InputError, match=r"f\.txt: the padded feature array \(2 queries x 3 "):
+        parse_letor(text, "f.txt")
+    monkeypatch.setattr(letor, "MAX_DENSE_BYTES", 192)
+    assert parse_letor(text).features.shape == (2, 3, 4)
+
+
+def test_n_features_pads_a_sparse_file():
+    d = parse_letor("1 qid:1 2:1\n0 qid:1 1:3\n", n_features=5)
+    assert d.features.shape == (1, 2, 5)
+    np.testing.assert_array_equal(d.features[0], [[0, 1, 0, 0, 0], [3, 0, 0, 0, 0]])
+    assert parse_letor("1 qid:1 4:1\n", n_features=2).features.shape == (1, 1, 4)
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.text(alphabet="0123456789 .:#qid-\nabe", max_size=200))
 def test_fuzz_reader_returns_data_or_input_error(text):
     try:
-        d = parse_letor(text)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", LetorOrderWarning)
+            d = parse_letor(text)
     except InputError:
         return
     assert isinstance(d, LetorData)
@@ -78,178 +121,33 @@ def test_real_mq2008_fold(shared_data):
     assert set(np.unique(d.relevance)) <= {0.0, 1.0, 2.0}
 
 
-def _synthetic(rng, n_queries=40, n_docs=12, n_feat=5):
-    w_true = rng.normal(size=n_feat)
-    X = rng.normal(size=(n_queries, n_docs, n_feat))
-    utility = X @ w_true
-    rel = np.digitize(utility, np.quantile(utility, [0.6, 0.85])).astype(float)
-    lengths = np.full(n_queries, n_docs)
-    qids = np.array([str(i) for i in range(n_queries)], dtype=object)
-    return LetorData(X, rel, lengths, qids), w_true
+def test_format_letor_round_trips(rng):
+    data, _ = synthetic_letor(n_queries=7, n_features=4, docs=(1, 6), seed=rng)
+    back = parse_letor(format_letor(data))
+    assert list(back.qids) == list(data.qids)
+    np.testing.assert_array_equal(back.lengths, data.lengths)
+    np.testing.assert_array_equal(back.relevance, data.relevance)
+    np.testing.assert_allclose(back.features, data.features, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize(
-    ("loss", "options", "stages"),
-    [
-        ("softrank", {"sigma": 0.5}, None),
-        ("sinkprop", {}, [{"sigma": 1.0}, {"sigma": 0.3}]),
-        ("pirank", {"tau": 0.5, "k": 5}, None),
-        ("listnet", {}, None),
-    ],
-)
-def test_linear_ranker_recovers_a_linear_truth(rng, loss, options, stages):
-    data, w_true = _synthetic(rng)
-    model = fit_linear_ranker(data, loss, options=options, stages=stages, max_iter=60)
-    w = model.weights * 1.0 / model.scale  # back to raw feature units
-    cosine = w @ w_true / np.linalg.norm(w) / np.linalg.norm(w_true)
-    assert cosine > 0.9
-    test, _ = _synthetic(np.random.default_rng(1), n_queries=20)
-    ideal_scores = test.features @ w_true
-    assert model.ndcg(test, k=5) > 0.9 * np.mean(metrics.ndcg(test.relevance, ideal_scores, k=5))
+def test_synthetic_labels_follow_the_linear_truth(rng):
+    data, w_true = synthetic_letor(n_queries=50, n_features=3, docs=(10, 10), noise=0.0, seed=rng)
+    utility = data.features @ w_true
+    assert np.linalg.norm(w_true) == pytest.approx(1.0)
+    # noise 0: labels are the 60 % / 85 % utility quantiles exactly, so they sort utilities
+    for label in (0, 1):
+        assert utility[data.relevance == label].max() < utility[data.relevance == label + 1].min()
+    assert np.mean(data.relevance == 0) == pytest.approx(0.6, abs=0.01)
+    assert np.mean(data.relevance == 2) == pytest.approx(0.15, abs=0.01)
+    with pytest.raises(ValueError, match="docs"):
+        synthetic_letor(docs=(5, 3))
 
 
-def test_training_objective_gradient(rng):
-    """The chain rule X^T g of the trainer, through scipy's objective, by finite differences."""
-    from scipy.optimize import check_grad
-
-    from rankmodels.ltr.losses import LOSSES
-
-    data, _ = _synthetic(rng, n_queries=6, n_docs=5, n_feat=3)
-    X = data.features
-
-    def f(w):
-        return float(np.mean(LOSSES["softrank"](X @ w, data.relevance, sigma=0.7).value))
-
-    def g(w):
-        res = LOSSES["softrank"](X @ w, data.relevance, sigma=0.7)
-        return np.einsum("bnf,bn->f", X, res.grad) / X.shape[0]
-
-    assert check_grad(f, g, rng.normal(size=3)) < 1e-6
-
-
-def test_fit_rejects_unknown_loss(rng):
-    data, _ = _synthetic(rng)
-    with pytest.raises(ValueError, match="loss"):
-        fit_linear_ranker(data, "hinge")
-    assert ridge_ranker(data).weights.shape == (5,)
-
-
-def _write(tmp_path, rng):
-    data, _ = _synthetic(rng, n_queries=12, n_docs=6, n_feat=3)
-    lines = []
-    for b in range(12):
-        for j in range(6):
-            feats = " ".join(f"{f + 1}:{data.features[b, j, f]:.6f}" for f in range(3))
-            lines.append(f"{int(data.relevance[b, j])} qid:{b} {feats}")
-    path = tmp_path / "train.txt"
-    path.write_text("\n".join(lines) + "\n")
-    return path
-
-
-def test_cli_train_end_to_end(tmp_path, rng):
-    path = _write(tmp_path, rng)
-    out = tmp_path / "model.json"
-    runner = CliRunner()
-    result = runner.invoke(
-        cli,
-        [
-            "ltr",
-            "train",
-            str(path),
-            "--loss",
-            "sinkprop",
-            "--anneal",
-            "1,0.3",
-            "--option",
-            "n_iter=5",
-            "--max-iter",
-            "20",
-            "-k",
-            "5",
-            "-o",
-            str(out),
-            "--seed",
-            "3",
-        ],
-    )
-    assert result.exit_code == 0, result.output
-    assert "sinkprop: NDCG@5 train" in result.output
-    report = json.loads(out.read_text())
-    assert report["queries"] == {"train": 8, "test": 4}
-    assert report["anneal"] == [{"sigma": 1.0}, {"sigma": 0.3}]
-    assert len(report["weights"]) == 3 and 0 <= report["ndcg@5"]["test"] <= 1
-
-
-@pytest.mark.parametrize(
-    ("args", "message"),
-    [
-        (["--option", "sigma"], "KEY=VALUE"),
-        (["--option", "bogus=1"], "bogus"),
-        (["--option", "sigma=-1"], "sigma"),
-        (["--loss", "listnet", "--anneal", "1,0.5"], "no smoothing"),
-        (["--anneal", "1,x"], "comma-separated"),
-    ],
-)
-def test_cli_bad_options_exit_2(tmp_path, rng, args, message):
-    path = _write(tmp_path, rng)
-    result = CliRunner().invoke(cli, ["ltr", "train", str(path), "--max-iter", "2", *args])
-    assert result.exit_code == 2
-    assert message in result.output and "Traceback" not in result.output
-
-
-def test_cli_bad_file_and_overwrite(tmp_path, rng):
-    bad = tmp_path / "bad.txt"
-    bad.write_text("1 qid:1 1:0\n1 qid:1 x:0\n")
-    result = CliRunner().invoke(cli, ["ltr", "train", str(bad)])
-    assert result.exit_code == 2
-    assert f"{bad}: line 2:" in result.output
-    good = _write(tmp_path, rng)
-    result = CliRunner().invoke(cli, ["ltr", "train", str(good), "-o", str(good)])
-    assert result.exit_code == 2 and "refusing" in result.output
-
-
-def test_cli_evaluate_matches_the_library(tmp_path, rng):
-    path = _write(tmp_path, rng)
-    model = tmp_path / "model.json"
-    runner = CliRunner()
-    assert (
-        runner.invoke(
-            cli, ["ltr", "train", str(path), "--loss", "listnet", "-o", str(model), "-q"]
-        ).exit_code
-        == 0
-    )
-    result = runner.invoke(
-        cli, ["ltr", "evaluate", str(path), "-m", str(model), "-k", "3", "--format", "json"]
-    )
-    assert result.exit_code == 0, result.output
-    report = json.loads(result.output)
-    spec = json.loads(model.read_text())
+def test_shipped_sample_is_the_generator_output(repo_data):
+    path = repo_data / "letor-sample.txt"
+    assert path.read_text(encoding="utf-8") == sample_text()
     data = read_letor(path)
-    scores = (data.features - spec["feature_mean"]) / spec["feature_scale"] @ spec["weights"]
-    assert report["queries"] == 12
-    assert report["ndcg@3"] == pytest.approx(np.mean(metrics.ndcg(data.relevance, scores, k=3)))
-    assert report["mrr"] == pytest.approx(np.mean(metrics.reciprocal_rank(data.relevance, scores)))
-    text = runner.invoke(cli, ["ltr", "evaluate", str(path), "-m", str(model)])
-    assert text.exit_code == 0 and "ndcg@10" in text.output and "opa" in text.output
-
-
-@pytest.mark.parametrize(
-    ("content", "message"),
-    [
-        ("not json", "not a JSON model"),
-        ("[1, 2]", "JSON object"),
-        ('{"weights": [1, 2, 3]}', "feature_mean: missing"),
-        ('{"weights": [1, 2]}', "weights: must hold 3"),
-        (
-            '{"weights": [1, 2, 3], "feature_mean": [0, 0, 0], "feature_scale": [1, 0, 1]}',
-            "feature_scale: must be positive",
-        ),
-    ],
-)
-def test_cli_evaluate_bad_model(tmp_path, rng, content, message):
-    path = _write(tmp_path, rng)
-    bad = tmp_path / "bad.json"
-    bad.write_text(content)
-    result = CliRunner().invoke(cli, ["ltr", "evaluate", str(path), "-m", str(bad)])
-    assert result.exit_code == 2
-    assert message in result.output and "Traceback" not in result.output
+    assert data.lengths.shape == (SAMPLE["n_queries"],)
+    assert data.features.shape[2] == SAMPLE["n_features"]
+    # some queries have no relevant document (the NDCG convention matters) and most do
+    assert 0 < np.sum(data.relevance.max(axis=1) == 0) < SAMPLE["n_queries"] // 4

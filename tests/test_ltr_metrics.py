@@ -97,8 +97,9 @@ def test_err_and_opa_by_brute_force():
 def test_undefined_conventions():
     zeros = np.zeros(4)
     order = np.arange(4)
-    assert M.ndcg(zeros, order=order) == 0.0
-    assert M.ndcg(zeros, order=order, undefined=1.0) == 1.0
+    assert M.ndcg(zeros, order=order) == 1.0  # LightGBM: every order is ideal
+    assert M.ndcg(zeros, order=order, undefined=0.0) == 0.0  # TF-Ranking
+    np.testing.assert_array_equal(M.ndcg([zeros, REL], [np.zeros(4), np.zeros(6)], k=3)[:1], [1])
     assert M.average_precision(zeros, order=order) == 0.0
     assert M.reciprocal_rank(zeros, order=order) == 0.0
     assert np.isnan(M.arp(zeros, order=order))

@@ -71,6 +71,12 @@ def test_straight_through_value_is_hard_and_gradient_is_relaxed(rng):
     assert np.all(np.abs(relaxed.value - st.value) > 1e-6)
 
 
-def test_invalid_tau():
+def test_invalid_tau_and_block_size():
     with pytest.raises(ValueError, match="tau"):
         neuralsort(np.zeros(3), 0.0)
+    with pytest.raises(ValueError, match="tau"):
+        pirank_loss(np.zeros(3), np.ones(3), tau=-1.0)
+    # without a cut-off the blocks cannot shrink a list longer than block_size
+    for k in (None, 5):
+        with pytest.raises(ValueError, match="block_size needs a cut-off k"):
+            pirank_loss(np.zeros(8), np.ones(8), k=k, block_size=5)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rankmodels.ltr.batching import LossResult, ragged_batch
+from rankmodels.ltr.batching import LossResult, RaggedBatch, ragged_batch
 from rankmodels.ltr.metrics import ndcg_weights
 
 __all__ = ["SURROGATES", "bregman_loss", "bregman_minimiser"]
@@ -38,6 +38,17 @@ def _norm(x: np.ndarray, p: np.ndarray) -> np.ndarray:
     return (np.abs(x) ** p[:, None]).sum(axis=1) ** (1.0 / p)
 
 
+def _target(
+    batch: RaggedBatch, surrogate: str, c: float, gain: str, discount: object
+) -> np.ndarray:
+    """``r~ = G(r) / ||G(r)||_D`` ``(B, n)`` (eq. 3.2) after checking the options."""
+    if surrogate not in SURROGATES:
+        raise ValueError(f"surrogate must be one of {SURROGATES}, got {surrogate!r}")
+    if not c > 0:
+        raise ValueError(f"c must be positive, got {c}")
+    return ndcg_weights(batch, None, gain, discount)[0]
+
+
 def bregman_loss(
     scores: object,
     relevance: object,
@@ -49,13 +60,9 @@ def bregman_loss(
     discount: str | np.ndarray = "log2",
 ) -> LossResult:
     """The Bregman surrogate ``phi(s, r)`` of eq. 3.28 (value >= 0) and its gradient."""
-    if surrogate not in SURROGATES:
-        raise ValueError(f"surrogate must be one of {SURROGATES}, got {surrogate!r}")
-    if not c > 0:
-        raise ValueError(f"c must be positive, got {c}")
     batch = ragged_batch(scores, relevance, lengths)
     mask = batch.mask
-    rt, _, _ = ndcg_weights(batch, None, gain, discount)
+    rt = _target(batch, surrogate, c, gain, discount)
     s = np.where(mask, batch.scores, 0.0)
     if surrogate == "square":
         value = ((rt - s / 2.0) ** 2).sum(axis=1)
@@ -88,11 +95,9 @@ def bregman_minimiser(
 ) -> np.ndarray:
     """Scores ``grad psi(r~)`` minimising :func:`bregman_loss` (``-inf`` for zero gain under
     the cross-entropy surrogate); they sort documents by gain (NDCG consistency)."""
-    if surrogate not in SURROGATES:
-        raise ValueError(f"surrogate must be one of {SURROGATES}, got {surrogate!r}")
     rel = relevance
     batch = ragged_batch(np.zeros(np.shape(np.asarray(rel, dtype=float))), rel, lengths)
-    rt, _, _ = ndcg_weights(batch, None, gain, discount)
+    rt = _target(batch, surrogate, c, gain, discount)
     if surrogate == "square":
         out = 2.0 * rt
     elif surrogate == "cross_entropy":

@@ -25,12 +25,13 @@ def jax_loss(name: str, **options: object) -> Callable[..., jax.Array]:
     """``f(scores, relevance, lengths) -> (B,)`` per-query losses, differentiable in
     ``scores``; ``scores`` and ``relevance`` are ``(B, n_max)``, ``lengths`` ``(B,)`` ints.
 
-    ``name`` is a key of :data:`rankmodels.ltr.losses.LOSSES`, ``options`` its keyword
-    options (e.g. ``jax_loss("softrank", sigma=0.5)``).
+    ``name`` is a loss of the registry :data:`rankmodels.ltr.losses.LOSSES`, ``options``
+    its keyword options (e.g. ``jax_loss("softrank", sigma=0.5)``), checked here against
+    the registry so that a bad one fails before tracing.
     """
-    if name not in LOSSES:
-        raise ValueError(f"loss must be one of {sorted(LOSSES)}, got {name!r}")
-    fn = LOSSES[name]
+    spec = LOSSES[name]
+    options = spec.validate(options)
+    fn = spec.function
 
     def host(scores, relevance, lengths):
         res = fn(

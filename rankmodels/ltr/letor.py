@@ -5,22 +5,49 @@ One document per line::
     <label> qid:<query id> <feature>:<value> <feature>:<value> ... [# comment]
 
 Labels are non-negative numbers (graded relevance), feature indices positive integers
-(1-based, sparse: missing features are 0), values floats. Lines of one query need not be
-contiguous; queries keep the order of their first appearance. Blank lines and lines
-starting with ``#`` are skipped. Bad lines raise :class:`rankmodels.errors.InputError`
-naming the file and the line.
+up to :data:`MAX_FEATURES` (1-based, sparse: missing features are 0), values floats.
+Blank lines and lines starting with ``#`` are skipped. Bad lines raise
+:class:`rankmodels.errors.InputError` naming the file and the line.
+
+The lines of a query should be contiguous. When a qid comes back after other queries its
+documents are grouped with its first lines all the same (queries keep the order of their
+first appearance, documents their file order: a stable sort by qid) and a
+:class:`LetorOrderWarning` says so, since that is often two files concatenated.
+
+The documents are held densely, ``(B, n_max, F)``; a file whose padded array would exceed
+:data:`MAX_DENSE_BYTES` is refused with the sizes in the message.
 """
 
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
 from rankmodels.errors import InputError
 
-__all__ = ["LetorData", "parse_letor", "read_letor"]
+__all__ = [
+    "MAX_DENSE_BYTES",
+    "MAX_FEATURES",
+    "LetorData",
+    "LetorOrderWarning",
+    "format_letor",
+    "parse_letor",
+    "read_letor",
+]
+
+MAX_FEATURES = 10_000
+"""Largest feature index read (LETOR sets have at most a few hundred features; the dense
+layout costs ``8 F`` bytes per document)."""
+
+MAX_DENSE_BYTES = 2 * 2**30
+"""Largest padded feature array ``B * n_max * F * 8`` bytes that :func:`parse_letor` builds."""
+
+
+class LetorOrderWarning(UserWarning):
+    """A qid reappears after other queries; its documents were grouped by qid."""
 
 
 @dataclass(frozen=True)
@@ -35,6 +62,11 @@ class LetorData:
     relevance: np.ndarray
     lengths: np.ndarray
     qids: np.ndarray
+
+    @property
+    def mask(self) -> np.ndarray:
+        """``(B, n_max)`` True on the real (non-padding) documents."""
+        return np.arange(self.features.shape[1])[None, :] < self.lengths[:, None]
 
     def subset(self, index: np.ndarray) -> LetorData:
         """The queries ``index`` (trimmed to their longest list)."""
@@ -69,29 +101,63 @@ def _parse_line(line: str, where: dict) -> tuple[float, str, dict[int, float]]:
             index, val = -1, np.nan
         if not sep or index < 1 or not np.isfinite(val):
             raise InputError(f"feature {token!r} must be '<positive int>:<finite number>'", **where)
+        if index > MAX_FEATURES:
+            raise InputError(
+                f"feature index {index} exceeds {MAX_FEATURES}, the most features this reader "
+                "holds (densely)",
+                **where,
+            )
         if index in feats:
             raise InputError(f"feature {index} appears twice", **where)
         feats[index] = val
     return label, qid, feats
 
 
-def parse_letor(text: str, path: str | os.PathLike[str] | None = None) -> LetorData:
-    """Parse the text of a LETOR / SVMlight file (see the module docstring)."""
+def parse_letor(
+    text: str, path: str | os.PathLike[str] | None = None, *, n_features: int = 0
+) -> LetorData:
+    """Parse the text of a LETOR / SVMlight file (see the module docstring).
+
+    The feature count ``F`` is the largest index in the file, or ``n_features`` when that
+    is larger (a model trained on more features than a sparse file happens to mention).
+    """
     rows: list[tuple[float, str, dict[int, float]]] = []
+    lines: list[int] = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         rows.append(_parse_line(line, {"path": path, "field": f"line {number}"}))
+        lines.append(number)
     if not rows:
         raise InputError("no documents found", path=path)
-    n_features = max((max(f) for _, _, f in rows if f), default=0)
     order: dict[str, list[int]] = {}
+    returning: list[int] = []  # rows whose qid was left for another query before
     for i, (_, qid, _) in enumerate(rows):
-        order.setdefault(qid, []).append(i)
+        members = order.setdefault(qid, [])
+        if members and rows[i - 1][1] != qid:
+            returning.append(i)
+        members.append(i)
+    if returning:
+        i = returning[0]
+        qid = rows[i][1]
+        warnings.warn(
+            f"{_where(path)}qid {qid} comes back on line {lines[i]} after other queries (first "
+            f"seen on line {lines[order[qid][0]]}; {len(returning)} such returns); its "
+            "documents are grouped by qid",
+            LetorOrderWarning,
+            stacklevel=2,
+        )
+    F = max(n_features, max((max(f) for _, _, f in rows if f), default=0))
     qids = np.array(list(order), dtype=object)
     lengths = np.array([len(v) for v in order.values()], dtype=np.int64)
     B, n = len(qids), int(lengths.max())
-    features = np.zeros((B, n, n_features))
+    if B * n * F * 8 > MAX_DENSE_BYTES:
+        raise InputError(
+            f"the padded feature array ({B} queries x {n} documents x {F} features) would take "
+            f"{B * n * F * 8 / 2**30:.1f} GiB, more than {MAX_DENSE_BYTES / 2**30:.0f} GiB",
+            path=path,
+        )
+    features = np.zeros((B, n, F))
     relevance = np.zeros((B, n))
     for b, members in enumerate(order.values()):
         for j, i in enumerate(members):
@@ -102,11 +168,27 @@ def parse_letor(text: str, path: str | os.PathLike[str] | None = None) -> LetorD
     return LetorData(features, relevance, lengths, qids)
 
 
-def read_letor(path: str | os.PathLike[str]) -> LetorData:
-    """Read a LETOR / SVMlight file (UTF-8 or ASCII)."""
+def _where(path: str | os.PathLike[str] | None) -> str:
+    return "" if path is None else f"{os.fspath(path)}: "
+
+
+def read_letor(path: str | os.PathLike[str], *, n_features: int = 0) -> LetorData:
+    """Read a LETOR / SVMlight file (UTF-8 or ASCII); ``n_features`` as in
+    :func:`parse_letor`."""
     try:
         with open(path, encoding="utf-8") as handle:
             text = handle.read()
     except UnicodeDecodeError:
         raise InputError("not a UTF-8 text file", path=path) from None
-    return parse_letor(text, path)
+    return parse_letor(text, path, n_features=n_features)
+
+
+def format_letor(data: LetorData, digits: int = 6) -> str:
+    """The LETOR text of ``data`` (every feature written, ``digits`` significant digits):
+    :func:`parse_letor` reads it back to the same queries."""
+    lines = []
+    for b, qid in enumerate(data.qids):
+        for j in range(int(data.lengths[b])):
+            feats = " ".join(f"{f + 1}:{v:.{digits}g}" for f, v in enumerate(data.features[b, j]))
+            lines.append(f"{data.relevance[b, j]:g} qid:{qid} {feats}".rstrip())
+    return "\n".join(lines) + "\n"

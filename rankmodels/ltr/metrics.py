@@ -9,9 +9,10 @@ Conventions (positions ``p = 0, 1, ...``, position 0 the top; ``order[p]`` = ite
   whose "log_2(-k)" is a garble of ``1/log2(k)`` for 1-based ``k > 2``); or an explicit array.
   Truncation at ``k`` sets ``D(p) = 0`` for ``p >= k``.
 * ``DCG@k = sum_p G(r_{order[p]}) D(p)``; ``NDCG@k = DCG@k / IDCG@k`` with ``IDCG@k`` the
-  DCG of the ideal order. When ``IDCG@k == 0`` (no relevant document) NDCG is *undefined*
-  and the value ``undefined`` (default 0, as TF-Ranking; pass 1.0 for LightGBM's
-  convention or ``nan`` to drop such queries with ``nanmean``) is returned.
+  DCG of the ideal order. When ``IDCG@k == 0`` (no relevant document) every order is
+  ideal and NDCG is ``undefined`` (default 1, as LightGBM; TF-Ranking uses 0, ``nan``
+  drops such queries from a ``nanmean``). It agrees with the NDCG losses, which are 0
+  with zero gradient on such queries (``1 - NDCG`` with NDCG = 1).
 * Binary metrics (precision, MAP, MRR, RBP) call an item relevant when ``r > threshold``
   (default 0). MAP / MRR are the means over queries of :func:`average_precision` /
   :func:`reciprocal_rank`; a query without relevant documents scores 0 on both.
@@ -37,6 +38,8 @@ marginals.
 
 from __future__ import annotations
 
+import functools
+import inspect
 from collections.abc import Callable
 
 import numpy as np
@@ -45,6 +48,7 @@ from rankmodels.dsm import birkhoff_decomposition
 from rankmodels.ltr.batching import RaggedBatch, hard_orders, pad_lists, ragged_batch
 
 __all__ = [
+    "DISCOUNTS",
     "GAINS",
     "METRICS",
     "arp",
@@ -66,6 +70,8 @@ GAINS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "exp2m1": lambda r: np.exp2(r) - 1.0,
     "exp2": np.exp2,
 }
+DISCOUNTS = ("log2", "sinkprop")
+"""The named discounts of :func:`discounts` (which also takes an explicit array)."""
 
 
 def gains(relevance: np.ndarray, kind: str = "exp2m1") -> np.ndarray:
@@ -88,7 +94,7 @@ def discounts(n: int, kind: str | np.ndarray = "log2", k: int | None = None) -> 
         elif kind == "sinkprop":
             d = np.where(p < 2, 1.0, 1.0 / np.log2(np.maximum(p, 2.0) + 1.0))
         else:
-            raise ValueError(f"discount must be 'log2', 'sinkprop' or an array, got {kind!r}")
+            raise ValueError(f"discount must be one of {DISCOUNTS} or an array, got {kind!r}")
     else:
         arr = np.asarray(kind, dtype=float)
         if arr.ndim != 1 or arr.shape[0] < n:
@@ -240,113 +246,141 @@ def _check_k(k: int | None) -> None:
 
 # ----------------------------------------------------------------------- metrics
 
+_P = inspect.Parameter
+_RANKING = (
+    _P("relevance", _P.POSITIONAL_OR_KEYWORD, annotation="object"),
+    _P("scores", _P.POSITIONAL_OR_KEYWORD, default=None, annotation="object | None"),
+    _P("order", _P.KEYWORD_ONLY, default=None, annotation="object | None"),
+    _P("dsm", _P.KEYWORD_ONLY, default=None, annotation="object | None"),
+    _P("lengths", _P.KEYWORD_ONLY, default=None, annotation="object | None"),
+)
 
+
+def _metric(kernel: Callable[..., np.ndarray]) -> Callable[..., np.ndarray | float]:
+    """The public metric around ``kernel(batch, orders, M, **options) -> (B,)``.
+
+    The metric is called ``metric(relevance, scores=None, *, order=None, dsm=None,
+    lengths=None, **options)`` with exactly one ranking (see the module docstring) and
+    returns a float for one list, ``(B,)`` for a batch. ``kernel`` gets the
+    :class:`RaggedBatch` and either the hard ``orders`` ``(B, n)`` or the DSMs ``M``
+    ``(B, n, n)`` (the other is None).
+    """
+
+    @functools.wraps(kernel)
+    def metric(
+        relevance: object,
+        scores: object | None = None,
+        *,
+        order: object | None = None,
+        dsm: object | None = None,
+        lengths: object | None = None,
+        **options: object,
+    ) -> np.ndarray | float:
+        batch, orders, M = _setup(relevance, scores, order, dsm, lengths)
+        return batch.per_query(kernel(batch, orders, M, **options))
+
+    own = list(inspect.signature(kernel).parameters.values())[3:]
+    metric.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [*_RANKING, *own], return_annotation="np.ndarray | float"
+    )
+    return metric
+
+
+@_metric
 def dcg(
-    relevance: object,
-    scores: object | None = None,
+    batch: RaggedBatch,
+    orders: np.ndarray | None,
+    M: np.ndarray | None,
     *,
-    order: object | None = None,
-    dsm: object | None = None,
-    lengths: object | None = None,
     k: int | None = None,
     gain: str = "exp2m1",
     discount: str | np.ndarray = "log2",
-) -> np.ndarray | float:
+) -> np.ndarray:
     """``DCG@k = sum_p G(r_{order[p]}) D(p)``; ``sum_{j,p} M[j,p] G(r_j) D(p)`` under a DSM."""
-    batch, orders, M = _setup(relevance, scores, order, dsm, lengths)
     d = discounts(batch.scores.shape[1], discount, k)
     g = np.where(batch.mask, gains(batch.relevance, gain), 0.0)
-    return batch.per_query(_rank_linear(g, d, orders, M))
+    return _rank_linear(g, d, orders, M)
 
 
+@_metric
 def ndcg(
-    relevance: object,
-    scores: object | None = None,
+    batch: RaggedBatch,
+    orders: np.ndarray | None,
+    M: np.ndarray | None,
     *,
-    order: object | None = None,
-    dsm: object | None = None,
-    lengths: object | None = None,
     k: int | None = None,
     gain: str = "exp2m1",
     discount: str | np.ndarray = "log2",
-    undefined: float = 0.0,
-) -> np.ndarray | float:
-    """``NDCG@k = DCG@k / IDCG@k`` (SinkProp eq. 4 under a DSM); ``undefined`` when IDCG = 0."""
-    batch, orders, M = _setup(relevance, scores, order, dsm, lengths)
+    undefined: float = 1.0,
+) -> np.ndarray:
+    """``NDCG@k = DCG@k / IDCG@k`` (SinkProp eq. 4 under a DSM); ``undefined`` when
+    IDCG = 0 (no relevant document: 1 as LightGBM, since every order is ideal)."""
     u, d, defined = ndcg_weights(batch, k, gain, discount)
-    val = np.where(defined, _rank_linear(u, d, orders, M), undefined)
-    return batch.per_query(val)
+    return np.where(defined, _rank_linear(u, d, orders, M), undefined)
 
 
+@_metric
 def precision(
-    relevance: object,
-    scores: object | None = None,
+    batch: RaggedBatch,
+    orders: np.ndarray | None,
+    M: np.ndarray | None,
     *,
-    order: object | None = None,
-    dsm: object | None = None,
-    lengths: object | None = None,
     k: int | None = None,
     threshold: float = 0.0,
-) -> np.ndarray | float:
+) -> np.ndarray:
     """``P@k = (1/k) sum_{p<k} b_{order[p]}``, ``b = r > threshold``; ``k`` = list length if
     omitted (the fraction of relevant documents). SinkProp section 2.2 under a DSM."""
     _check_k(k)
-    batch, orders, M = _setup(relevance, scores, order, dsm, lengths)
     n = batch.scores.shape[1]
     kk = batch.lengths if k is None else np.full(batch.lengths.shape, k)
     p = np.arange(n)[None, :]
     d = np.where(p < kk[:, None], 1.0 / np.maximum(kk, 1)[:, None], 0.0)
     b = (batch.relevance > threshold) & batch.mask
-    return batch.per_query(_rank_linear(b.astype(float), d, orders, M))
+    return _rank_linear(b.astype(float), d, orders, M)
 
 
+@_metric
 def rbp(
-    relevance: object,
-    scores: object | None = None,
+    batch: RaggedBatch,
+    orders: np.ndarray | None,
+    M: np.ndarray | None,
     *,
-    order: object | None = None,
-    dsm: object | None = None,
-    lengths: object | None = None,
     alpha: float = 0.8,
     threshold: float = 0.0,
-) -> np.ndarray | float:
+) -> np.ndarray:
     """Rank-biased precision ``(1 - alpha) sum_p b_{order[p]} alpha^p`` (SinkProp sec. 2.1)."""
     if not 0.0 <= alpha <= 1.0:
         raise ValueError(f"alpha must lie in [0, 1], got {alpha}")
-    batch, orders, M = _setup(relevance, scores, order, dsm, lengths)
     d = (1.0 - alpha) * alpha ** np.arange(batch.scores.shape[1], dtype=float)
     b = ((batch.relevance > threshold) & batch.mask).astype(float)
-    return batch.per_query(_rank_linear(b, d, orders, M))
+    return _rank_linear(b, d, orders, M)
 
 
+@_metric
 def arp(
-    relevance: object,
-    scores: object | None = None,
+    batch: RaggedBatch,
+    orders: np.ndarray | None,
+    M: np.ndarray | None,
     *,
-    order: object | None = None,
-    dsm: object | None = None,
-    lengths: object | None = None,
     undefined: float = np.nan,
-) -> np.ndarray | float:
+) -> np.ndarray:
     """Average relevant position ``sum_j r_j (rank_j + 1) / sum_j r_j`` (lower is better)."""
-    batch, orders, M = _setup(relevance, scores, order, dsm, lengths)
     total = batch.relevance.sum(axis=1)
     defined = total > 0
     u = batch.relevance / np.where(defined, total, 1.0)[:, None]
     d = np.arange(1, batch.scores.shape[1] + 1, dtype=float)
-    return batch.per_query(np.where(defined, _rank_linear(u, d, orders, M), undefined))
+    return np.where(defined, _rank_linear(u, d, orders, M), undefined)
 
 
+@_metric
 def average_precision(
-    relevance: object,
-    scores: object | None = None,
+    batch: RaggedBatch,
+    orders: np.ndarray | None,
+    M: np.ndarray | None,
     *,
-    order: object | None = None,
-    dsm: object | None = None,
-    lengths: object | None = None,
     k: int | None = None,
     threshold: float = 0.0,
-) -> np.ndarray | float:
+) -> np.ndarray:
     """``AP@k = (1/R) sum_{p<k, b_p} P@(p+1)`` with ``R`` the number of relevant documents
     (0 when ``R = 0``); MAP is its mean over queries."""
     _check_k(k)
@@ -360,20 +394,18 @@ def average_precision(
         hits = np.cumsum(b[:kk])
         return float((b[:kk] * hits / np.arange(1, kk + 1)).sum() / n_rel)
 
-    batch, orders, M = _setup(relevance, scores, order, dsm, lengths)
-    return batch.per_query(_mixture(batch, orders, M, hard))
+    return _mixture(batch, orders, M, hard)
 
 
+@_metric
 def reciprocal_rank(
-    relevance: object,
-    scores: object | None = None,
+    batch: RaggedBatch,
+    orders: np.ndarray | None,
+    M: np.ndarray | None,
     *,
-    order: object | None = None,
-    dsm: object | None = None,
-    lengths: object | None = None,
     k: int | None = None,
     threshold: float = 0.0,
-) -> np.ndarray | float:
+) -> np.ndarray:
     """``1 / (p + 1)`` for the first relevant position ``p < k``, else 0; MRR is the mean."""
     _check_k(k)
 
@@ -381,24 +413,21 @@ def reciprocal_rank(
         hit = np.flatnonzero(ranked[: _cut(k, m)] > threshold)
         return 1.0 / (hit[0] + 1.0) if hit.size else 0.0
 
-    batch, orders, M = _setup(relevance, scores, order, dsm, lengths)
-    return batch.per_query(_mixture(batch, orders, M, hard))
+    return _mixture(batch, orders, M, hard)
 
 
+@_metric
 def err(
-    relevance: object,
-    scores: object | None = None,
+    batch: RaggedBatch,
+    orders: np.ndarray | None,
+    M: np.ndarray | None,
     *,
-    order: object | None = None,
-    dsm: object | None = None,
-    lengths: object | None = None,
     k: int | None = None,
     max_grade: float | None = None,
-) -> np.ndarray | float:
+) -> np.ndarray:
     """Expected reciprocal rank ``sum_{p<k} 1/(p+1) R_p prod_{q<p} (1 - R_q)``,
     ``R = (2^r - 1) / 2^max_grade``; ``max_grade`` defaults to the largest label given."""
     _check_k(k)
-    batch, orders, M = _setup(relevance, scores, order, dsm, lengths)
     top = float(batch.relevance.max(initial=0.0)) if max_grade is None else float(max_grade)
     if top < batch.relevance.max(initial=0.0):
         raise ValueError(f"max_grade {top} is below the largest label {batch.relevance.max()}")
@@ -408,18 +437,17 @@ def err(
         survive = np.concatenate(([1.0], np.cumprod(1.0 - R)[:-1]))
         return float((R * survive / np.arange(1, R.shape[0] + 1)).sum())
 
-    return batch.per_query(_mixture(batch, orders, M, hard))
+    return _mixture(batch, orders, M, hard)
 
 
+@_metric
 def opa(
-    relevance: object,
-    scores: object | None = None,
+    batch: RaggedBatch,
+    orders: np.ndarray | None,
+    M: np.ndarray | None,
     *,
-    order: object | None = None,
-    dsm: object | None = None,
-    lengths: object | None = None,
     undefined: float = np.nan,
-) -> np.ndarray | float:
+) -> np.ndarray:
     """Ordered pair accuracy: among pairs with ``r_i > r_j``, the fraction ranked ``i`` first."""
 
     def hard(ranked: np.ndarray, rel: np.ndarray, m: int) -> float:
@@ -431,8 +459,7 @@ def opa(
             return undefined
         return float((upper & (diff > 0)).sum() / n_pairs)
 
-    batch, orders, M = _setup(relevance, scores, order, dsm, lengths)
-    return batch.per_query(_mixture(batch, orders, M, hard))
+    return _mixture(batch, orders, M, hard)
 
 
 METRICS: dict[str, Callable[..., np.ndarray | float]] = {

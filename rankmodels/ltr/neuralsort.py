@@ -126,10 +126,16 @@ def pirank_loss(
     k:
         NDCG cut-off (PiRank uses 10); the whole list when omitted.
     block_size:
-        Enables the multi-level relaxation for lists longer than ``block_size``.
+        Enables the multi-level relaxation for lists longer than ``block_size``; needs a
+        cut-off ``k < block_size`` (each block keeps its top ``k``).
     straight_through:
         Report the hard loss ``1 - NDCG@k`` as the value, keep the relaxed gradient.
     """
+    _check_tau(tau)
+    if block_size is not None and (k is None or block_size <= k):
+        raise ValueError(
+            f"block_size needs a cut-off k below it, got k={k}, block_size={block_size}"
+        )
     batch = ragged_batch(scores, relevance, lengths)
     u, d, defined = ndcg_weights(batch, k, gain, discount)
     B = batch.scores.shape[0]

@@ -1,109 +1,172 @@
 """Linear rankers trained with any loss of :data:`rankmodels.ltr.losses.LOSSES` by L-BFGS.
 
 The score of document ``j`` of query ``b`` is ``s_bj = x_bj . w`` on standardised features
-(zero mean, unit variance over the training documents). Training minimises
+(zero mean, unit variance over the training documents; ``X`` is the ``(B, n_max, F)``
+design, zero on padding). Training minimises over ``w`` (``(F,)``)
 
-    F(w) = mean_b loss_b(X_b w) + l2 ||w||^2,     grad F = mean_b X_b^T g_b + 2 l2 w
+    F(w) = (1/B) sum_b loss_b(X_b w) + l2 ||w||^2,
+    grad F(w) = (1/B) sum_b X_b^T g_b + 2 l2 w,     g_b = d loss_b / d s_b
 
-with :func:`scipy.optimize.minimize` (L-BFGS-B), starting from the ridge regression of the
-labels on the features (SinkProp section 5 initialises with the regression weights). A list
-of ``stages`` (option overrides, e.g. decreasing ``sigma``) warm-starts each stage from the
-previous one: the smoothing annealing of SinkProp / SmoothRank.
+(:class:`TrainingObjective`, the very function handed to :func:`scipy.optimize.minimize`,
+L-BFGS-B), starting from the ridge regression of the labels on the features (SinkProp
+section 5 initialises with the regression weights). A list of ``stages`` (option
+overrides, e.g. decreasing ``sigma``) warm-starts each stage from the previous one: the
+smoothing annealing of SinkProp / SmoothRank.
+
+A query whose documents all have the same label contributes a constant (0 for every
+loss), so training needs at least one query with two different labels
+(:func:`check_learnable`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import minimize
 
+from rankmodels.errors import InputError
 from rankmodels.ltr import metrics
 from rankmodels.ltr.letor import LetorData
-from rankmodels.ltr.losses import LOSSES
+from rankmodels.ltr.losses import LOSSES, LossSpec
 
-__all__ = ["SMOOTHING", "LinearRanker", "fit_linear_ranker", "ridge_ranker"]
-
-SMOOTHING = {"sinkprop": "sigma", "softrank": "sigma", "pirank": "tau"}
-"""The smoothing option that annealing lowers, per loss."""
+__all__ = [
+    "LinearRanker",
+    "TrainingObjective",
+    "check_learnable",
+    "fit_linear_ranker",
+    "ridge_ranker",
+    "training_objective",
+]
 
 
 @dataclass(frozen=True)
 class LinearRanker:
-    """``score = ((x - mean) / scale) . weights``."""
+    """``score = ((x - mean) / scale) . weights``; all three are ``(F,)``."""
 
     weights: np.ndarray
     mean: np.ndarray
     scale: np.ndarray
 
+    def design(self, data: LetorData) -> np.ndarray:
+        """``(B, n_max, F)`` standardised features of ``data``, zero on padding."""
+        return np.where(data.mask[:, :, None], (data.features - self.mean) / self.scale, 0.0)
+
     def scores(self, data: LetorData) -> np.ndarray:
         """``(B, n_max)`` scores of the documents of ``data`` (0 on padding)."""
-        mask = np.arange(data.features.shape[1])[None, :] < data.lengths[:, None]
-        z = (data.features - self.mean) / self.scale
-        return np.where(mask, z @ self.weights, 0.0)
+        return self.design(data) @ self.weights
 
     def ndcg(self, data: LetorData, k: int = 10) -> float:
-        """Mean NDCG@k over the queries (queries without relevant documents count 0)."""
+        """Mean NDCG@k over the queries (a query without relevant documents counts 1, as
+        in LightGBM: every order of it is ideal)."""
         return float(
             np.mean(metrics.ndcg(data.relevance, self.scores(data), lengths=data.lengths, k=k))
         )
 
 
-def _standardise(data: LetorData) -> tuple[np.ndarray, np.ndarray]:
-    mask = np.arange(data.features.shape[1])[None, :] < data.lengths[:, None]
-    docs = data.features[mask]
-    mean = docs.mean(axis=0)
-    scale = docs.std(axis=0)
-    return mean, np.where(scale > 0, scale, 1.0)
-
-
-def _design(data: LetorData, mean: np.ndarray, scale: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    mask = np.arange(data.features.shape[1])[None, :] < data.lengths[:, None]
-    return np.where(mask[:, :, None], (data.features - mean) / scale, 0.0), mask
-
-
 def ridge_ranker(data: LetorData, l2: float = 1.0) -> LinearRanker:
-    """Ridge regression of the labels on the standardised features (pointwise baseline)."""
-    mean, scale = _standardise(data)
-    X, mask = _design(data, mean, scale)
-    flat = X[mask]
-    w = np.linalg.solve(flat.T @ flat + l2 * np.eye(X.shape[2]), flat.T @ data.relevance[mask])
-    return LinearRanker(w, mean, scale)
+    """Ridge regression of the labels on the standardised features (pointwise baseline):
+    ``w = (Z^T Z + l2 I)^{-1} Z^T r`` over the documents ``Z`` ``(N, F)``."""
+    docs = data.features[data.mask]
+    scale = docs.std(axis=0)
+    unit = LinearRanker(np.zeros(docs.shape[1]), docs.mean(axis=0), np.where(scale > 0, scale, 1.0))
+    flat = unit.design(data)[data.mask]
+    w = np.linalg.solve(
+        flat.T @ flat + l2 * np.eye(flat.shape[1]), flat.T @ data.relevance[data.mask]
+    )
+    return LinearRanker(w, unit.mean, unit.scale)
+
+
+@dataclass(frozen=True)
+class TrainingObjective:
+    """``w -> (F(w), grad F(w))`` of the module docstring for one loss and its options.
+
+    ``design`` ``(B, n_max, F)`` standardised features (zero on padding), ``relevance``
+    ``(B, n_max)``, ``lengths`` ``(B,)``.
+    """
+
+    design: np.ndarray
+    relevance: np.ndarray
+    lengths: np.ndarray
+    loss: LossSpec
+    options: Mapping[str, object]
+    l2: float
+
+    def __call__(self, w: np.ndarray) -> tuple[float, np.ndarray]:
+        res = self.loss.function(self.design @ w, self.relevance, self.lengths, **self.options)
+        n_queries = self.design.shape[0]
+        value = float(np.mean(res.value)) + self.l2 * float(w @ w)
+        grad = np.einsum("bnf,bn->f", self.design, res.grad) / n_queries + 2.0 * self.l2 * w
+        return value, grad
+
+
+def training_objective(
+    data: LetorData,
+    loss: str,
+    *,
+    options: Mapping[str, object] | None = None,
+    l2: float = 1e-3,
+    standardisation: LinearRanker | None = None,
+) -> TrainingObjective:
+    """The objective :func:`fit_linear_ranker` minimises: ``loss`` (a name in ``LOSSES``)
+    with its training options (PiRank: relaxed value, ``straight_through`` off, so that
+    L-BFGS sees a value consistent with the gradient) overridden by ``options``, on the
+    features standardised as ``standardisation`` does (the ridge start's when omitted)."""
+    spec = LOSSES[loss]
+    if not l2 >= 0:
+        raise ValueError(f"l2 must be >= 0, got {l2}")
+    opts = spec.validate({**spec.fit_options, **(options or {})})
+    unit = ridge_ranker(data) if standardisation is None else standardisation
+    return TrainingObjective(unit.design(data), data.relevance, data.lengths, spec, opts, l2)
+
+
+def check_learnable(data: LetorData, path: str | os.PathLike[str] | None = None) -> None:
+    """Raise :class:`~rankmodels.errors.InputError` (naming ``path``) when no query has two
+    documents with different labels: every loss is then constant and there is nothing to
+    learn."""
+    rel = np.where(data.mask, data.relevance, np.inf)
+    low = rel.min(axis=1, initial=np.inf)
+    high = np.where(data.mask, data.relevance, -np.inf).max(axis=1, initial=-np.inf)
+    if not np.any(high > low):
+        raise InputError(
+            f"nothing to learn: none of the {data.lengths.shape[0]} training queries has two "
+            "documents with different labels",
+            path=path,
+        )
 
 
 def fit_linear_ranker(
     data: LetorData,
     loss: str,
     *,
-    options: dict | None = None,
-    stages: Sequence[dict] | None = None,
+    options: Mapping[str, object] | None = None,
+    stages: Sequence[Mapping[str, object]] | None = None,
     l2: float = 1e-3,
     max_iter: int = 100,
+    progress: Callable[[int], None] | None = None,
 ) -> LinearRanker:
-    """Fit ``w`` by L-BFGS on ``loss`` (a key of ``LOSSES``) with ``options`` and optional
-    annealing ``stages``. PiRank is trained on its relaxed value (``straight_through``
-    off), since L-BFGS needs a value consistent with the gradient."""
-    if loss not in LOSSES:
-        raise ValueError(f"loss must be one of {sorted(LOSSES)}, got {loss!r}")
-    if l2 < 0 or max_iter < 1:
-        raise ValueError("l2 must be >= 0 and max_iter >= 1")
-    base = {"straight_through": False} if loss == "pirank" else {}
-    base.update(options or {})
-    fn = LOSSES[loss]
+    """Fit ``w`` by L-BFGS on the :func:`training_objective` of ``loss`` with ``options``
+    and optional annealing ``stages`` (each warm-started from the previous one).
+
+    ``progress(n)`` is called with the number of L-BFGS iterations done (in all
+    ``max_iter * max(1, len(stages))`` steps, a stage that stops early reporting the rest).
+    """
+    if max_iter < 1:
+        raise ValueError(f"max_iter must be >= 1, got {max_iter}")
+    check_learnable(data)
     start = ridge_ranker(data)
-    X, _ = _design(data, start.mean, start.scale)
-    B = X.shape[0]
     w = start.weights
-
     for stage in stages or [{}]:
-        opts = {**base, **stage}
-
-        def objective(w: np.ndarray, opts: dict = opts) -> tuple[float, np.ndarray]:
-            res = fn(X @ w, data.relevance, data.lengths, **opts)
-            value = float(np.mean(res.value)) + l2 * float(w @ w)
-            grad = np.einsum("bnf,bn->f", X, res.grad) / B + 2.0 * l2 * w
-            return value, grad
-
-        w = minimize(objective, w, jac=True, method="L-BFGS-B", options={"maxiter": max_iter}).x
+        objective = training_objective(
+            data, loss, options={**(options or {}), **stage}, l2=l2, standardisation=start
+        )
+        step = (lambda _w: progress(1)) if progress is not None else None
+        result = minimize(
+            objective, w, jac=True, method="L-BFGS-B", callback=step, options={"maxiter": max_iter}
+        )
+        w = result.x
+        if progress is not None:
+            progress(max_iter - min(int(result.nit), max_iter))
     return LinearRanker(w, start.mean, start.scale)

@@ -1,0 +1,246 @@
+"""``rankmodels ltr`` end to end with CliRunner: training, evaluation, the shipped sample,
+bad input (exit 2, one line naming the file / option), conventions and progress."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from rankmodels.ltr import metrics
+from rankmodels.ltr.letor import format_letor, read_letor
+from rankmodels.ltr.losses import LOSSES
+from rankmodels.ltr.synthetic import SAMPLE, synthetic_letor
+from rankmodels_app import _common
+from rankmodels_app.cli import cli
+
+
+def _run(*args: object):
+    """``rankmodels ltr ARGS``."""
+    return CliRunner().invoke(cli, ["ltr", *(str(a) for a in args)])
+
+
+def _write(tmp_path, rng, name="train.txt", n_queries=12, n_features=3):
+    data, _ = synthetic_letor(n_queries=n_queries, n_features=n_features, docs=(4, 6), seed=rng)
+    path = tmp_path / name
+    path.write_text(format_letor(data))
+    return path
+
+
+def _bad(result, *fragments: str) -> None:
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: "), result.stderr
+    for fragment in fragments:
+        assert fragment in lines[0]
+
+
+def test_train_end_to_end(tmp_path, rng):
+    path = _write(tmp_path, rng)
+    out = tmp_path / "model.json"
+    args = ["train", path, "--loss", "sinkprop", "--anneal", "1,0.3", "--option", "n_iter=5"]
+    result = _run(*args, "--max-iter", "20", "-k", "5", "-o", out, "--seed", "3")
+    assert result.exit_code == 0, result.output
+    assert "sinkprop: NDCG@5 train" in result.stdout
+    report = json.loads(out.read_text())
+    assert report["queries"] == {"train": 8, "test": 4}
+    assert report["options"] == {"n_iter": 5}
+    assert report["anneal"] == [{"sigma": 1.0}, {"sigma": 0.3}]
+    assert len(report["weights"]) == 3 and 0 <= report["ndcg@5"]["test"] <= 1
+
+
+def test_shipped_sample_commands(tmp_path, repo_data):
+    """The commands the README gives for a fresh clone, on data/letor-sample.txt."""
+    sample = repo_data / "letor-sample.txt"
+    model = tmp_path / "model.json"
+    train = _run("train", sample, "-o", model, "-q")
+    assert train.exit_code == 0, train.output
+    spec = json.loads(model.read_text())
+    _, w_true = synthetic_letor(**SAMPLE)
+    w = np.asarray(spec["weights"]) / np.asarray(spec["feature_scale"])
+    assert w @ w_true / np.linalg.norm(w) > 0.9  # the known truth, up to scale
+    evaluate = _run("evaluate", sample, "-m", model, "--format", "json")
+    assert evaluate.exit_code == 0, evaluate.output
+    assert json.loads(evaluate.stdout)["queries"] == SAMPLE["n_queries"]
+    assert _run("losses").exit_code == 0
+
+
+def test_losses_command_lists_the_registry():
+    result = _run("losses")
+    assert result.exit_code == 0
+    for spec in LOSSES:
+        assert f"{spec.name}: {spec.summary}" in result.stdout
+        for opt in spec.options:
+            assert f"--option {opt.name}=" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "fragments"),
+    [
+        (["--seed", "-1"], ["--seed", "-1 is not in the range"]),
+        (["--option", "sigma"], ["--option: expected KEY=VALUE"]),
+        (["--option", "sigma=abc"], ["--option: sigma takes a finite number, got 'abc'"]),
+        (["--option", "sigma=nan"], ["sigma takes a finite number"]),
+        (["--option", "method=[1]"], ["method takes one of exact, normal, hybrid"]),
+        (
+            ["--option", "foo=1"],
+            ["loss softrank has no option 'foo'; its options: sigma, k, gain, discount, method"],
+        ),
+        (["--option", "sigma=-1"], ["--option: sigma must be positive"]),
+        (["--option", "sigma=1", "--option", "sigma=2"], ["sigma is given twice"]),
+        (["--loss", "listmle", "--option", "rng=1"], ["rng takes a value only the library"]),
+        (["--loss", "pirank", "--option", "block_size=3"], ["block_size needs a cut-off k"]),
+        (["--loss", "listnet", "--anneal", "1,0.5"], ["no smoothing", "sinkprop, softrank"]),
+        (["--anneal", "1,x"], ["comma-separated"]),
+        (["--anneal", "1,-0.5"], ["--anneal: sigma must be positive"]),
+        (["--test-fraction", "0.9"], ["leaves no training query of the 1"]),
+    ],
+)
+def test_bad_options_exit_2_with_one_line(tmp_path, args, fragments):
+    path = tmp_path / "one.txt"
+    path.write_text("2 qid:1 1:1\n0 qid:1 1:0\n1 qid:1 1:0.5\n")
+    _bad(_run("train", path, "--max-iter", "2", *args), *fragments)
+
+
+def test_huge_feature_index_is_refused_naming_the_line(tmp_path):
+    path = tmp_path / "huge.txt"
+    path.write_text("1 qid:1 1:0.5\n0 qid:1 100000000:0.5\n")
+    _bad(_run("train", path), f"{path}: line 2: feature index 100000000 exceeds 10000")
+
+
+def test_bad_file_and_overwrite(tmp_path, rng):
+    bad = tmp_path / "bad.txt"
+    bad.write_text("1 qid:1 1:0\n1 qid:1 x:0\n")
+    _bad(_run("train", bad), f"{bad}: line 2:")
+    good = _write(tmp_path, rng)
+    _bad(_run("train", good, "-o", good), "refusing")
+
+
+def test_one_query_trains_and_nothing_to_learn_is_refused(tmp_path):
+    one = tmp_path / "one.txt"
+    one.write_text("2 qid:1 1:1\n0 qid:1 1:0\n1 qid:1 1:0.5\n")
+    result = _run("train", one, "--loss", "listnet", "-k", "3")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip() == "listnet: NDCG@3 train 1.0000"  # no test part: no NaN
+    flat = tmp_path / "flat.txt"
+    flat.write_text("0 qid:1 1:1\n0 qid:1 1:0\n1 qid:2 1:3\n1 qid:2 1:0.5\n")
+    _bad(
+        _run("train", flat, "--test-fraction", "0"),
+        f"{flat}: nothing to learn: none of the 2 training queries has two documents",
+    )
+
+
+@pytest.mark.filterwarnings("error")  # no "Mean of empty slice" RuntimeWarning
+def test_evaluate_conventions_for_queries_without_relevant_documents(tmp_path):
+    train = tmp_path / "train.txt"
+    train.write_text("2 qid:1 1:1 2:0\n0 qid:1 1:0 2:1\n1 qid:1 1:0.5 2:0.5\n")
+    model = tmp_path / "model.json"
+    assert _run("train", train, "-o", model, "-q", "--loss", "listnet").exit_code == 0
+    zeros = tmp_path / "zeros.txt"
+    zeros.write_text("0 qid:1 1:1 2:0\n0 qid:1 1:0 2:1\n0 qid:2 1:1\n")
+    result = _run("evaluate", zeros, "-m", model, "--format", "json")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["ndcg@10"] == 1.0  # LightGBM: no relevant document, every order ideal
+    assert report["map"] == report["mrr"] == report["precision@10"] == 0.0
+    assert report["arp"] is None and report["opa"] is None  # defined nowhere
+    text = _run("evaluate", zeros, "-m", model)
+    assert "arp           n/a" in text.stdout and "ndcg@10       1.0000" in text.stdout
+
+
+def test_ungrouped_qids_warn_and_group_stably(tmp_path):
+    grouped = tmp_path / "grouped.txt"
+    grouped.write_text("1 qid:a 1:1\n0 qid:a 1:2\n2 qid:b 1:3\n0 qid:b 1:4\n0 qid:c 1:1\n")
+    scattered = tmp_path / "scattered.txt"
+    scattered.write_text("1 qid:a 1:1\n2 qid:b 1:3\n0 qid:a 1:2\n0 qid:b 1:4\n0 qid:c 1:1\n")
+    want = _run("train", grouped, "--test-fraction", "0", "-o", tmp_path / "g.json", "-q")
+    assert want.exit_code == 0 and "warning" not in want.stderr
+    got = _run("train", scattered, "--test-fraction", "0", "-o", tmp_path / "s.json", "-q")
+    assert got.exit_code == 0, got.output
+    assert f"warning: {scattered}: qid a comes back on line 3" in got.stderr
+    assert got.stdout == want.stdout
+    assert (
+        json.loads((tmp_path / "g.json").read_text())["weights"]
+        == json.loads((tmp_path / "s.json").read_text())["weights"]
+    )
+
+
+def test_evaluate_matches_the_library(tmp_path, rng):
+    path = _write(tmp_path, rng)
+    model = tmp_path / "model.json"
+    assert _run("train", path, "--loss", "listnet", "-o", model, "-q").exit_code == 0
+    result = _run("evaluate", path, "-m", model, "-k", "3", "--format", "json")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    spec = json.loads(model.read_text())
+    data = read_letor(path)
+    scores = (data.features - spec["feature_mean"]) / spec["feature_scale"] @ spec["weights"]
+    kw = {"lengths": data.lengths}
+    assert report["queries"] == 12
+    assert report["ndcg@3"] == pytest.approx(
+        np.mean(metrics.ndcg(data.relevance, scores, k=3, **kw))
+    )
+    assert report["mrr"] == pytest.approx(
+        np.mean(metrics.reciprocal_rank(data.relevance, scores, **kw))
+    )
+    text = _run("evaluate", path, "-m", model)
+    assert text.exit_code == 0 and "ndcg@10" in text.stdout and "opa" in text.stdout
+
+
+def test_evaluate_feature_counts(tmp_path, rng):
+    """More features in the data than the model: the message says which file has how many.
+    Fewer (a sparse file that never mentions the last features): they are 0."""
+    wide = _write(tmp_path, rng, "wide.txt", n_features=4)
+    narrow = _write(tmp_path, rng, "narrow.txt", n_features=3)
+    model = tmp_path / "model.json"
+    assert _run("train", narrow, "-o", model, "-q", "--loss", "listnet").exit_code == 0
+    _bad(
+        _run("evaluate", wide, "-m", model),
+        f"{wide} has 4 features but the model {model} was trained on 3",
+    )
+    sparse = tmp_path / "sparse.txt"
+    sparse.write_text("1 qid:1 1:0.5\n0 qid:1 2:1.5\n2 qid:1 1:2\n")
+    result = _run("evaluate", sparse, "-m", model, "--format", "json")
+    assert result.exit_code == 0, result.output
+    spec = json.loads(model.read_text())
+    x = np.array([[0.5, 0, 0], [0, 1.5, 0], [2, 0, 0]])
+    scores = (x - spec["feature_mean"]) / spec["feature_scale"] @ spec["weights"]
+    want = metrics.ndcg(np.array([1.0, 0, 2]), scores, k=10)
+    assert json.loads(result.stdout)["ndcg@10"] == pytest.approx(want)
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("not json", "not a JSON model"),
+        ("[1, 2]", "JSON object"),
+        ('{"weights": [1, 2, 3]}', "feature_mean: missing"),
+        (
+            '{"weights": [], "feature_mean": [], "feature_scale": []}',
+            "weights: must be a non-empty",
+        ),
+        ('{"weights": [1, 2, 3], "feature_mean": [0, 0], "feature_scale": [1, 1, 1]}', "(3, as"),
+        (
+            '{"weights": [1, 2, 3], "feature_mean": [0, 0, 0], "feature_scale": [1, 0, 1]}',
+            "feature_scale: must be positive",
+        ),
+    ],
+)
+def test_evaluate_bad_model(tmp_path, rng, content, message):
+    path = _write(tmp_path, rng)
+    bad = tmp_path / "bad.json"
+    bad.write_text(content)
+    _bad(_run("evaluate", path, "-m", bad), str(bad), message)
+
+
+def test_progress_bar_on_a_terminal_only(tmp_path, rng, monkeypatch):
+    path = _write(tmp_path, rng)
+    quiet = _run("train", path, "--max-iter", "3")  # CliRunner's stderr is not a terminal
+    assert quiet.exit_code == 0 and "training softrank" not in quiet.stderr
+    monkeypatch.setattr(_common, "show_progress", lambda q: not q)  # as if on a terminal
+    shown = _run("train", path, "--max-iter", "3")
+    assert shown.exit_code == 0 and "training softrank" in shown.stderr
+    assert "training" not in _run("train", path, "--max-iter", "3", "-q").stderr
