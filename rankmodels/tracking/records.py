@@ -26,6 +26,7 @@ import xarray as xr
 
 from rankmodels.errors import InputError
 from rankmodels.tracking.schema import (
+    CLUTTER,
     DEFAULT_SOUND_SPEED,
     FLOAT_RECORD,
     NO_ARRIVAL,
@@ -278,8 +279,8 @@ def _fill_defaults(out: xr.Dataset, toa: np.ndarray) -> None:
 
 def _labels_problem(out: xr.Dataset, ck: _Checker, toa: np.ndarray) -> str | None:
     """What is wrong with ``source_label`` (present), or ``None``: it must be integer labels
-    (source index, -1 clutter, -2 no arrival) with -2 exactly where ``toa`` is NaN, each
-    source labelling at most one arrival per cycle and only while active."""
+    (source index, ``CLUTTER``, ``NO_ARRIVAL``) with ``NO_ARRIVAL`` exactly where ``toa`` is
+    NaN, each source labelling at most one arrival per cycle and only while active."""
     problem = ck.structure_problem("source_label")
     if problem:
         return problem
@@ -290,12 +291,13 @@ def _labels_problem(out: xr.Dataset, ck: _Checker, toa: np.ndarray) -> str | Non
     if bad.any():
         return (
             f"unknown label {labels[bad].flat[0]:g} at (cycle, rank) {_first(bad)}; "
-            f"expected a source index 0..{n_src - 1}, -1 (clutter) or -2 (no arrival)"
+            f"expected a source index 0..{n_src - 1}, {CLUTTER} (clutter) or "
+            f"{NO_ARRIVAL} (no arrival)"
         )
     mismatch = (labels == NO_ARRIVAL) == ~np.isnan(toa)
     if mismatch.any():
         return (
-            f"label -2 (no arrival) must mark exactly the NaN TOAs; "
+            f"label {NO_ARRIVAL} (no arrival) must mark exactly the NaN TOAs; "
             f"mismatch at (cycle, rank) {_first(mismatch)}"
         )
     lab = labels.astype(np.int64)

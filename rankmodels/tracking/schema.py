@@ -187,7 +187,7 @@ def _lon(name: str, long_name: str, dims: tuple[str, ...] = (), **kw: Any) -> Va
     return Variable(name, dims, "real", long_name, units="degrees_east", lo=-180.0, hi=360.0, **kw)
 
 
-_LABELS = "source index, -1 clutter, -2 no arrival"
+_LABELS = f"source index, {CLUTTER} clutter, {NO_ARRIVAL} no arrival"
 _TIME = Variable("time", ("cycle",), "time", "time of the listening cycle", "coordinate")
 _SOURCE = Variable("source", ("source",), "name", "sound source name", "coordinate")
 
@@ -290,8 +290,8 @@ FLOAT_RECORD = FileFormat(
             ("cycle", "rank"),
             "label",
             f"hand label: {_LABELS}",
-            "-2 exactly where `toa` is NaN; a source labels at most one arrival per cycle, "
-            "only while active",
+            f"{NO_ARRIVAL} exactly where `toa` is NaN; a source labels at most one arrival "
+            "per cycle, only while active",
             default="needed by `--engine labels`",
         ),
         Variable(
