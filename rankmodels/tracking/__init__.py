@@ -4,6 +4,7 @@ A float records, every listening cycle, the first ``r`` times of arrival of sign
 moored sound sources, without their labels; some signals are lost, some recorded ones are
 clutter. The pieces, one job each:
 
+* :mod:`~rankmodels.tracking.schema` -- the file formats (variables, units, label values);
 * :mod:`~rankmodels.tracking.records` -- read / validate / write float records (NetCDF);
 * :mod:`~rankmodels.tracking.geometry` -- great-circle distances, tangent-plane steps;
 * :mod:`~rankmodels.tracking.signal_model`, :mod:`~rankmodels.tracking.engines` -- the
