@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import warnings
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import click
 import numpy as np
@@ -25,6 +27,8 @@ from rankmodels_app._common import (
     reports_bad_input,
     seed_option,
 )
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _parse_options(pairs: tuple[str, ...], spec: LossSpec) -> dict[str, object]:
@@ -77,6 +81,18 @@ def _read(path: Path, n_features: int = 0) -> LetorData:
     return data
 
 
+_data_argument = click.argument(
+    "data", type=click.Path(exists=True, dir_okay=False, path_type=Path)
+)
+
+
+def _cutoff_option(help: str) -> Callable[[F], F]:
+    """``-k/--cutoff``, the NDCG cut-off (default 10)."""
+    return click.option(
+        "-k", "--cutoff", type=click.IntRange(min=1), default=10, show_default=True, help=help
+    )
+
+
 @click.group("ltr", cls=OneLineGroup)
 def ltr_group() -> None:
     """Learning to rank on LETOR / SVMlight files."""
@@ -94,7 +110,7 @@ def ltr_losses() -> None:
 
 
 @ltr_group.command("train")
-@click.argument("data", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@_data_argument
 @click.option(
     "--loss",
     type=click.Choice(LOSSES.names),
@@ -135,14 +151,7 @@ def ltr_losses() -> None:
     show_default=True,
     help="L-BFGS iterations per annealing stage.",
 )
-@click.option(
-    "-k",
-    "--cutoff",
-    type=click.IntRange(min=1),
-    default=10,
-    show_default=True,
-    help="Report NDCG at this cut-off.",
-)
+@_cutoff_option("Report NDCG at this cut-off.")
 @click.option(
     "--output",
     "-o",
@@ -263,7 +272,7 @@ def _mean_where_defined(values: np.ndarray) -> float | None:
 
 
 @ltr_group.command("evaluate")
-@click.argument("data", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@_data_argument
 @click.option(
     "--model",
     "-m",
@@ -272,14 +281,7 @@ def _mean_where_defined(values: np.ndarray) -> float | None:
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="JSON model written by 'rankmodels ltr train -o'.",
 )
-@click.option(
-    "-k",
-    "--cutoff",
-    type=click.IntRange(min=1),
-    default=10,
-    show_default=True,
-    help="Cut-off of NDCG, precision and ERR.",
-)
+@_cutoff_option("Cut-off of NDCG, precision and ERR.")
 @click.option(
     "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
 )

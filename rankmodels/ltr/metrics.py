@@ -41,6 +41,7 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -162,19 +163,29 @@ def _complete_orders(order: object, lengths: np.ndarray | None) -> tuple[np.ndar
     return out, lens
 
 
+@dataclass(frozen=True)
+class _Ranked(RaggedBatch):
+    """The relevance of a batch with one ranking per query: hard ``orders`` ``(B, n)`` or
+    DSMs ``M`` ``(B, n, n)`` (the other is None)."""
+
+    orders: np.ndarray | None
+    M: np.ndarray | None
+
+
 def _setup(
     relevance: object,
     scores: object | None,
     order: object | None,
     dsm: object | None,
     lengths: object | None,
-) -> tuple[RaggedBatch, np.ndarray | None, np.ndarray | None]:
+) -> _Ranked:
     given = [x is not None for x in (scores, order, dsm)]
     if sum(given) != 1:
         raise ValueError("give exactly one of scores=, order= or dsm=")
     if scores is not None:
-        batch = ragged_batch(scores, relevance, lengths)
-        return batch, hard_orders(batch.scores, batch.lengths), None
+        b = ragged_batch(scores, relevance, lengths)
+        orders = hard_orders(b.scores, b.lengths)
+        return _Ranked(b.scores, b.relevance, b.lengths, b.single, orders, None)
     if isinstance(relevance, (list, tuple)) and len(relevance) and np.ndim(relevance[0]) == 1:
         rel, rel_lengths = pad_lists(relevance)
         lengths = rel_lengths if lengths is None else lengths
@@ -183,9 +194,7 @@ def _setup(
     if order is not None:
         orders, lens = _complete_orders(order, lengths)
         batch = ragged_batch(np.zeros(orders.shape), np.atleast_2d(rel), lens)
-        if rel.ndim == 1:
-            batch = RaggedBatch(batch.scores, batch.relevance, batch.lengths, True)
-        return batch, orders, None
+        return _Ranked(batch.scores, batch.relevance, batch.lengths, rel.ndim == 1, orders, None)
     M = np.asarray(dsm, dtype=float)
     single = M.ndim == 2
     M = M[None] if single else M
@@ -201,35 +210,28 @@ def _setup(
             np.allclose(sub.sum(0), 1.0, atol=1e-6) and np.allclose(sub.sum(1), 1.0, atol=1e-6)
         ):
             raise ValueError(f"dsm {b} is not doubly stochastic (tolerance 1e-6)")
-    return RaggedBatch(batch.scores, batch.relevance, batch.lengths, single), None, M
+    return _Ranked(batch.scores, batch.relevance, batch.lengths, single, None, M)
 
 
-def _rank_linear(
-    u: np.ndarray, d: np.ndarray, orders: np.ndarray | None, M: np.ndarray | None
-) -> np.ndarray:
+def _rank_linear(u: np.ndarray, d: np.ndarray, ranked: _Ranked) -> np.ndarray:
     """``u^T M d`` per query; ``d`` is ``(n,)`` or ``(B, n)``."""
     d2 = np.broadcast_to(d, u.shape)
-    if M is not None:
-        return np.einsum("bj,bjp,bp->b", u, M, d2)
-    return (np.take_along_axis(u, orders, axis=1) * d2).sum(axis=1)
+    if ranked.M is not None:
+        return np.einsum("bj,bjp,bp->b", u, ranked.M, d2)
+    return (np.take_along_axis(u, ranked.orders, axis=1) * d2).sum(axis=1)
 
 
-def _mixture(
-    batch: RaggedBatch,
-    orders: np.ndarray | None,
-    M: np.ndarray | None,
-    hard: Callable[[np.ndarray, np.ndarray, int], float],
-) -> np.ndarray:
+def _mixture(batch: _Ranked, hard: Callable[[np.ndarray, np.ndarray, int], float]) -> np.ndarray:
     """Apply ``hard(relevance_in_order (m,), relevance (m,), m)`` to each query; under a DSM,
     average over its Birkhoff-von Neumann mixture."""
     out = np.empty(batch.scores.shape[0])
     for b in range(out.shape[0]):
         m = int(batch.lengths[b])
         rel = batch.relevance[b, :m]
-        if M is None:
-            out[b] = hard(rel[orders[b, :m]], rel, m)
+        if batch.M is None:
+            out[b] = hard(rel[batch.orders[b, :m]], rel, m)
         else:
-            perms, w = birkhoff_decomposition(M[b, :m, :m])
+            perms, w = birkhoff_decomposition(batch.M[b, :m, :m])
             vals = np.array([hard(rel[p], rel, m) for p in perms])
             out[b] = float(vals @ w / w.sum())
     return out
@@ -257,13 +259,12 @@ _RANKING = (
 
 
 def _metric(kernel: Callable[..., np.ndarray]) -> Callable[..., np.ndarray | float]:
-    """The public metric around ``kernel(batch, orders, M, **options) -> (B,)``.
+    """The public metric around ``kernel(batch, **options) -> (B,)``.
 
     The metric is called ``metric(relevance, scores=None, *, order=None, dsm=None,
     lengths=None, **options)`` with exactly one ranking (see the module docstring) and
-    returns a float for one list, ``(B,)`` for a batch. ``kernel`` gets the
-    :class:`RaggedBatch` and either the hard ``orders`` ``(B, n)`` or the DSMs ``M``
-    ``(B, n, n)`` (the other is None).
+    returns a float for one list, ``(B,)`` for a batch. ``kernel`` gets the batch with its
+    ranking (:class:`_Ranked`).
     """
 
     @functools.wraps(kernel)
@@ -276,10 +277,10 @@ def _metric(kernel: Callable[..., np.ndarray]) -> Callable[..., np.ndarray | flo
         lengths: object | None = None,
         **options: object,
     ) -> np.ndarray | float:
-        batch, orders, M = _setup(relevance, scores, order, dsm, lengths)
-        return batch.per_query(kernel(batch, orders, M, **options))
+        batch = _setup(relevance, scores, order, dsm, lengths)
+        return batch.per_query(kernel(batch, **options))
 
-    own = list(inspect.signature(kernel).parameters.values())[3:]
+    own = list(inspect.signature(kernel).parameters.values())[1:]
     metric.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
         [*_RANKING, *own], return_annotation="np.ndarray | float"
     )
@@ -288,9 +289,7 @@ def _metric(kernel: Callable[..., np.ndarray]) -> Callable[..., np.ndarray | flo
 
 @_metric
 def dcg(
-    batch: RaggedBatch,
-    orders: np.ndarray | None,
-    M: np.ndarray | None,
+    batch: _Ranked,
     *,
     k: int | None = None,
     gain: str = "exp2m1",
@@ -299,14 +298,12 @@ def dcg(
     """``DCG@k = sum_p G(r_{order[p]}) D(p)``; ``sum_{j,p} M[j,p] G(r_j) D(p)`` under a DSM."""
     d = discounts(batch.scores.shape[1], discount, k)
     g = np.where(batch.mask, gains(batch.relevance, gain), 0.0)
-    return _rank_linear(g, d, orders, M)
+    return _rank_linear(g, d, batch)
 
 
 @_metric
 def ndcg(
-    batch: RaggedBatch,
-    orders: np.ndarray | None,
-    M: np.ndarray | None,
+    batch: _Ranked,
     *,
     k: int | None = None,
     gain: str = "exp2m1",
@@ -316,18 +313,11 @@ def ndcg(
     """``NDCG@k = DCG@k / IDCG@k`` (SinkProp eq. 4 under a DSM); ``undefined`` when
     IDCG = 0 (no relevant document: 1 as LightGBM, since every order is ideal)."""
     u, d, defined = ndcg_weights(batch, k, gain, discount)
-    return np.where(defined, _rank_linear(u, d, orders, M), undefined)
+    return np.where(defined, _rank_linear(u, d, batch), undefined)
 
 
 @_metric
-def precision(
-    batch: RaggedBatch,
-    orders: np.ndarray | None,
-    M: np.ndarray | None,
-    *,
-    k: int | None = None,
-    threshold: float = 0.0,
-) -> np.ndarray:
+def precision(batch: _Ranked, *, k: int | None = None, threshold: float = 0.0) -> np.ndarray:
     """``P@k = (1/k) sum_{p<k} b_{order[p]}``, ``b = r > threshold``; ``k`` = list length if
     omitted (the fraction of relevant documents). SinkProp section 2.2 under a DSM."""
     _check_k(k)
@@ -336,50 +326,32 @@ def precision(
     p = np.arange(n)[None, :]
     d = np.where(p < kk[:, None], 1.0 / np.maximum(kk, 1)[:, None], 0.0)
     b = (batch.relevance > threshold) & batch.mask
-    return _rank_linear(b.astype(float), d, orders, M)
+    return _rank_linear(b.astype(float), d, batch)
 
 
 @_metric
-def rbp(
-    batch: RaggedBatch,
-    orders: np.ndarray | None,
-    M: np.ndarray | None,
-    *,
-    alpha: float = 0.8,
-    threshold: float = 0.0,
-) -> np.ndarray:
+def rbp(batch: _Ranked, *, alpha: float = 0.8, threshold: float = 0.0) -> np.ndarray:
     """Rank-biased precision ``(1 - alpha) sum_p b_{order[p]} alpha^p`` (SinkProp sec. 2.1)."""
     if not 0.0 <= alpha <= 1.0:
         raise ValueError(f"alpha must lie in [0, 1], got {alpha}")
     d = (1.0 - alpha) * alpha ** np.arange(batch.scores.shape[1], dtype=float)
     b = ((batch.relevance > threshold) & batch.mask).astype(float)
-    return _rank_linear(b, d, orders, M)
+    return _rank_linear(b, d, batch)
 
 
 @_metric
-def arp(
-    batch: RaggedBatch,
-    orders: np.ndarray | None,
-    M: np.ndarray | None,
-    *,
-    undefined: float = np.nan,
-) -> np.ndarray:
+def arp(batch: _Ranked, *, undefined: float = np.nan) -> np.ndarray:
     """Average relevant position ``sum_j r_j (rank_j + 1) / sum_j r_j`` (lower is better)."""
     total = batch.relevance.sum(axis=1)
     defined = total > 0
     u = batch.relevance / np.where(defined, total, 1.0)[:, None]
     d = np.arange(1, batch.scores.shape[1] + 1, dtype=float)
-    return np.where(defined, _rank_linear(u, d, orders, M), undefined)
+    return np.where(defined, _rank_linear(u, d, batch), undefined)
 
 
 @_metric
 def average_precision(
-    batch: RaggedBatch,
-    orders: np.ndarray | None,
-    M: np.ndarray | None,
-    *,
-    k: int | None = None,
-    threshold: float = 0.0,
+    batch: _Ranked, *, k: int | None = None, threshold: float = 0.0
 ) -> np.ndarray:
     """``AP@k = (1/R) sum_{p<k, b_p} P@(p+1)`` with ``R`` the number of relevant documents
     (0 when ``R = 0``); MAP is its mean over queries."""
@@ -394,18 +366,11 @@ def average_precision(
         hits = np.cumsum(b[:kk])
         return float((b[:kk] * hits / np.arange(1, kk + 1)).sum() / n_rel)
 
-    return _mixture(batch, orders, M, hard)
+    return _mixture(batch, hard)
 
 
 @_metric
-def reciprocal_rank(
-    batch: RaggedBatch,
-    orders: np.ndarray | None,
-    M: np.ndarray | None,
-    *,
-    k: int | None = None,
-    threshold: float = 0.0,
-) -> np.ndarray:
+def reciprocal_rank(batch: _Ranked, *, k: int | None = None, threshold: float = 0.0) -> np.ndarray:
     """``1 / (p + 1)`` for the first relevant position ``p < k``, else 0; MRR is the mean."""
     _check_k(k)
 
@@ -413,18 +378,11 @@ def reciprocal_rank(
         hit = np.flatnonzero(ranked[: _cut(k, m)] > threshold)
         return 1.0 / (hit[0] + 1.0) if hit.size else 0.0
 
-    return _mixture(batch, orders, M, hard)
+    return _mixture(batch, hard)
 
 
 @_metric
-def err(
-    batch: RaggedBatch,
-    orders: np.ndarray | None,
-    M: np.ndarray | None,
-    *,
-    k: int | None = None,
-    max_grade: float | None = None,
-) -> np.ndarray:
+def err(batch: _Ranked, *, k: int | None = None, max_grade: float | None = None) -> np.ndarray:
     """Expected reciprocal rank ``sum_{p<k} 1/(p+1) R_p prod_{q<p} (1 - R_q)``,
     ``R = (2^r - 1) / 2^max_grade``; ``max_grade`` defaults to the largest label given."""
     _check_k(k)
@@ -437,17 +395,11 @@ def err(
         survive = np.concatenate(([1.0], np.cumprod(1.0 - R)[:-1]))
         return float((R * survive / np.arange(1, R.shape[0] + 1)).sum())
 
-    return _mixture(batch, orders, M, hard)
+    return _mixture(batch, hard)
 
 
 @_metric
-def opa(
-    batch: RaggedBatch,
-    orders: np.ndarray | None,
-    M: np.ndarray | None,
-    *,
-    undefined: float = np.nan,
-) -> np.ndarray:
+def opa(batch: _Ranked, *, undefined: float = np.nan) -> np.ndarray:
     """Ordered pair accuracy: among pairs with ``r_i > r_j``, the fraction ranked ``i`` first."""
 
     def hard(ranked: np.ndarray, rel: np.ndarray, m: int) -> float:
@@ -459,7 +411,7 @@ def opa(
             return undefined
         return float((upper & (diff > 0)).sum() / n_pairs)
 
-    return _mixture(batch, orders, M, hard)
+    return _mixture(batch, hard)
 
 
 METRICS: dict[str, Callable[..., np.ndarray | float]] = {
