@@ -15,9 +15,6 @@ from rankmodels.studies.tracking_clutter import (
     DEFAULT_LAMBDAS,
     STUDY_ENGINES,
     TRAJECTORIES,
-    UNIT_KM,
-    beacons,
-    example_tracks,
     tracking_clutter_study,
 )
 from rankmodels_app._common import (
@@ -216,8 +213,7 @@ def tracking_clutter(
     and the paired comparison with the baseline. MSE in planar units^2 (1 unit = 150 km); see
     docs/studies.md.
     """
-    from rankmodels.plots.study_plots import example_tracks as example_figure
-    from rankmodels.plots.study_plots import metric_versus_clutter
+    from rankmodels.plots.study_plots import tracking_clutter_figures
 
     study = tracking_clutter_study(
         lambdas=lambdas,
@@ -231,25 +227,11 @@ def tracking_clutter(
     client = _client(workers, scheduler)
     result = _run(study, client, scheduler or "local cluster", quiet)
     paths = _write(result, out, study.name)
-    figure = metric_versus_clutter(
-        result.summary(["mse"]), "mse", ylabel=f"MSE (planar units², 1 unit = {UNIT_KM:g} km)"
-    )
-    pngs = [out / f"{study.name}.png"]
-    with atomic_path(pngs[0]) as tmp:
-        figure.savefig(tmp, dpi=150)
-    for trajectory in trajectories:  # Figures 5.6a / 5.7a at the highest clutter rate
-        truth, tracks = example_tracks(
-            trajectory,
-            clutter_rate=max(lambdas),
-            engines=engines,
-            cycles=cycles,
-            particles=particles,
-            seed=seed,
-        )
-        title = f"{trajectory}, λ = {max(lambdas):g} (replicate 0)"
-        pngs.append(out / f"{study.name}_example_{trajectory}.png")
+    pngs = []
+    for stem, figure in tracking_clutter_figures(result).items():
+        pngs.append(out / f"{stem}.png")
         with atomic_path(pngs[-1]) as tmp:
-            example_figure(truth, beacons(), tracks, title=title).savefig(tmp, dpi=150)
+            figure.savefig(tmp, dpi=150)
     click.echo(f"mean MSE ± SE over {replicates} replicates (planar units²):")
     click.echo(_mse_table(result))
     comparison = _comparison(result)

@@ -2,10 +2,13 @@
 
 :func:`metric_versus_clutter` is dissertation Figure 5.8: a metric's mean over replicates
 against the clutter rate ``lambda`` (top axis ``P_C = lambda / (1 + lambda)``), one line per
-likelihood engine with error bars of +-2 standard errors, one panel per trajectory.
-:func:`example_tracks` is Figures 5.6a / 5.7a: the true path, the beacons and the filtered
-tracks of several engines in the plane. Both return a fresh
-:class:`matplotlib.figure.Figure` (object-oriented API, no pyplot state).
+likelihood engine with error bars of +-2 standard errors, one panel per trajectory, on one
+fixed y scale (log by default: the same scale whatever the numbers of a run, shared by the
+panels). :func:`example_tracks` is Figures 5.6a / 5.7a: the true path, the beacons and the
+filtered tracks of several engines in the plane. :func:`tracking_clutter_figures` draws all the
+figures of a :func:`rankmodels.studies.tracking_clutter.tracking_clutter_study` run (what
+``rankmodels study tracking-clutter`` writes). All return fresh
+:class:`matplotlib.figure.Figure` objects (object-oriented API, no pyplot state).
 """
 
 from __future__ import annotations
@@ -17,8 +20,16 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from rankmodels.plots.style import TRUTH_COLOR
+from rankmodels.studies import StudyResult
+from rankmodels.studies import tracking_clutter as clutter_study
 
-__all__ = ["ENGINE_LABELS", "example_tracks", "metric_versus_clutter"]
+__all__ = [
+    "ENGINE_LABELS",
+    "MSE_LABEL",
+    "example_tracks",
+    "metric_versus_clutter",
+    "tracking_clutter_figures",
+]
 
 #: Legend labels of the likelihood engines.
 ENGINE_LABELS = {
@@ -33,20 +44,33 @@ _STYLE = {
 }
 
 
+#: y label of the MSE panels (planar units of :mod:`rankmodels.studies.tracking_clutter`).
+MSE_LABEL = f"MSE (planar units², 1 unit = {clutter_study.UNIT_KM:g} km)"
+
+
 def metric_versus_clutter(
-    summary: pd.DataFrame, metric: str = "mse", *, ylabel: str | None = None
+    summary: pd.DataFrame,
+    metric: str = "mse",
+    *,
+    ylabel: str | None = None,
+    yscale: str = "log",
 ) -> Figure:
     """Figure 5.8 from :meth:`rankmodels.studies.StudyResult.summary` rows (columns
-    ``trajectory, clutter_rate, engine, metric, n, mean, se``). Raises ValueError when
-    ``metric`` has no rows."""
+    ``trajectory, clutter_rate, engine, metric, n, mean, se``).
+
+    ``yscale`` ("log" or "linear") is fixed, not chosen from the numbers, so runs of a study
+    are drawn alike; the panels share it and their y limits. Raises ValueError when ``metric``
+    has no rows, for another ``yscale``, or for a log scale with a mean <= 0."""
+    if yscale not in ("log", "linear"):
+        raise ValueError(f"yscale must be 'log' or 'linear', got {yscale!r}")
     rows = summary[summary["metric"] == metric]
     if rows.empty:
         raise ValueError(f"no summary rows for metric {metric!r}")
+    if yscale == "log" and not (rows["mean"] > 0).all():
+        raise ValueError(f"{metric!r} has means <= 0: use yscale='linear'")
     trajectories = list(dict.fromkeys(rows["trajectory"]))
     fig = Figure(figsize=(5.2 * len(trajectories), 4.2), layout="constrained")
-    axes = fig.subplots(1, len(trajectories), squeeze=False)[0]
-    positive = bool((rows["mean"] > 0).all())
-    spread = rows["mean"].max() / rows["mean"].min() if positive else 1.0
+    axes = fig.subplots(1, len(trajectories), squeeze=False, sharey=True)[0]
     for ax, trajectory in zip(axes, trajectories, strict=True):
         part = rows[rows["trajectory"] == trajectory]
         for engine in dict.fromkeys(part["engine"]):
@@ -63,10 +87,8 @@ def metric_versus_clutter(
                 label=ENGINE_LABELS.get(engine, engine),
                 gid=f"engine-{engine}",
             )
-        if spread > 20:
-            ax.set_yscale("log")
+        ax.set_yscale(yscale)
         ax.set_xlabel(r"clutter rate $\lambda$ (Poisson mean per window)")
-        ax.set_ylabel(ylabel or metric)
         n = int(part["n"].min())
         ax.set_title(f"{trajectory} trajectory ({n} paired replicates, ±2 SE)", fontsize=10)
         top = ax.secondary_xaxis(
@@ -76,6 +98,7 @@ def metric_versus_clutter(
         top.set_xticks(_p_clutter(lams), [f"{p:.2g}" for p in _p_clutter(lams)])
         top.set_xlabel(r"$P_C = \lambda / (1 + \lambda)$ at the studied $\lambda$")
         ax.grid(alpha=0.3, which="both")
+    axes[0].set_ylabel(ylabel or metric)
     axes[0].legend(fontsize=8)
     return fig
 
@@ -114,3 +137,33 @@ def example_tracks(
         ax.set_title(title, fontsize=10)
     ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2)
     return fig
+
+
+def tracking_clutter_figures(result: StudyResult) -> dict[str, Figure]:
+    """Every figure of a tracking-clutter study run, by file stem: ``NAME`` (Figure 5.8, the
+    MSE) and, per trajectory, ``NAME_example_TRAJECTORY`` (Figures 5.6a / 5.7a: replicate 0 at
+    the highest clutter rate, re-simulated and tracked by each engine of the run with its
+    particles, cycles and seed), ``NAME`` being the study's name."""
+    name = result.attrs["study"]
+    records = result.records
+    figures = {
+        name: metric_versus_clutter(result.summary(["mse"]), "mse", ylabel=MSE_LABEL),
+    }
+    highest = float(records["clutter_rate"].max())
+    engines = list(dict.fromkeys(records["engine"]))
+    for trajectory in dict.fromkeys(records["trajectory"]):
+        truth, tracks = clutter_study.example_tracks(
+            trajectory,
+            clutter_rate=highest,
+            engines=engines,
+            cycles=int(result.attrs["fixed_cycles"]),
+            particles=int(result.attrs["fixed_particles"]),
+            seed=int(result.attrs["seed"]),
+        )
+        figures[f"{name}_example_{trajectory}"] = example_tracks(
+            truth,
+            clutter_study.beacons(),
+            tracks,
+            title=f"{trajectory}, λ = {highest:g} (replicate 0)",
+        )
+    return figures
