@@ -7,9 +7,11 @@
   :mod:`~rankmodels.ltr.sinkprop`, :mod:`~rankmodels.ltr.softrank`,
   :mod:`~rankmodels.ltr.neuralsort`, :mod:`~rankmodels.ltr.pairwise` (RankNet, LambdaRank),
   :mod:`~rankmodels.ltr.listwise` (ListNet, ListMLE), :mod:`~rankmodels.ltr.bregman`;
-  all by name in :data:`rankmodels.ltr.losses.LOSSES`;
-* :mod:`~rankmodels.ltr.letor` -- LETOR / SVMlight reader; :mod:`~rankmodels.ltr.train` --
-  linear rankers fitted with any loss by L-BFGS (``rankmodels ltr train``);
+  all in the registry :data:`rankmodels.ltr.losses.LOSSES` (with their options);
+* :mod:`~rankmodels.ltr.letor` -- LETOR / SVMlight reader and writer;
+  :mod:`~rankmodels.ltr.synthetic` -- queries with a known linear truth (the shipped
+  ``data/letor-sample.txt``); :mod:`~rankmodels.ltr.train` -- linear rankers fitted with
+  any loss by L-BFGS (``rankmodels ltr train``);
 * :mod:`~rankmodels.ltr.jax_ops` -- optional JAX bindings of the losses (extra ``jax``).
 
 The shared Sinkhorn / Hungarian / Birkhoff machinery lives in :mod:`rankmodels.dsm`.
