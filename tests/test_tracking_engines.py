@@ -11,13 +11,18 @@ from hypothesis import strategies as st
 from scipy import integrate, stats
 
 from rankmodels.tracking.engines import ENGINES, LikelihoodResult, log_likelihood
-from rankmodels.tracking.engines._common import prepare_cycle
-from rankmodels.tracking.engines.brute import brute_force
+from rankmodels.tracking.engines._common import PARALLEL_MIN
+from rankmodels.tracking.engines.exact import MAX_ARRIVALS
+from rankmodels.tracking.engines.oracle import enumerate_associations
 from rankmodels.tracking.signal_model import SignalModel
 
 
 def random_case(rng: np.random.Generator, *, far: bool = True):
-    """A small random cycle: model, toa (r,) with trailing NaN, predicted (5, s)."""
+    """A small random cycle: model, toa (r,) with trailing NaN, predicted (5, s).
+
+    Arrival times start 15 s before the window so that some cannot be clutter (its density is
+    0 outside ``[0, W]``) and some cycles end before it (``tau < 0``).
+    """
     s = int(rng.integers(1, 5))
     r = int(rng.integers(1, 4))
     window = 100.0
@@ -29,7 +34,7 @@ def random_case(rng: np.random.Generator, *, far: bool = True):
     )
     m = int(rng.integers(0, r + 1))
     toa = np.full(r, np.nan)
-    toa[:m] = np.sort(rng.uniform(0, window, m))
+    toa[:m] = np.sort(rng.uniform(-15, window, m))
     predicted = rng.uniform(-10, 110, (5, s))
     if far:
         predicted[0] += 3000.0  # a particle far away: Gaussian densities underflow
@@ -109,15 +114,15 @@ def test_exact_matches_closed_form_for_one_source_one_rank():
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_exact_equals_brute_force(seed):
+def test_exact_equals_enumeration(seed):
     rng = np.random.default_rng(seed)
     for _ in range(25):
         model, toa, predicted = random_case(rng)
         res = log_likelihood(toa, predicted, model, association=True)
-        cycle = prepare_cycle(toa, model)
-        assert res.association.shape == (5, cycle.m, predicted.shape[1] + 1)
+        m = int(np.sum(~np.isnan(toa)))
+        assert res.association.shape == (5, m, predicted.shape[1] + 1)
         for n in range(predicted.shape[0]):
-            want, post = brute_force(cycle, predicted[n], model)
+            want, post = enumerate_associations(toa, predicted[n], model)
             if want == -math.inf:
                 assert res.loglik[n] == -math.inf
                 continue
@@ -137,16 +142,46 @@ def test_association_rows_are_distributions(rng):
     assert np.all(res.association[:, :, :12].sum(axis=1) <= 1 + 1e-12)
 
 
-def test_batch_equals_particle_by_particle(rng):
-    """The parallel chunking does not mix particles."""
-    model = SignalModel(sigma=5.0, p_detect=0.9, clutter_rate=1.0, window=1800.0)
+@pytest.mark.parametrize(
+    ("engine", "p_detect", "clutter_rate"),
+    [("exact", 0.9, 1.0), ("bp", 0.9, 1.0), ("minfactor", 1.0, 0.0)],
+)
+def test_batch_equals_particle_by_particle(rng, engine, p_detect, clutter_rate):
+    """The parallel chunking does not mix particles: every particle of a threaded batch gets
+    exactly what a one-particle call gives it."""
+    model = SignalModel(sigma=5.0, p_detect=p_detect, clutter_rate=clutter_rate, window=1800.0)
     toa = np.array([300.0, 420.0, 800.0, np.nan])
-    predicted = rng.uniform(200, 1500, (257, 7))
-    res = log_likelihood(toa, predicted, model, association=True)
-    for n in (0, 100, 256):
-        one = log_likelihood(toa, predicted[n : n + 1], model, association=True)
-        assert one.loglik[0] == res.loglik[n]
-        np.testing.assert_array_equal(one.association[0], res.association[n])
+    n = PARALLEL_MIN + 89  # threads, and chunks of unequal size
+    predicted = rng.uniform(200, 1500, (n, 7))
+    predicted[5] += 5000.0  # a particle with zero likelihood among the others
+    res = log_likelihood(toa, predicted, model, engine=engine, association=True)
+    for p in range(n):
+        one = log_likelihood(toa, predicted[p : p + 1], model, engine=engine, association=True)
+        assert one.loglik[0] == res.loglik[p]
+        np.testing.assert_array_equal(one.association[0], res.association[p])
+
+
+def test_exact_handles_up_to_max_arrivals():
+    """2^20 masks: the largest cycle still matches enumeration; one more arrival is refused."""
+    model = SignalModel(sigma=2.0, p_detect=0.8, clutter_rate=3.0, window=100.0)
+    toa = np.linspace(3.0, 97.0, MAX_ARRIVALS)
+    predicted = np.array([[40.5], [41.0]])
+    res = log_likelihood(toa, predicted, model)
+    for n in range(2):
+        want, _ = enumerate_associations(toa, predicted[n], model)
+        assert res.loglik[n] == pytest.approx(want, rel=1e-12)
+    more = np.linspace(3.0, 97.0, MAX_ARRIVALS + 1)
+    with pytest.raises(ValueError, match=f"at most {MAX_ARRIVALS} recorded arrivals.*got 21"):
+        log_likelihood(more, predicted, model)
+
+
+def test_arrival_before_the_window_start_is_not_clutter():
+    """Clutter is uniform on [0, W]: an arrival at T < 0 must be the source, and every other
+    arrival came later, so P(T) = P_D N(T; mu, sigma^2) (s = r = 1)."""
+    model = SignalModel(sigma=3.0, p_detect=0.7, clutter_rate=2.0, window=50.0)
+    res = log_likelihood(np.array([-2.0]), np.array([[1.0]]), model, association=True)
+    assert res.loglik[0] == pytest.approx(math.log(0.7 * stats.norm.pdf(-2.0, 1.0, 3.0)), 1e-13)
+    np.testing.assert_array_equal(res.association[0], [[1.0, 0.0]])
 
 
 def test_empty_cycle_is_probability_of_recording_nothing():
@@ -244,16 +279,15 @@ def test_exact_agrees_with_simulation(rng):
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_baseline_equals_brute_force(seed):
+def test_baseline_equals_enumeration(seed):
     rng = np.random.default_rng(100 + seed)
     for _ in range(20):
         model, toa, predicted = random_case(rng)
         if model.p_detect == 1.0:
             continue
         res = log_likelihood(toa, predicted, model, engine="baseline", association=True)
-        cycle = prepare_cycle(toa, model)
         for n in range(predicted.shape[0]):
-            want, post = brute_force(cycle, predicted[n], model, ranked=False)
+            want, post = enumerate_associations(toa, predicted[n], model, ranked=False)
             assert res.loglik[n] == pytest.approx(want, rel=1e-13, abs=1e-12)
             np.testing.assert_allclose(res.association[n], post, atol=1e-15 * abs(want) + 1e-13)
 
@@ -376,14 +410,13 @@ def test_fuzzed_cycles_either_raise_or_give_distributions(toa, pred):
         np.testing.assert_allclose(res.association[0].sum(axis=1), 1.0, atol=1e-12)
 
 
-def test_exact_equals_brute_force_with_many_arrivals(rng):
+def test_exact_equals_enumeration_with_many_arrivals(rng):
     """m = 6 recorded arrivals (64 masks) and 4 sources, clutter and losses."""
     model = SignalModel(sigma=4.0, p_detect=0.8, clutter_rate=2.5, window=100.0)
     toa = np.sort(rng.uniform(0, 100, 6))
     predicted = np.vstack([toa[[0, 2, 3, 5]] + rng.normal(0, 4, 4), rng.uniform(0, 100, (2, 4))])
     res = log_likelihood(toa, predicted, model, association=True)
-    cycle = prepare_cycle(toa, model)
     for n in range(predicted.shape[0]):
-        want, post = brute_force(cycle, predicted[n], model)
+        want, post = enumerate_associations(toa, predicted[n], model)
         assert res.loglik[n] == pytest.approx(want, rel=1e-13)
         np.testing.assert_allclose(res.association[n], post, atol=1e-13)

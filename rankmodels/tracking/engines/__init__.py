@@ -7,7 +7,8 @@ source) comes out. All engines share the normalisation of eq. 5.26 described in
 :mod:`._common`, including the particle-independent Poisson clutter term, so ``exact``
 ``loglik`` is a true density of the recorded arrivals under :class:`SignalModel`.
 
-Engines (``ENGINES``):
+Engines (``ENGINES``; each described by an :class:`EngineSpec` in ``ENGINE_REGISTRY``, see
+:mod:`.registry`):
 
 ``exact``
     Sum over all associations by a DP over sources with a bitmask of matched arrivals,
@@ -21,44 +22,29 @@ Engines (``ENGINES``):
     The arrival order ignored (eq. 5.72).
 ``labels``
     Hand-labelled associations (eq. 5.73).
+
+:mod:`.oracle` enumerates every association (a reference for tests, not an engine).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
-from rankmodels.tracking.engines._common import check_predicted, prepare_cycle
-from rankmodels.tracking.engines.baseline import baseline_engine
-from rankmodels.tracking.engines.bp import bp_engine
-from rankmodels.tracking.engines.exact import exact_engine
-from rankmodels.tracking.engines.labels import labels_engine
-from rankmodels.tracking.engines.minfactor import minfactor_engine
+from rankmodels.tracking.engines._common import (
+    LikelihoodResult,
+    check_predicted,
+    message_passing,
+    prepare_cycle,
+)
+from rankmodels.tracking.engines.registry import (
+    DEFAULT_ENGINE,
+    ENGINE_REGISTRY,
+    ENGINES,
+    EngineSpec,
+)
 from rankmodels.tracking.signal_model import SignalModel
 
-__all__ = ["ENGINES", "LikelihoodResult", "log_likelihood"]
-
-ENGINES: tuple[str, ...] = ("exact", "bp", "minfactor", "baseline", "labels")
-
-
-@dataclass
-class LikelihoodResult:
-    """Output of :func:`log_likelihood`.
-
-    Attributes
-    ----------
-    loglik: (N,) natural-log likelihood of the cycle at each particle.
-    association: (N, m, s + 1) ``P(arrival j came from source i | T, X)``, column ``s`` =
-        clutter; None unless asked for.
-    iterations: message-passing sweeps until every particle converged (bp, minfactor).
-    converged: whether every particle converged within ``max_iter`` (bp, minfactor).
-    """
-
-    loglik: np.ndarray
-    association: np.ndarray | None
-    iterations: int | None = None
-    converged: bool | None = None
+__all__ = ["ENGINES", "ENGINE_REGISTRY", "EngineSpec", "LikelihoodResult", "log_likelihood"]
 
 
 def log_likelihood(
@@ -66,7 +52,7 @@ def log_likelihood(
     predicted: np.ndarray,
     model: SignalModel,
     *,
-    engine: str = "exact",
+    engine: str = DEFAULT_ENGINE,
     labels: np.ndarray | None = None,
     association: bool = False,
     damping: float = 0.0,
@@ -79,31 +65,27 @@ def log_likelihood(
     ----------
     toa: (r,) ascending arrival times (s after the window start), trailing NaN = not recorded.
     predicted: (N, s) predicted arrival time of each active source at each particle.
-    model: the signal model.
+    model: the signal model; it must meet the engine's constraints (``EngineSpec.constraints``).
     engine: one of ``ENGINES``.
-    labels: (r,) int, for ``engine="labels"``: column of ``predicted``, -1 clutter,
-        -2 no arrival.
+    labels: (r,) int, for engines that need labels (``labels``): column of ``predicted``,
+        -1 clutter, -2 no arrival.
     association: also return the association posteriors.
-    damping, tol, max_iter: message-passing controls of ``bp`` and ``minfactor`` (new message =
-        ``damping * old + (1 - damping) * update``; stop when no message changes by more than
-        ``tol`` relative to its size).
+    damping, tol, max_iter: controls of the message-passing engines (``bp``, ``minfactor``):
+        new message = ``damping * old + (1 - damping) * update``; stop when no message changes
+        by more than ``tol`` relative to its size.
 
-    Raises ValueError for malformed inputs or an unknown engine.
+    Raises ValueError for malformed inputs, an unknown engine or a model the engine cannot use,
+    TypeError if ``model`` is not a SignalModel.
     """
-    if engine not in ENGINES:
-        raise ValueError(f"unknown engine {engine!r}; expected one of {', '.join(ENGINES)}")
+    spec = ENGINE_REGISTRY[engine]
     if not isinstance(model, SignalModel):
         raise TypeError(f"model must be a SignalModel, got {type(model).__name__}")
+    spec.check_model(model)
+    options: dict[str, object] = {}
+    if spec.message_passing:
+        options["controls"] = message_passing(damping, tol, max_iter)
     cycle = prepare_cycle(toa, model)
     pred = check_predicted(predicted)
-    if engine == "exact":
-        return LikelihoodResult(*exact_engine(cycle, pred, model, association=association))
-    if engine == "baseline":
-        return LikelihoodResult(*baseline_engine(cycle, pred, model, association=association))
-    if engine == "labels":
-        return LikelihoodResult(*labels_engine(cycle, pred, model, labels, association=association))
-    runner = bp_engine if engine == "bp" else minfactor_engine
-    loglik, assoc, sweeps, converged = runner(
-        cycle, pred, model, association=association, damping=damping, tol=tol, max_iter=max_iter
-    )
-    return LikelihoodResult(loglik, assoc, sweeps, converged)
+    if spec.needs_labels:
+        options["labels"] = labels
+    return spec.run(cycle, pred, model, association=association, **options)

@@ -1,4 +1,5 @@
-"""Shared pieces of the likelihood engines: input checks, per-cycle constants, numba helpers.
+"""Shared pieces of the likelihood engines: input checks, per-cycle constants, the particle
+loop and its parallel dispatch, message-passing controls, numba helpers.
 
 Every engine writes the likelihood of a cycle as (eq. 5.26 with its normalisation kept)
 
@@ -11,33 +12,56 @@ with the source factors (eq. 5.66) ``phi_i(M) = 1 - P_D``, ``phi_i(L) = P_D P(t_
 ``log_poisson = -lambda (1 - q)``, ``q = P(clutter > tau) = 1 - tau / W`` (``q = 0`` when
 ``m < r``): summing eq. 5.25 over ``N`` gives ``sum_N Pois(N) N!/(N-c)! q^(N-c) = lambda^c
 e^{-lambda (1 - q)}``.
+
+The numba kernels take their inputs as flat namedtuples (numba's parallel loops refuse tuples
+nested in tuples): :class:`BipartiteCycle` (the per-cycle constants of the bipartite model),
+:class:`MessagePassing` (damping, tolerance, sweep limit) and :class:`EngineOutput` (the arrays
+the kernels fill). :func:`over_particles` runs an engine's per-chunk kernel over the particles,
+in parallel chunks for large batches.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
-from numba import njit
+from numba import get_num_threads, njit
 from scipy.special import ndtri
 
 from rankmodels.tracking.signal_model import SignalModel
 
 __all__ = [
     "LOG_SQRT_2PI",
+    "PARALLEL_MIN",
+    "BipartiteCycle",
     "Cycle",
+    "EngineOutput",
+    "LikelihoodResult",
+    "MessagePassing",
+    "assoc_row",
+    "bipartite_cycle",
     "check_predicted",
+    "engine_output",
     "log_gauss_tail",
+    "log_source_factors",
     "log_unmatched",
+    "message_passing",
+    "over_particles",
     "prepare_cycle",
-    "unmatched_params",
+    "unmatched_weights",
 ]
 
 LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
-_INV_SQRT2 = 1.0 / math.sqrt(2.0)
+INV_SQRT2 = 1.0 / math.sqrt(2.0)
 #: P(Z > z) rounds to 1 below this z.
 _Z_LO = -8.5
+#: Batches at least this large use threads (below, launching them costs more than it saves).
+PARALLEL_MIN = 512
+#: Chunks per thread of a parallel batch (uneven particles then even out across threads).
+_CHUNKS_PER_THREAD = 8
 
 
 @dataclass(frozen=True)
@@ -127,7 +151,7 @@ def log_gauss_tail(z: float) -> float:
     ``phi(z)/z (1 - 1/z^2 + 3/z^4 - ... - 10395/z^12)`` (relative error < 1e-16 there).
     """
     if z < 35.0:
-        return math.log(0.5 * math.erfc(z * _INV_SQRT2))
+        return math.log(0.5 * math.erfc(z * INV_SQRT2))
     x = 1.0 / (z * z)
     series = 1.0 - x * (
         1.0 - 3.0 * x * (1.0 - 5.0 * x * (1.0 - 7.0 * x * (1.0 - 9.0 * x * (1.0 - 11.0 * x))))
@@ -135,38 +159,192 @@ def log_gauss_tail(z: float) -> float:
     return -0.5 * z * z - math.log(z) - LOG_SQRT_2PI + math.log(series)
 
 
-def unmatched_params(const: float, tail_coef: float) -> tuple[float, ...]:
-    """Constants for :func:`log_unmatched` with ``u = const + tail_coef * P(Z > z)``.
+def unmatched_weights(model: SignalModel, *, ranked: bool = True) -> tuple[float, float]:
+    """``(const, tail_coef)`` with the unmatched weight ``u_i = const + tail_coef * P(t_i > tau)``.
 
-    Returns ``(const, tail_coef, log_const, log_tail_coef, log_const_plus_tail, z_hi)``:
-    beyond ``z_hi`` the tail term is below half an ulp of ``const`` and below ``z = -8.5`` the
-    tail probability rounds to 1, so :func:`log_unmatched` skips ``erfc`` there with a result
-    identical to rounding.
+    Ranked model (eq. 5.66): missing ``1 - P_D`` plus late ``P_D P(t_i > tau)``.
+    Baseline (eq. 5.72): late and missing each ``1 - P_D``, the arrival order ignored.
     """
-    log_const = math.log(const) if const > 0 else -math.inf
-    log_tail = math.log(tail_coef) if tail_coef > 0 else -math.inf
-    total = const + tail_coef
-    if const > 0 and tail_coef > 0:
-        z_hi = -float(ndtri(2.0**-55 * const / tail_coef))
+    pd = float(model.p_detect)
+    if ranked:
+        return 1.0 - pd, pd
+    return 2.0 * (1.0 - pd), 0.0
+
+
+class BipartiteCycle(NamedTuple):
+    """Per-cycle constants of the bipartite model (engines ``exact``, ``baseline``, ``bp``).
+
+    ``toa`` (m,), ``log_clutter`` (m,), ``tau`` and ``log_poisson`` are those of :class:`Cycle`;
+    a match weighs ``log phi_i(j) = log_match0 - (T_j - pred_i)^2 inv_2var``; the unmatched
+    weight ``u_i = u_const + u_tail P(Z > (tau - pred_i) inv_sigma)`` comes with the logs of
+    ``u_const``, ``u_tail``, their sum and the cut-off ``z_hi`` used by :func:`log_unmatched`.
+    """
+
+    toa: np.ndarray
+    log_clutter: np.ndarray
+    tau: float
+    log_poisson: float
+    log_match0: float
+    inv_2var: float
+    inv_sigma: float
+    u_const: float
+    u_tail: float
+    log_u_const: float
+    log_u_tail: float
+    log_u_total: float
+    z_hi: float
+
+
+def bipartite_cycle(cycle: Cycle, model: SignalModel, *, ranked: bool = True) -> BipartiteCycle:
+    """The :class:`BipartiteCycle` of ``cycle`` under ``model`` (``ranked=False``: eq. 5.72).
+
+    Beyond ``z_hi`` the tail term of ``u_i`` is below half an ulp of ``u_const`` and below
+    ``z = -8.5`` the tail probability rounds to 1, so :func:`log_unmatched` skips ``erfc`` there
+    with a result identical to rounding.
+    """
+    const, tail = unmatched_weights(model, ranked=ranked)
+    if const > 0 and tail > 0:
+        z_hi = -float(ndtri(2.0**-55 * const / tail))
     elif const > 0:
         z_hi = -math.inf
     else:
         z_hi = math.inf
-    return (const, tail_coef, log_const, log_tail, math.log(total), z_hi)
+    sigma = float(model.sigma)
+    return BipartiteCycle(
+        toa=cycle.toa,
+        log_clutter=cycle.log_clutter,
+        tau=float(cycle.tau),
+        log_poisson=float(cycle.log_poisson),
+        log_match0=math.log(model.p_detect) - math.log(sigma) - LOG_SQRT_2PI,
+        inv_2var=0.5 / (sigma * sigma),
+        inv_sigma=1.0 / sigma,
+        u_const=const,
+        u_tail=tail,
+        log_u_const=math.log(const) if const > 0 else -math.inf,
+        log_u_tail=math.log(tail) if tail > 0 else -math.inf,
+        log_u_total=math.log(const + tail),
+        z_hi=z_hi,
+    )
 
 
 @njit(cache=True)
-def log_unmatched(z: float, params: tuple) -> float:
-    """``log(const + tail_coef * P(Z > z))`` (see :func:`unmatched_params`), safe in the tails.
+def log_unmatched(z: float, c: BipartiteCycle) -> float:
+    """``log u = log(u_const + u_tail * P(Z > z))`` (see :class:`BipartiteCycle`), safe in the
+    tails.
 
-    For the ranked model ``const = 1 - P_D`` (missing) and ``tail_coef = P_D`` (late, eq. 5.66);
-    with ``const = 0`` (``P_D = 1``) the far tail is evaluated by :func:`log_gauss_tail`.
+    For the ranked model ``u_const = 1 - P_D`` (missing) and ``u_tail = P_D`` (late, eq. 5.66);
+    with ``u_const = 0`` (``P_D = 1``) the far tail is evaluated by :func:`log_gauss_tail`.
     """
-    const, tail_coef, log_const, log_tail_coef, log_total, z_hi = params
-    if z >= z_hi:
-        return log_const
+    if z >= c.z_hi:
+        return c.log_u_const
     if z <= _Z_LO:
-        return log_total
-    if const > 0.0:
-        return math.log(const + tail_coef * 0.5 * math.erfc(z * _INV_SQRT2))
-    return log_tail_coef + log_gauss_tail(z)
+        return c.log_u_total
+    if c.u_const > 0.0:
+        return math.log(c.u_const + c.u_tail * 0.5 * math.erfc(z * INV_SQRT2))
+    return c.log_u_tail + log_gauss_tail(z)
+
+
+@njit(cache=True)
+def log_source_factors(c: BipartiteCycle, pred: np.ndarray, log_match, log_u) -> None:
+    """One particle's source factors: ``log_match[i, j] = log phi_i(j)`` (s, m) and
+    ``log_u[i] = log u_i`` (s,) for the predicted arrival times ``pred`` (s,) (eq. 5.66)."""
+    for i in range(pred.shape[0]):
+        log_u[i] = log_unmatched((c.tau - pred[i]) * c.inv_sigma, c)
+        for j in range(c.toa.shape[0]):
+            d = c.toa[j] - pred[i]
+            log_match[i, j] = c.log_match0 - d * d * c.inv_2var
+
+
+class MessagePassing(NamedTuple):
+    """Controls of the message-passing engines: new message = ``damping * old + (1 - damping)
+    * update``; stop when no message changes by more than ``tol``, after ``max_iter`` sweeps."""
+
+    damping: float
+    tol: float
+    max_iter: int
+
+
+def message_passing(damping: float, tol: float, max_iter: int) -> MessagePassing:
+    """Validated :class:`MessagePassing`; ValueError unless ``0 <= damping < 1``, ``tol > 0``
+    and ``max_iter >= 1``."""
+    if not 0.0 <= damping < 1.0:
+        raise ValueError(f"damping must be in [0, 1), got {damping}")
+    if not tol > 0.0:
+        raise ValueError(f"tol must be > 0, got {tol}")
+    if int(max_iter) < 1:
+        raise ValueError(f"max_iter must be >= 1, got {max_iter}")
+    return MessagePassing(float(damping), float(tol), int(max_iter))
+
+
+@dataclass
+class LikelihoodResult:
+    """Output of :func:`rankmodels.tracking.engines.log_likelihood`.
+
+    Attributes
+    ----------
+    loglik: (N,) natural-log likelihood of the cycle at each particle.
+    association: (N, m, s + 1) ``P(arrival j came from source i | T, X)``, column ``s`` =
+        clutter; None unless asked for.
+    iterations: message-passing sweeps until every particle converged (bp, minfactor).
+    converged: whether every particle converged within ``max_iter`` (bp, minfactor).
+    """
+
+    loglik: np.ndarray
+    association: np.ndarray | None
+    iterations: int | None = None
+    converged: bool | None = None
+
+
+class EngineOutput(NamedTuple):
+    """What an engine's kernel fills for N particles.
+
+    ``loglik`` (N,); ``assoc`` (N, m, s + 1) when ``want`` (association posteriors asked for),
+    else (1, m, s + 1) scratch; ``sweeps`` (N,) message-passing sweeps per particle (-1: not
+    converged).
+    """
+
+    loglik: np.ndarray
+    assoc: np.ndarray
+    sweeps: np.ndarray
+    want: bool
+
+    def result(self, controls: MessagePassing | None = None) -> LikelihoodResult:
+        """The :class:`LikelihoodResult`; with ``controls``, the largest number of sweeps any
+        particle needed (``max_iter`` if one did not converge) and whether all converged."""
+        assoc = self.assoc if self.want else None
+        if controls is None:
+            return LikelihoodResult(self.loglik, assoc)
+        converged = bool(np.all(self.sweeps >= 0))
+        sweeps = int(self.sweeps.max(initial=0)) if converged else controls.max_iter
+        return LikelihoodResult(self.loglik, assoc, sweeps, converged)
+
+
+def engine_output(n: int, m: int, s: int, association: bool) -> EngineOutput:
+    """Fresh :class:`EngineOutput` for ``n`` particles, ``m`` arrivals and ``s`` sources."""
+    return EngineOutput(
+        loglik=np.empty(n),
+        assoc=np.empty((n if association else 1, m, s + 1)),
+        sweeps=np.zeros(n, dtype=np.int64),
+        want=bool(association),
+    )
+
+
+@njit(cache=True)
+def assoc_row(out: EngineOutput, p: int) -> np.ndarray:
+    """Particle ``p``'s association posterior (m, s + 1), or the scratch row if not wanted."""
+    return out.assoc[p] if out.want else out.assoc[0]
+
+
+def over_particles(serial: Callable, parallel: Callable, n: int, *args: object) -> None:
+    """Run an engine's kernel over particles ``0 <= p < n``.
+
+    ``serial(lo, hi, *args)`` handles particles ``lo <= p < hi``; ``parallel(bounds, *args)``
+    calls it on every row ``(lo, hi)`` of ``bounds`` in a ``prange`` loop. Batches of at least
+    ``PARALLEL_MIN`` particles are split into ``8`` chunks per thread.
+    """
+    if n >= PARALLEL_MIN:
+        n_chunks = _CHUNKS_PER_THREAD * get_num_threads()
+        edges = np.minimum(np.arange(n_chunks + 1) * -(-n // n_chunks), n)
+        parallel(np.column_stack([edges[:-1], edges[1:]]), *args)
+    elif n:
+        serial(0, n, *args)

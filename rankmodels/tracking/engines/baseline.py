@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rankmodels.tracking.engines._common import Cycle
+from rankmodels.tracking.engines._common import Cycle, LikelihoodResult
 from rankmodels.tracking.engines.exact import sum_over_associations
 from rankmodels.tracking.signal_model import SignalModel
 
@@ -25,11 +25,6 @@ __all__ = ["baseline_engine"]
 
 def baseline_engine(
     cycle: Cycle, predicted: np.ndarray, model: SignalModel, *, association: bool = False
-) -> tuple[np.ndarray, np.ndarray | None]:
-    """Eq. 5.72 summed over all associations; raises ValueError when ``p_detect == 1``."""
-    if model.p_detect >= 1.0:
-        raise ValueError(
-            "the baseline engine needs p_detect < 1: eq. 5.72 gives every unrecorded source the "
-            "weight 1 - P_D, so with P_D = 1 every source would have to be recorded"
-        )
+) -> LikelihoodResult:
+    """Eq. 5.72 summed over all associations (``model.p_detect < 1``: see the engine registry)."""
     return sum_over_associations(cycle, predicted, model, ranked=False, association=association)

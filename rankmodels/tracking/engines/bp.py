@@ -31,23 +31,54 @@ of ``R_j``.
 from __future__ import annotations
 
 import math
+from collections import namedtuple
 
 import numpy as np
-from numba import get_num_threads, njit, prange
+from numba import njit, prange
 
 from rankmodels.tracking.engines._common import (
-    LOG_SQRT_2PI,
     Cycle,
-    log_unmatched,
-    unmatched_params,
+    LikelihoodResult,
+    MessagePassing,
+    assoc_row,
+    bipartite_cycle,
+    engine_output,
+    log_source_factors,
+    over_particles,
 )
-from rankmodels.tracking.engines.exact import PARALLEL_MIN, unmatched_weights
 from rankmodels.tracking.signal_model import SignalModel
 
 __all__ = ["bp_engine"]
 
 _TINY = 1e-300
 _HUGE = 1e300
+
+
+#: One chunk's work arrays (s sources, m arrivals).
+#:
+#: Potentials ``w`` (s, m), ``u`` (s,), ``k`` (m,) and ``log_u`` (s,); messages ``alpha``
+#: (m, s) and ``beta`` (s, m); Bethe terms ``x``, ``xlx``, ``blb`` (s, m); ``row``, ``excl``
+#: (m,) and ``col``, ``excl_col`` (s,) for the sums that exclude one term.
+_Scratch = namedtuple("_Scratch", "w u k log_u alpha beta x xlx blb row excl col excl_col")
+
+
+@njit(cache=True)
+def _scratch(s, m):
+    return _Scratch(
+        np.empty((s, m)),
+        np.empty(s),
+        np.empty(m),
+        np.empty(s),
+        np.empty((m, s)),
+        np.empty((s, m)),
+        np.empty((s, m)),
+        np.empty((s, m)),
+        np.empty((s, m)),
+        np.empty(m),
+        np.empty(m),
+        np.empty(s),
+        np.empty(s),
+    )
 
 
 @njit(cache=True)
@@ -70,29 +101,27 @@ def _excluding(values, out):
 
 
 @njit(cache=True)
-def _bp_weights(toa, log_clutter, pred, unm, log_match0, inv_2var, inv_sigma, tau, w, u, k):
+def _bp_weights(c, pred, buf):
     """Scaled potentials ``w`` (s, m), ``u`` (s,), ``k`` (m,); return the log of the scale."""
-    s = pred.shape[0]
-    m = toa.shape[0]
+    w, u, log_u = buf.w, buf.u, buf.log_u
+    s, m = w.shape
+    log_source_factors(c, pred, w, log_u)
     total = 0.0
     for i in range(s):
-        lu = log_unmatched((tau - pred[i]) * inv_sigma, unm)
-        row_max = lu
+        row_max = log_u[i]
         for j in range(m):
-            d = toa[j] - pred[i]
-            w[i, j] = log_match0 - d * d * inv_2var
             row_max = max(row_max, w[i, j])
-        u[i] = math.exp(lu - row_max)
+        u[i] = math.exp(log_u[i] - row_max)
         for j in range(m):
             w[i, j] -= row_max
         total += row_max
     for j in range(m):
-        col_max = log_clutter[j]
+        col_max = c.log_clutter[j]
         for i in range(s):
             col_max = max(col_max, w[i, j])
         if col_max == -math.inf:
             return -math.inf
-        k[j] = math.exp(log_clutter[j] - col_max)
+        buf.k[j] = math.exp(c.log_clutter[j] - col_max)
         for i in range(s):
             w[i, j] = math.exp(w[i, j] - col_max)
         total += col_max
@@ -100,14 +129,17 @@ def _bp_weights(toa, log_clutter, pred, unm, log_match0, inv_2var, inv_sigma, ta
 
 
 @njit(cache=True)
-def _sweeps(a, u, k, alpha, beta, damping, tol, max_iter, row, excl, col, excl_col):
+def _sweeps(buf, mp):
     """Damped parallel BP sweeps; return the number of sweeps (``-1`` if not converged)."""
+    a, u, k, alpha, beta = buf.w, buf.u, buf.k, buf.alpha, buf.beta
+    row, excl, col, excl_col = buf.row, buf.excl, buf.col, buf.excl_col
+    damping = mp.damping
     s, m = a.shape
     for i in range(s):
         for j in range(m):
             alpha[j, i] = 1.0
             beta[i, j] = 0.0
-    for it in range(1, max_iter + 1):
+    for it in range(1, mp.max_iter + 1):
         delta = 0.0
         for i in range(s):
             for j in range(m):
@@ -131,14 +163,16 @@ def _sweeps(a, u, k, alpha, beta, damping, tol, max_iter, row, excl, col, excl_c
                 d = abs(upd - old) / max(upd, old, _TINY)
                 delta = max(delta, d)
                 alpha[j, i] = upd
-        if delta < tol:
+        if delta < mp.tol:
             return it
     return -1
 
 
 @njit(cache=True)
-def _bethe(a, u, k, alpha, beta, x, xlx, blb, out, want):
+def _bethe(buf, want, out):
     """Bethe estimate of ``log Z`` (scaled potentials); beliefs of ``R_j`` into ``out``."""
+    a, u, k, alpha, beta = buf.w, buf.u, buf.k, buf.alpha, buf.beta
+    x, xlx, blb = buf.x, buf.xlx, buf.blb
     s, m = a.shape
     log_z = 0.0
     for i in range(s):  # source nodes: energy and (1 - m) H(b_i)
@@ -197,98 +231,26 @@ def _bethe(a, u, k, alpha, beta, x, xlx, blb, out, want):
 
 
 @njit(cache=True)
-def _bp_range(
-    lo,
-    hi,
-    toa,
-    log_clutter,
-    predicted,
-    unm,
-    sigma,
-    log_pd,
-    tau,
-    log_poisson,
-    damping,
-    tol,
-    max_iter,
-    want,
-    loglik,
-    assoc,
-    iters,
-):
-    s = predicted.shape[1]
-    m = toa.shape[0]
-    inv_2var = 0.5 / (sigma * sigma)
-    inv_sigma = 1.0 / sigma
-    log_match0 = log_pd - math.log(sigma) - LOG_SQRT_2PI
-    a = np.empty((s, m))
-    u = np.empty(s)
-    k = np.empty(m)
-    alpha = np.empty((m, s))
-    beta = np.empty((s, m))
-    x = np.empty((s, m))
-    xlx = np.empty((s, m))
-    blb = np.empty((s, m))
-    row = np.empty(m)
-    excl = np.empty(m)
-    col = np.empty(s)
-    excl_col = np.empty(s)
+def _bp_range(lo, hi, c, mp, predicted, out):
+    """Particles ``lo <= p < hi`` of ``predicted`` (N, s) into ``out``."""
+    buf = _scratch(predicted.shape[1], c.toa.shape[0])
     for p in range(lo, hi):
-        offset = _bp_weights(
-            toa, log_clutter, predicted[p], unm, log_match0, inv_2var, inv_sigma, tau, a, u, k
-        )
+        assoc = assoc_row(out, p)
+        offset = _bp_weights(c, predicted[p], buf)
         if offset == -math.inf:
-            loglik[p] = -math.inf
-            iters[p] = 0
-            if want:
-                assoc[p, :, :] = np.nan
+            out.loglik[p] = -math.inf
+            out.sweeps[p] = 0
+            if out.want:
+                assoc[:, :] = np.nan
             continue
-        iters[p] = _sweeps(a, u, k, alpha, beta, damping, tol, max_iter, row, excl, col, excl_col)
-        log_z = _bethe(a, u, k, alpha, beta, x, xlx, blb, assoc[p] if want else assoc[0], want)
-        loglik[p] = log_z + offset + log_poisson
+        out.sweeps[p] = _sweeps(buf, mp)
+        out.loglik[p] = _bethe(buf, out.want, assoc) + offset + c.log_poisson
 
 
 @njit(cache=True, parallel=True)
-def _bp_parallel(
-    n_chunks,
-    toa,
-    log_clutter,
-    predicted,
-    unm,
-    sigma,
-    log_pd,
-    tau,
-    log_poisson,
-    damping,
-    tol,
-    max_iter,
-    want,
-    loglik,
-    assoc,
-    iters,
-):
-    n = predicted.shape[0]
-    chunk = (n + n_chunks - 1) // n_chunks
-    for c in prange(n_chunks):
-        _bp_range(
-            c * chunk,
-            min(n, (c + 1) * chunk),
-            toa,
-            log_clutter,
-            predicted,
-            unm,
-            sigma,
-            log_pd,
-            tau,
-            log_poisson,
-            damping,
-            tol,
-            max_iter,
-            want,
-            loglik,
-            assoc,
-            iters,
-        )
+def _bp_parallel(bounds, c, mp, predicted, out):
+    for chunk in prange(bounds.shape[0]):
+        _bp_range(bounds[chunk, 0], bounds[chunk, 1], c, mp, predicted, out)
 
 
 def bp_engine(
@@ -296,54 +258,16 @@ def bp_engine(
     predicted: np.ndarray,
     model: SignalModel,
     *,
+    controls: MessagePassing,
     association: bool = False,
-    damping: float = 0.0,
-    tol: float = 1e-6,
-    max_iter: int = 200,
-) -> tuple[np.ndarray, np.ndarray | None, int, bool]:
-    """Loopy BP with the Bethe ``log Z``: ``(loglik, association, sweeps, converged)``.
+) -> LikelihoodResult:
+    """Loopy BP with the Bethe ``log Z`` (``model.p_detect < 1``: see the engine registry).
 
-    ``sweeps`` is the largest number of sweeps any particle needed (``max_iter`` if one did not
-    converge).
+    ``iterations`` of the result is the largest number of sweeps any particle needed
+    (``max_iter`` if one did not converge).
     """
-    if model.p_detect >= 1.0:
-        raise ValueError(
-            "the bp engine needs p_detect < 1 (with P_D = 1 the unmatched weights fall far below "
-            "double range); use engine='exact' or 'minfactor'"
-        )
-    if not 0.0 <= damping < 1.0:
-        raise ValueError(f"damping must be in [0, 1), got {damping}")
-    if not tol > 0.0:
-        raise ValueError(f"tol must be > 0, got {tol}")
-    if int(max_iter) < 1:
-        raise ValueError(f"max_iter must be >= 1, got {max_iter}")
     n, s = predicted.shape
-    m = cycle.m
-    const, tail_coef = unmatched_weights(model, ranked=True)
-    loglik = np.empty(n)
-    assoc = np.empty((n, m, s + 1) if association else (1, m, s + 1))
-    iters = np.zeros(n, dtype=np.int64)
-    args = (
-        cycle.toa,
-        cycle.log_clutter,
-        predicted,
-        unmatched_params(const, tail_coef),
-        float(model.sigma),
-        math.log(model.p_detect),
-        cycle.tau,
-        cycle.log_poisson,
-        float(damping),
-        float(tol),
-        int(max_iter),
-        association,
-        loglik,
-        assoc,
-        iters,
-    )
-    if n >= PARALLEL_MIN:
-        _bp_parallel(8 * get_num_threads(), *args)
-    elif n:
-        _bp_range(0, n, *args)
-    converged = bool(np.all(iters >= 0))
-    sweeps = int(max_iter) if not converged else int(iters.max(initial=0))
-    return loglik, (assoc if association else None), sweeps, converged
+    out = engine_output(n, cycle.m, s, association)
+    c = bipartite_cycle(cycle, model, ranked=True)
+    over_particles(_bp_range, _bp_parallel, n, c, controls, predicted, out)
+    return out.result(controls)

@@ -27,20 +27,28 @@ The same kernel evaluates the baseline model (eq. 5.72): only the unmatched weig
 from __future__ import annotations
 
 import math
+from collections import namedtuple
 
 import numpy as np
-from numba import get_num_threads, njit, prange
+from numba import njit, prange
 
 from rankmodels.tracking.engines._common import (
-    LOG_SQRT_2PI,
+    BipartiteCycle,
     Cycle,
-    log_unmatched,
-    unmatched_params,
+    EngineOutput,
+    LikelihoodResult,
+    assoc_row,
+    bipartite_cycle,
+    engine_output,
+    log_source_factors,
+    over_particles,
 )
 from rankmodels.tracking.signal_model import SignalModel
 
-__all__ = ["exact_engine", "unmatched_weights", "sum_over_associations"]
+__all__ = ["MAX_ARRIVALS", "exact_engine", "sum_over_associations"]
 
+#: The bitmask DP holds 2^m numbers per source: at most this many recorded arrivals per cycle.
+MAX_ARRIVALS = 20
 #: Below this scaled partition function the particle is recomputed in log space.
 _UNDERFLOW = 1e-200
 #: Scaled weights below exp(_LOG_TINY) are set to zero (they underflow anyway).
@@ -51,80 +59,78 @@ _LOG_TINY = -708.0
 _LOG_EPS = -60.0 * math.log(2.0)
 
 
-def unmatched_weights(model: SignalModel, *, ranked: bool = True) -> tuple[float, float]:
-    """``(const, tail_coef)`` with ``u_i = const + tail_coef * P(t_i > tau)``.
-
-    Ranked model (eq. 5.66): missing ``1 - P_D`` plus late ``P_D P(t_i > tau)``.
-    Baseline (eq. 5.72): late and missing each ``1 - P_D``, the arrival order ignored.
-    """
-    pd = float(model.p_detect)
-    if ranked:
-        return 1.0 - pd, pd
-    return 2.0 * (1.0 - pd), 0.0
+#: One chunk's work arrays (s sources, m arrivals); ``a``, ``k`` hold logs on the slow path.
+#:
+#: ``a`` (s, m) scaled match weights ``a_ij``; ``k`` (m,) scaled clutter weights; ``log_scale``
+#: (m,) the ``c_j``; ``log_u`` (s,) ``log u_i``; ``fwd``, ``bwd`` (s + 1, 2^m) the recursions;
+#: ``kc`` (2^m,) clutter products; ``active[i, :n_active[i]]`` the arrivals with ``a_ij > 0``.
+_Scratch = namedtuple("_Scratch", "a k log_scale log_u fwd bwd kc active n_active")
 
 
 @njit(cache=True)
-def _scaled_weights(
-    toa,
-    log_clutter,
-    pred,
-    unm,
-    log_match0,
-    inv_2var,
-    inv_sigma,
-    tau,
-    a,
-    k,
-    log_scale,
-    active,
-    n_active,
-):
-    """Fill ``a`` (s, m), ``k`` (m,) with scaled weights; return ``sum log u + sum c``.
+def _scratch(s, m):
+    size = 1 << m
+    return _Scratch(
+        np.empty((s, m)),
+        np.empty(m),
+        np.empty(m),
+        np.empty(s),
+        np.empty((s + 1, size)),
+        np.empty((s + 1, size)),
+        np.empty(size),
+        np.empty((s, m), dtype=np.int64),
+        np.empty(s, dtype=np.int64),
+    )
+
+
+@njit(cache=True)
+def _scaled_weights(c, pred, buf):
+    """Fill ``buf.a`` (s, m), ``buf.k`` (m,) with scaled weights; return ``sum log u + sum c``.
 
     ``active[i, :n_active[i]]`` lists the arrivals with ``a_ij > 0``; pairs that underflow
     or fall below ``2^-60 k_j`` (see ``_LOG_EPS``) are set to zero.
     """
-    s = pred.shape[0]
-    m = toa.shape[0]
+    a, log_scale, log_u = buf.a, buf.log_scale, buf.log_u
+    s, m = a.shape
+    log_source_factors(c, pred, a, log_u)
     total = 0.0
     for j in range(m):
-        log_scale[j] = log_clutter[j]
+        log_scale[j] = c.log_clutter[j]
     for i in range(s):
-        lu = log_unmatched((tau - pred[i]) * inv_sigma, unm)
-        total += lu
+        total += log_u[i]
         for j in range(m):
-            d = toa[j] - pred[i]
-            lr = log_match0 - d * d * inv_2var - lu
+            lr = a[i, j] - log_u[i]
             a[i, j] = lr
             if lr > log_scale[j]:
                 log_scale[j] = lr
     for j in range(m):
-        c = log_scale[j]
-        if c == -math.inf:
+        cj = log_scale[j]
+        if cj == -math.inf:
             return -math.inf
-        total += c
-        k[j] = math.exp(log_clutter[j] - c)
+        total += cj
+        buf.k[j] = math.exp(c.log_clutter[j] - cj)
     for i in range(s):
         n = 0
         for j in range(m):
             x = a[i, j] - log_scale[j]
-            if x > max(_LOG_TINY, log_clutter[j] - log_scale[j] + _LOG_EPS):
+            if x > max(_LOG_TINY, c.log_clutter[j] - log_scale[j] + _LOG_EPS):
                 a[i, j] = math.exp(x)
-                active[i, n] = j
+                buf.active[i, n] = j
                 n += 1
             else:
                 a[i, j] = 0.0
-        n_active[i] = n
+        buf.n_active[i] = n
     return total
 
 
 @njit(cache=True)
-def _forward(a, k, active, n_active, fwd, kc, keep):
+def _forward(buf, keep):
     """Forward DP and clutter products ``kc[A]``; return ``Z``.
 
     With ``keep`` row ``i`` of ``fwd`` holds ``F_i`` (for the marginals); otherwise row 0 is
     updated in place (masks in descending order read only not-yet-updated smaller masks).
     """
+    a, k, active, n_active, fwd, kc = buf.a, buf.k, buf.active, buf.n_active, buf.fwd, buf.kc
     s, m = a.shape
     size = 1 << m
     kc[size - 1] = 1.0
@@ -169,8 +175,9 @@ def _forward(a, k, active, n_active, fwd, kc, keep):
 
 
 @njit(cache=True)
-def _marginals(a, active, n_active, kc, fwd, bwd, z, out):
+def _marginals(buf, z, out):
     """Backward pass and association marginals ``out[j, i]`` (column ``s`` = clutter)."""
+    a, active, n_active, kc, fwd, bwd = buf.a, buf.active, buf.n_active, buf.kc, buf.fwd, buf.bwd
     s, m = a.shape
     size = 1 << m
     half = size >> 1
@@ -221,8 +228,10 @@ def _logaddexp(x, y):
 
 
 @njit(cache=True)
-def _log_space(log_a, log_k, fwd, bwd, kc, want, out):
-    """The same recursions on log weights (the underflow-safe slow path); return ``log Z``."""
+def _log_space(buf, want, out):
+    """The same recursions on log weights ``buf.a``, ``buf.k`` (the underflow-safe slow path);
+    return ``log Z``."""
+    log_a, log_k, fwd, bwd, kc = buf.a, buf.k, buf.fwd, buf.bwd, buf.kc
     s, m = log_a.shape
     full = (1 << m) - 1
     kc[full] = 0.0
@@ -274,133 +283,53 @@ def _log_space(log_a, log_k, fwd, bwd, kc, want, out):
 
 
 @njit(cache=True)
-def _exact_range(
-    lo, hi, toa, log_clutter, predicted, unm, sigma, log_pd, tau, log_poisson, want, loglik, assoc
-):
-    """Particles ``lo <= p < hi``: ``loglik[p]`` and, if ``want``, ``assoc[p]`` (m, s + 1)."""
-    s = predicted.shape[1]
-    m = toa.shape[0]
-    size = 1 << m
-    inv_2var = 0.5 / (sigma * sigma)
-    inv_sigma = 1.0 / sigma
-    log_match0 = log_pd - math.log(sigma) - LOG_SQRT_2PI
-    a = np.empty((s, m))
-    k = np.empty(m)
-    log_scale = np.empty(m)
-    fwd = np.empty((s + 1, size))
-    bwd = np.empty((s + 1, size))
-    kc = np.empty(size)
-    active = np.empty((s, m), dtype=np.int64)
-    n_active = np.empty(s, dtype=np.int64)
-    for p in range(lo, hi):
-        pred = predicted[p]
-        offset = _scaled_weights(
-            toa,
-            log_clutter,
-            pred,
-            unm,
-            log_match0,
-            inv_2var,
-            inv_sigma,
-            tau,
-            a,
-            k,
-            log_scale,
-            active,
-            n_active,
-        )
-        if offset == -math.inf:
-            loglik[p] = -math.inf
-            if want:
-                assoc[p, :, :] = np.nan
-            continue
-        z = _forward(a, k, active, n_active, fwd, kc, want)
-        if z > _UNDERFLOW:
-            loglik[p] = math.log(z) + offset + log_poisson
-            if want:
-                _marginals(a, active, n_active, kc, fwd, bwd, z, assoc[p])
-            continue
-        log_z = _log_space_rescaled(
-            toa,
-            log_clutter,
-            pred,
-            unm,
-            log_match0,
-            inv_2var,
-            inv_sigma,
-            tau,
-            a,
-            k,
-            fwd,
-            bwd,
-            kc,
-            want,
-            assoc[p],
-        )
-        loglik[p] = log_z + log_poisson
-        if want and log_z == -math.inf:
-            assoc[p, :, :] = np.nan
-
-
-@njit(cache=True, parallel=True)
-def _exact_parallel(
-    n_chunks, toa, log_clutter, predicted, unm, sigma, log_pd, tau, log_poisson, want, loglik, assoc
-):
-    """:func:`_exact_range` over ``n_chunks`` chunks of particles, in parallel."""
-    n = predicted.shape[0]
-    chunk = (n + n_chunks - 1) // n_chunks
-    for c in prange(n_chunks):
-        _exact_range(
-            c * chunk,
-            min(n, (c + 1) * chunk),
-            toa,
-            log_clutter,
-            predicted,
-            unm,
-            sigma,
-            log_pd,
-            tau,
-            log_poisson,
-            want,
-            loglik,
-            assoc,
-        )
+def _log_space_rescaled(c, pred, buf, want, out):
+    """Slow path: ``log a_ij = log(phi_i(j) / u_i)``, ``log k_j``; return the full ``log Z``."""
+    log_a, log_u = buf.a, buf.log_u
+    s, m = log_a.shape
+    log_source_factors(c, pred, log_a, log_u)
+    total = 0.0
+    for i in range(s):
+        total += log_u[i]
+        for j in range(m):
+            log_a[i, j] -= log_u[i]
+    for j in range(m):
+        buf.k[j] = c.log_clutter[j]
+    return _log_space(buf, want, out) + total
 
 
 @njit(cache=True)
-def _log_space_rescaled(
-    toa,
-    log_clutter,
-    pred,
-    unm,
-    log_match0,
-    inv_2var,
-    inv_sigma,
-    tau,
-    log_a,
-    log_k,
-    fwd,
-    bwd,
-    kc,
-    want,
-    out,
-):
-    """Slow path: fill ``log a_ij = log(P_D N(T_j; pred_i) / u_i)`` and return the full log Z."""
-    s, m = log_a.shape
-    total = 0.0
-    for i in range(s):
-        lu = log_unmatched((tau - pred[i]) * inv_sigma, unm)
-        total += lu
-        for j in range(m):
-            d = toa[j] - pred[i]
-            log_a[i, j] = log_match0 - d * d * inv_2var - lu
-    for j in range(m):
-        log_k[j] = log_clutter[j]
-    return _log_space(log_a, log_k, fwd, bwd, kc, want, out) + total
+def _particle(c, pred, buf, want, assoc):
+    """``log P(T | X)`` of one particle (predicted times ``pred`` (s,)); marginals into
+    ``assoc`` (m, s + 1) if ``want`` (NaN where the likelihood is 0)."""
+    offset = _scaled_weights(c, pred, buf)
+    if offset == -math.inf:
+        if want:
+            assoc[:, :] = np.nan
+        return -math.inf
+    z = _forward(buf, want)
+    if z > _UNDERFLOW:
+        if want:
+            _marginals(buf, z, assoc)
+        return math.log(z) + offset + c.log_poisson
+    log_z = _log_space_rescaled(c, pred, buf, want, assoc)
+    if want and log_z == -math.inf:
+        assoc[:, :] = np.nan
+    return log_z + c.log_poisson
 
 
-#: Batches at least this large use threads (below, launching them costs more than it saves).
-PARALLEL_MIN = 512
+@njit(cache=True)
+def _exact_range(lo, hi, c, predicted, out):
+    """Particles ``lo <= p < hi`` of ``predicted`` (N, s) into ``out``."""
+    buf = _scratch(predicted.shape[1], c.toa.shape[0])
+    for p in range(lo, hi):
+        out.loglik[p] = _particle(c, predicted[p], buf, out.want, assoc_row(out, p))
+
+
+@njit(cache=True, parallel=True)
+def _exact_parallel(bounds, c, predicted, out):
+    for chunk in prange(bounds.shape[0]):
+        _exact_range(bounds[chunk, 0], bounds[chunk, 1], c, predicted, out)
 
 
 def sum_over_associations(
@@ -410,43 +339,27 @@ def sum_over_associations(
     *,
     ranked: bool = True,
     association: bool = False,
-) -> tuple[np.ndarray, np.ndarray | None]:
+) -> LikelihoodResult:
     """Exact ``log P(T | X)`` for every row of ``predicted`` (N, s), and optionally the marginals.
 
     ``ranked=False`` gives the baseline model of eq. 5.72. Returns ``loglik`` (N,) and
-    ``association`` (N, m, s + 1) or None.
+    ``association`` (N, m, s + 1) or None. Raises ValueError for more than ``MAX_ARRIVALS``
+    recorded arrivals.
     """
     n, s = predicted.shape
-    m = cycle.m
-    if m > 20:
+    if cycle.m > MAX_ARRIVALS:
         raise ValueError(
-            f"the exact engine handles at most 20 recorded arrivals per cycle, got {m}"
+            f"the exact engine handles at most {MAX_ARRIVALS} recorded arrivals per cycle, "
+            f"got {cycle.m}"
         )
-    const, tail_coef = unmatched_weights(model, ranked=ranked)
-    loglik = np.empty(n)
-    assoc = np.empty((n, m, s + 1) if association else (0, m, s + 1))
-    args = (
-        cycle.toa,
-        cycle.log_clutter,
-        predicted,
-        unmatched_params(const, tail_coef),
-        float(model.sigma),
-        math.log(model.p_detect),
-        cycle.tau,
-        cycle.log_poisson,
-        association,
-        loglik,
-        assoc,
-    )
-    if n >= PARALLEL_MIN:
-        _exact_parallel(8 * get_num_threads(), *args)
-    elif n:
-        _exact_range(0, n, *args)
-    return loglik, (assoc if association else None)
+    out: EngineOutput = engine_output(n, cycle.m, s, association)
+    c: BipartiteCycle = bipartite_cycle(cycle, model, ranked=ranked)
+    over_particles(_exact_range, _exact_parallel, n, c, predicted, out)
+    return out.result()
 
 
 def exact_engine(
     cycle: Cycle, predicted: np.ndarray, model: SignalModel, *, association: bool = False
-) -> tuple[np.ndarray, np.ndarray | None]:
+) -> LikelihoodResult:
     """The ``exact`` engine: eq. 5.26 summed over all associations (see the module docstring)."""
     return sum_over_associations(cycle, predicted, model, ranked=True, association=association)

@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from rankmodels.tracking.engines._common import LOG_SQRT_2PI, Cycle
+from rankmodels.tracking.engines._common import LOG_SQRT_2PI, Cycle, LikelihoodResult
 from rankmodels.tracking.schema import CLUTTER, NO_ARRIVAL
 from rankmodels.tracking.signal_model import SignalModel
 
@@ -57,10 +57,10 @@ def labels_engine(
     cycle: Cycle,
     predicted: np.ndarray,
     model: SignalModel,
-    labels: np.ndarray | None,
     *,
+    labels: np.ndarray | None,
     association: bool = False,
-) -> tuple[np.ndarray, np.ndarray | None]:
+) -> LikelihoodResult:
     """Eq. 5.73: ``loglik`` (N,) and the one-hot association (N, m, s + 1) if asked."""
     n, s = predicted.shape
     recorded = check_labels(labels, cycle, s)
@@ -69,7 +69,7 @@ def labels_engine(
     sigma = float(model.sigma)
     loglik = -(0.5 / sigma**2) * np.sum(d * d, axis=1) - src.size * (math.log(sigma) + LOG_SQRT_2PI)
     if not association:
-        return loglik, None
+        return LikelihoodResult(loglik, None)
     onehot = np.zeros((cycle.m, s + 1))
     onehot[np.arange(cycle.m), np.where(recorded >= 0, recorded, s)] = 1.0
-    return loglik, np.broadcast_to(onehot, (n, cycle.m, s + 1)).copy()
+    return LikelihoodResult(loglik, np.broadcast_to(onehot, (n, cycle.m, s + 1)).copy())

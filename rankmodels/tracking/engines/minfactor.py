@@ -29,48 +29,96 @@ Particles whose Gaussian masses underflow in double precision get ``-inf``.
 from __future__ import annotations
 
 import math
+from collections import namedtuple
+from typing import NamedTuple
 
 import numpy as np
-from numba import get_num_threads, njit, prange
+from numba import njit, prange
 
-from rankmodels.tracking.engines._common import LOG_SQRT_2PI, Cycle
-from rankmodels.tracking.engines.exact import PARALLEL_MIN
+from rankmodels.tracking.engines._common import (
+    INV_SQRT2,
+    LOG_SQRT_2PI,
+    Cycle,
+    LikelihoodResult,
+    MessagePassing,
+    assoc_row,
+    engine_output,
+    over_particles,
+)
 from rankmodels.tracking.signal_model import SignalModel
 
 __all__ = ["minfactor_engine"]
 
-_INV_SQRT2 = 1.0 / math.sqrt(2.0)
-_TINY = 1e-300
+
+class _MinFactorCycle(NamedTuple):
+    """Per-cycle constants: ``toa`` (m,), the window ``W``, ``n_fac`` factors (the ``n_delta =
+    m`` min factors and, if ``m < r``, the window factor), ``1 / sigma`` and ``-log(sigma
+    sqrt(2 pi))``."""
+
+    toa: np.ndarray
+    window: float
+    n_fac: int
+    n_delta: int
+    inv_sigma: float
+    log_norm: float
+
+
+#: One chunk's work arrays (s sources, ``n_fac`` factors, ``n_bp = n_fac`` breakpoints).
+#:
+#: Prior ``mass`` (s, n_bp + 1) between breakpoints and density ``dens`` (s, m) at the
+#: ``T_k``; factor-to-variable messages ``below``, ``above``, ``atom`` (s, n_fac);
+#: normalised variable-to-factor masses ``low``, ``high``, ``point`` (n_fac, s); prefix and
+#: suffix polynomials ``pre``, ``suf`` (s + 1, 2, n_fac + 1); coefficients ``coef`` (s, 3).
+_Scratch = namedtuple("_Scratch", "mass dens below above atom low high point pre suf coef")
+
+
+@njit(cache=True)
+def _scratch(s, n_fac, n_delta):
+    nf = max(n_fac, 1)
+    return _Scratch(
+        np.empty((s, n_fac + 1)),
+        np.empty((s, max(n_delta, 1))),
+        np.empty((s, nf)),
+        np.empty((s, nf)),
+        np.empty((s, nf)),
+        np.empty((nf, s)),
+        np.empty((nf, s)),
+        np.empty((nf, s)),
+        np.empty((s + 1, 2, n_fac + 1)),
+        np.empty((s + 1, 2, n_fac + 1)),
+        np.empty((s, 3)),
+    )
 
 
 @njit(cache=True)
 def _interval_mass(z_lo, z_hi):
     """``P(z_lo < Z < z_hi)`` for a standard normal, accurate in both tails."""
     if z_hi <= 0.0:
-        return 0.5 * (math.erfc(-z_hi * _INV_SQRT2) - math.erfc(-z_lo * _INV_SQRT2))
-    return 0.5 * (math.erfc(z_lo * _INV_SQRT2) - math.erfc(z_hi * _INV_SQRT2))
+        return 0.5 * (math.erfc(-z_hi * INV_SQRT2) - math.erfc(-z_lo * INV_SQRT2))
+    return 0.5 * (math.erfc(z_lo * INV_SQRT2) - math.erfc(z_hi * INV_SQRT2))
 
 
 @njit(cache=True)
-def _step(f, q, below, above, atom, i, n_delta):
+def _step(buf, f, q, i, n_delta):
     """Value of factor ``f``'s message to ``t_i`` on interval ``q`` (odd ``q``: point ``q//2``).
 
     Locations are coded ``2 k`` for the interval just below breakpoint ``k`` and ``2 k + 1``
     for breakpoint ``k`` itself; breakpoint ``f`` is factor ``f``'s threshold.
     """
     if q < 2 * f + 1:
-        return below[i, f]
+        return buf.below[i, f]
     if q > 2 * f + 1:
-        return above[i, f]
-    return atom[i, f] if f < n_delta else 0.0
+        return buf.above[i, f]
+    return buf.atom[i, f] if f < n_delta else 0.0
 
 
 @njit(cache=True)
-def _incoming(i, f, n_fac, n_delta, mass, dens, below, above, atom):
+def _incoming(i, f, c, buf):
     """``(L, U, D)`` of the message from ``t_i`` to factor ``f`` (excluding ``f`` itself).
 
     ``f = -1`` gives the product of all factor messages: ``L + U`` is then ``Z_i``.
     """
+    n_fac, n_delta, mass, dens = c.n_fac, c.n_delta, buf.mass, buf.dens
     low = 0.0
     high = 0.0
     n_bp = mass.shape[1] - 1
@@ -80,7 +128,7 @@ def _incoming(i, f, n_fac, n_delta, mass, dens, below, above, atom):
             continue
         for g in range(n_fac):
             if g != f:
-                v *= _step(g, 2 * q, below, above, atom, i, n_delta)
+                v *= _step(buf, g, 2 * q, i, n_delta)
         if q <= f:
             low += v
         else:
@@ -91,7 +139,7 @@ def _incoming(i, f, n_fac, n_delta, mass, dens, below, above, atom):
         v = dens[i, k]
         for g in range(n_fac):
             if g != f:
-                v *= _step(g, 2 * k + 1, below, above, atom, i, n_delta)
+                v *= _step(buf, g, 2 * k + 1, i, n_delta)
         if k < f or f < 0:
             low += v
         else:
@@ -101,17 +149,34 @@ def _incoming(i, f, n_fac, n_delta, mass, dens, below, above, atom):
         point = dens[i, f]
         for g in range(n_fac):
             if g != f:
-                point *= _step(g, 2 * f + 1, below, above, atom, i, n_delta)
+                point *= _step(buf, g, 2 * f + 1, i, n_delta)
     return low, high, point
 
 
 @njit(cache=True)
-def _factor(f, n_delta, low, high, point, pre, suf, coef):
+def _to_factor(f, c, buf):
+    """Normalised messages of every ``t_i`` to factor ``f`` into ``low``, ``high``, ``point``
+    ``[f]``; False if one has no mass (the particle's Gaussian masses underflow)."""
+    for i in range(buf.low.shape[1]):
+        lo_, hi_, pt_ = _incoming(i, f, c, buf)
+        tot = lo_ + hi_
+        if not tot > 0.0:
+            return False
+        buf.low[f, i] = lo_ / tot
+        buf.high[f, i] = hi_ / tot
+        buf.point[f, i] = pt_ / tot
+    return True
+
+
+@njit(cache=True)
+def _factor(f, c, buf):
     """Generating polynomials of factor ``f``: fill ``coef[i] = (h1, h2, h3)``; return ``Z_f``.
 
     ``pre[i]`` / ``suf[i]`` hold ``prod_{a < i}`` / ``prod_{a >= i}`` of
     ``U_a + x L_a + y D_a`` as ``[y-degree, x-degree]`` coefficient arrays.
     """
+    n_delta, pre, suf, coef = c.n_delta, buf.pre, buf.suf, buf.coef
+    low, high, point = buf.low[f], buf.high[f], buf.point[f]
     s = low.shape[0]
     deg = pre.shape[2] - 1
     pre[0, :, :] = 0.0
@@ -167,205 +232,117 @@ def _factor(f, n_delta, low, high, point, pre, suf, coef):
 
 
 @njit(cache=True)
-def _particle(
-    toa,
-    pred,
-    sigma,
-    window,
-    n_fac,
-    n_delta,
-    damping,
-    tol,
-    max_iter,
-    want,
-    mass,
-    dens,
-    below,
-    above,
-    atom,
-    low,
-    high,
-    point,
-    pre,
-    suf,
-    coef,
-    out,
-):
-    """One particle: sweeps, then the Bethe ``log Z``; return ``(log Z, sweeps)``."""
+def _setup(c, pred, buf):
+    """Prior masses between the breakpoints, densities at the ``T_k``, uniform messages."""
     s = pred.shape[0]
-    n_bp = mass.shape[1] - 1
-    inv_sigma = 1.0 / sigma
-    log_norm = -math.log(sigma) - LOG_SQRT_2PI
+    n_bp = c.n_fac
     for i in range(s):
         z_prev = -math.inf
         for q in range(n_bp + 1):
             z = (
-                ((toa[q] if q < n_delta else window) - pred[i]) * inv_sigma
+                ((c.toa[q] if q < c.n_delta else c.window) - pred[i]) * c.inv_sigma
                 if q < n_bp
                 else math.inf
             )
-            mass[i, q] = _interval_mass(z_prev, z)
+            buf.mass[i, q] = _interval_mass(z_prev, z)
             z_prev = z
-        for k in range(n_delta):
-            d = (toa[k] - pred[i]) * inv_sigma
-            dens[i, k] = math.exp(log_norm - 0.5 * d * d)
-        for f in range(n_fac):
-            below[i, f] = 1.0
-            above[i, f] = 1.0
-            atom[i, f] = 1.0 if f < n_delta else 0.0
-    sweeps = -1
-    for it in range(1, max_iter + 1):
-        delta = 0.0
-        for f in range(n_fac):
-            for i in range(s):
-                lo_, hi_, pt_ = _incoming(i, f, n_fac, n_delta, mass, dens, below, above, atom)
-                tot = lo_ + hi_
-                if not tot > 0.0:
-                    return -math.inf, it
-                low[f, i] = lo_ / tot
-                high[f, i] = hi_ / tot
-                point[f, i] = pt_ / tot
-        for f in range(n_fac):
-            _factor(f, n_delta, low[f], high[f], point[f], pre, suf, coef)
-            for i in range(s):
-                tot = coef[i, 0] + coef[i, 1] + coef[i, 2]
-                if not tot > 0.0:
-                    return -math.inf, it
-                for c in range(3):
-                    new = coef[i, c] / tot
-                    if c == 0:
-                        old = atom[i, f]
-                    elif c == 1:
-                        old = below[i, f]
-                    else:
-                        old = above[i, f]
-                    upd = damping * old + (1.0 - damping) * new
-                    delta = max(delta, abs(upd - old))  # messages sum to 1
-                    if c == 0:
-                        atom[i, f] = upd
-                    elif c == 1:
-                        below[i, f] = upd
-                    else:
-                        above[i, f] = upd
-        if delta < tol:
-            sweeps = it
-            break
-    # Bethe estimate at the final messages
-    log_z = 0.0
-    for i in range(s):
-        lo_, hi_, _ = _incoming(i, -1, n_fac, n_delta, mass, dens, below, above, atom)
-        if not lo_ + hi_ > 0.0:
-            return -math.inf, sweeps
-        log_z += math.log(lo_ + hi_)
-    for f in range(n_fac):
-        for i in range(s):
-            lo_, hi_, pt_ = _incoming(i, f, n_fac, n_delta, mass, dens, below, above, atom)
-            tot = lo_ + hi_
-            if not tot > 0.0:
-                return -math.inf, sweeps
-            low[f, i] = lo_ / tot
-            high[f, i] = hi_ / tot
-            point[f, i] = pt_ / tot
-            z_if = atom[i, f] * point[f, i] + below[i, f] * low[f, i] + above[i, f] * high[f, i]
-            if not z_if > 0.0:
-                return -math.inf, sweeps
-            log_z -= math.log(z_if)
-        z_f = _factor(f, n_delta, low[f], high[f], point[f], pre, suf, coef)
-        if not z_f > 0.0:
-            return -math.inf, sweeps
-        log_z += math.log(z_f)
-        if want and f < n_delta:
-            for i in range(s):
-                out[f, i] = point[f, i] * coef[i, 0] / z_f
-            out[f, s] = 0.0
-    return log_z, sweeps
+        for k in range(c.n_delta):
+            d = (c.toa[k] - pred[i]) * c.inv_sigma
+            buf.dens[i, k] = math.exp(c.log_norm - 0.5 * d * d)
+        for f in range(c.n_fac):
+            buf.below[i, f] = 1.0
+            buf.above[i, f] = 1.0
+            buf.atom[i, f] = 1.0 if f < c.n_delta else 0.0
 
 
 @njit(cache=True)
-def _minfactor_range(
-    lo, hi, toa, predicted, sigma, window, n_fac, damping, tol, max_iter, want, loglik, assoc, iters
-):
-    s = predicted.shape[1]
-    n_delta = toa.shape[0]
-    n_bp = n_fac  # breakpoints: T_1..T_m and W if the window factor is present
-    mass = np.empty((s, n_bp + 1))
-    dens = np.empty((s, max(n_delta, 1)))
-    below = np.empty((s, max(n_fac, 1)))
-    above = np.empty((s, max(n_fac, 1)))
-    atom = np.empty((s, max(n_fac, 1)))
-    low = np.empty((max(n_fac, 1), s))
-    high = np.empty((max(n_fac, 1), s))
-    point = np.empty((max(n_fac, 1), s))
-    pre = np.empty((s + 1, 2, n_fac + 1))
-    suf = np.empty((s + 1, 2, n_fac + 1))
-    coef = np.empty((s, 3))
+def _damped(messages, i, f, new, damping):
+    """``messages[i, f] = damping * old + (1 - damping) * new``; return the change."""
+    old = messages[i, f]
+    upd = damping * old + (1.0 - damping) * new
+    messages[i, f] = upd
+    return abs(upd - old)
+
+
+@njit(cache=True)
+def _sweeps(c, mp, buf):
+    """Damped sweeps: ``(sweeps, ok)``, ``sweeps = -1`` if not converged; ``ok`` False (and
+    ``sweeps`` the sweep it happened in) when a message loses all mass."""
+    s = buf.coef.shape[0]
+    for it in range(1, mp.max_iter + 1):
+        delta = 0.0
+        for f in range(c.n_fac):
+            if not _to_factor(f, c, buf):
+                return it, False
+        for f in range(c.n_fac):
+            _factor(f, c, buf)
+            for i in range(s):
+                coef = buf.coef[i]
+                tot = coef[0] + coef[1] + coef[2]
+                if not tot > 0.0:
+                    return it, False
+                # messages sum to 1: the absolute change is the relative one
+                delta = max(delta, _damped(buf.atom, i, f, coef[0] / tot, mp.damping))
+                delta = max(delta, _damped(buf.below, i, f, coef[1] / tot, mp.damping))
+                delta = max(delta, _damped(buf.above, i, f, coef[2] / tot, mp.damping))
+        if delta < mp.tol:
+            return it, True
+    return -1, True
+
+
+@njit(cache=True)
+def _bethe(c, buf, want, out):
+    """Bethe ``log Z`` at the current messages (``-inf`` if a term has no mass); the beliefs
+    of the min factors into ``out`` (m, s + 1) if ``want``."""
+    s = buf.coef.shape[0]
+    log_z = 0.0
+    for i in range(s):
+        lo_, hi_, _ = _incoming(i, -1, c, buf)
+        if not lo_ + hi_ > 0.0:
+            return -math.inf
+        log_z += math.log(lo_ + hi_)
+    for f in range(c.n_fac):
+        if not _to_factor(f, c, buf):
+            return -math.inf
+        for i in range(s):
+            z_if = (
+                buf.atom[i, f] * buf.point[f, i]
+                + buf.below[i, f] * buf.low[f, i]
+                + buf.above[i, f] * buf.high[f, i]
+            )
+            if not z_if > 0.0:
+                return -math.inf
+            log_z -= math.log(z_if)
+        z_f = _factor(f, c, buf)
+        if not z_f > 0.0:
+            return -math.inf
+        log_z += math.log(z_f)
+        if want and f < c.n_delta:
+            for i in range(s):
+                out[f, i] = buf.point[f, i] * buf.coef[i, 0] / z_f
+            out[f, s] = 0.0
+    return log_z
+
+
+@njit(cache=True)
+def _minfactor_range(lo, hi, c, mp, predicted, out):
+    """Particles ``lo <= p < hi`` of ``predicted`` (N, s) into ``out``."""
+    buf = _scratch(predicted.shape[1], c.n_fac, c.n_delta)
     for p in range(lo, hi):
-        out = assoc[p] if want else assoc[0]
-        log_z, sweeps = _particle(
-            toa,
-            predicted[p],
-            sigma,
-            window,
-            n_fac,
-            n_delta,
-            damping,
-            tol,
-            max_iter,
-            want,
-            mass,
-            dens,
-            below,
-            above,
-            atom,
-            low,
-            high,
-            point,
-            pre,
-            suf,
-            coef,
-            out,
-        )
-        loglik[p] = log_z
-        iters[p] = sweeps
-        if want and log_z == -math.inf:
-            out[:, :] = np.nan
+        assoc = assoc_row(out, p)
+        _setup(c, predicted[p], buf)
+        sweeps, ok = _sweeps(c, mp, buf)
+        log_z = _bethe(c, buf, out.want, assoc) if ok else -math.inf
+        out.loglik[p] = log_z
+        out.sweeps[p] = sweeps
+        if out.want and log_z == -math.inf:
+            assoc[:, :] = np.nan
 
 
 @njit(cache=True, parallel=True)
-def _minfactor_parallel(
-    n_chunks,
-    toa,
-    predicted,
-    sigma,
-    window,
-    n_fac,
-    damping,
-    tol,
-    max_iter,
-    want,
-    loglik,
-    assoc,
-    iters,
-):
-    n = predicted.shape[0]
-    chunk = (n + n_chunks - 1) // n_chunks
-    for c in prange(n_chunks):
-        _minfactor_range(
-            c * chunk,
-            min(n, (c + 1) * chunk),
-            toa,
-            predicted,
-            sigma,
-            window,
-            n_fac,
-            damping,
-            tol,
-            max_iter,
-            want,
-            loglik,
-            assoc,
-            iters,
-        )
+def _minfactor_parallel(bounds, c, mp, predicted, out):
+    for chunk in prange(bounds.shape[0]):
+        _minfactor_range(bounds[chunk, 0], bounds[chunk, 1], c, mp, predicted, out)
 
 
 def minfactor_engine(
@@ -373,52 +350,25 @@ def minfactor_engine(
     predicted: np.ndarray,
     model: SignalModel,
     *,
+    controls: MessagePassing,
     association: bool = False,
-    damping: float = 0.0,
-    tol: float = 1e-6,
-    max_iter: int = 200,
-) -> tuple[np.ndarray, np.ndarray | None, int, bool]:
-    """Min-factor BP: ``(loglik, association, sweeps, converged)``.
+) -> LikelihoodResult:
+    """Min-factor BP.
 
-    The section 5.2 model has no loss and no clutter: ``model`` must have ``p_detect = 1`` and
-    ``clutter_rate = 0`` (ValueError otherwise); ``sigma`` and ``window`` are used.
+    The section 5.2 model has no loss and no clutter (``p_detect = 1``, ``clutter_rate = 0``:
+    see the engine registry); ``sigma`` and ``window`` are used.
     """
-    if model.p_detect != 1.0 or model.clutter_rate != 0.0:
-        raise ValueError(
-            "the minfactor engine is the no-loss, no-clutter model of section 5.2: "
-            f"it needs p_detect = 1 and clutter_rate = 0, got {model.p_detect} and "
-            f"{model.clutter_rate}"
-        )
-    if not 0.0 <= damping < 1.0:
-        raise ValueError(f"damping must be in [0, 1), got {damping}")
-    if not tol > 0.0:
-        raise ValueError(f"tol must be > 0, got {tol}")
-    if int(max_iter) < 1:
-        raise ValueError(f"max_iter must be >= 1, got {max_iter}")
     n, s = predicted.shape
     m = cycle.m
-    n_fac = m + (1 if m < cycle.r else 0)
-    loglik = np.empty(n)
-    assoc = np.empty((n, m, s + 1) if association else (1, m, s + 1))
-    iters = np.zeros(n, dtype=np.int64)
-    args = (
-        cycle.toa,
-        predicted,
-        float(model.sigma),
-        float(model.window),
-        n_fac,
-        float(damping),
-        float(tol),
-        int(max_iter),
-        association,
-        loglik,
-        assoc,
-        iters,
+    sigma = float(model.sigma)
+    c = _MinFactorCycle(
+        toa=cycle.toa,
+        window=float(model.window),
+        n_fac=m + (1 if m < cycle.r else 0),
+        n_delta=m,
+        inv_sigma=1.0 / sigma,
+        log_norm=-math.log(sigma) - LOG_SQRT_2PI,
     )
-    if n >= PARALLEL_MIN:
-        _minfactor_parallel(8 * get_num_threads(), *args)
-    elif n:
-        _minfactor_range(0, n, *args)
-    converged = bool(np.all(iters >= 0))
-    sweeps = int(max_iter) if not converged else int(iters.max(initial=0))
-    return loglik, (assoc if association else None), sweeps, converged
+    out = engine_output(n, m, s, association)
+    over_particles(_minfactor_range, _minfactor_parallel, n, c, controls, predicted, out)
+    return out.result(controls)

@@ -1,9 +1,18 @@
-"""Brute-force reference: enumerate every association of the bipartite model (for tests).
+"""Reference likelihood by enumeration (a test oracle for the engines, not an engine).
 
-Each source takes a state ``S_i`` in ``{0, ..., m-1, L, M}`` (L and M enumerated separately, as
-in eq. 5.65); assignments that give one arrival two sources are skipped; arrivals no source
-took are clutter. The weight of an association is eq. 5.26 with its normalisation (see
-:mod:`._common`). Plain Python, ``O((m + 2)^s)``: only for small cases.
+Written from the generative model of :mod:`rankmodels.tracking.signal_model` and eq. 5.25 with
+nothing shared with the engines (not even their per-cycle constants): every association gives
+each source a state ``S_i`` in ``{0, ..., m-1, L, M}`` (L and M enumerated separately, as in
+eq. 5.65; assignments that give one arrival two sources are skipped) and makes the arrivals no
+source took clutter. With ``c`` clutter arrivals its weight is
+
+    prod_i f(S_i) * prod_{R_j = C} p_N(T_j) * sum_{N >= c} Pois(N; lambda) N!/(N - c)! q^(N - c)
+
+with ``f(M) = 1 - P_D``, ``f(L) = P_D P(t_i > tau)``, ``f(j) = P_D N(T_j; pred_i, sigma^2)``
+(eq. 5.66), ``p_N`` the uniform density on ``[0, W]``, ``q = P(clutter arrival > tau)``, and
+``tau`` the time after which an arrival goes unrecorded: ``T_r`` when all ``r`` ranks are
+filled, else the window end ``W``. The Poisson sum (eq. 5.25 marginalised over the number ``N``
+of clutter signals) is summed term by term. Plain Python, ``O((m + 2)^s)``: small cases only.
 """
 
 from __future__ import annotations
@@ -12,61 +21,80 @@ import itertools
 import math
 
 import numpy as np
-from scipy.special import log_ndtr
+from scipy import stats
 
-from rankmodels.tracking.engines._common import Cycle
 from rankmodels.tracking.signal_model import SignalModel
 
-__all__ = ["brute_force"]
-
-_LATE, _MISSING = -1, -2
+__all__ = ["clutter_count_weight", "enumerate_associations"]
 
 
-def brute_force(
-    cycle: Cycle, pred: np.ndarray, model: SignalModel, *, ranked: bool = True
+def clutter_count_weight(c: int, rate: float, q: float) -> float:
+    """``sum_{N >= c} Pois(N; rate) N!/(N - c)! q^(N - c)``, summed until the terms vanish.
+
+    ``N!/(N - c)!`` counts the ways ``c`` of the ``N`` clutter signals are the recorded ones;
+    the other ``N - c`` each arrive unrecorded with probability ``q``.
+    """
+    total = 0.0
+    extra = 0
+    while True:
+        n = c + extra
+        term = float(stats.poisson.pmf(n, rate)) * math.perm(n, c) * q**extra
+        total += term
+        if rate == 0.0 or (n > rate and term <= 1e-18 * total):
+            return total
+        extra += 1
+
+
+def enumerate_associations(
+    toa: np.ndarray, pred: np.ndarray, model: SignalModel, *, ranked: bool = True
 ) -> tuple[float, np.ndarray]:
     """``log P(T | X)`` and the association marginals (m, s + 1) for one position.
 
-    ``pred`` (s,) are the predicted arrival times at that position; ``ranked=False`` scores
-    late sources ``1 - P_D`` as the baseline of eq. 5.72 does.
+    ``toa`` (r,) is the cycle as recorded (trailing NaN = rank not filled), ``pred`` (s,) the
+    predicted arrival times at that position; ``ranked=False`` scores late sources
+    ``1 - P_D`` as the baseline of eq. 5.72 does. Column ``s`` of the marginals is clutter.
     """
+    toa = np.asarray(toa, dtype=float)
     pred = np.asarray(pred, dtype=float)
-    s, m = pred.shape[0], cycle.m
-    sigma, pd = float(model.sigma), float(model.p_detect)
-    log_miss = math.log(1.0 - pd) if pd < 1.0 else -math.inf
-    log_pd = math.log(pd)
+    recorded = toa[~np.isnan(toa)]
+    r, m, s = toa.shape[0], recorded.shape[0], pred.shape[0]
+    window = float(model.window)
+    tau = recorded[-1] if m == r else window
+    clutter = stats.uniform(loc=0.0, scale=window)
+    log_p_clutter = clutter.logpdf(recorded)  # (m,)
+    q = float(clutter.sf(tau))
 
-    def log_factor(i: int, state: int) -> float:
-        if state == _MISSING:
-            return log_miss
-        if state == _LATE:
-            if not ranked:
-                return log_miss
-            return log_pd + float(log_ndtr(-(cycle.tau - pred[i]) / sigma))
-        d = (cycle.toa[state] - pred[i]) / sigma
-        return log_pd - 0.5 * d * d - math.log(sigma) - 0.5 * math.log(2 * math.pi)
+    source = stats.norm(loc=pred[:, None], scale=float(model.sigma))
+    pd = float(model.p_detect)
+    with np.errstate(divide="ignore"):
+        log_miss = math.log(1.0 - pd) if pd < 1.0 else -math.inf
+        log_f = np.empty((s, m + 2))  # columns: arrival j, late, missing
+        log_f[:, :m] = math.log(pd) + source.logpdf(recorded[None, :])
+        log_f[:, m] = math.log(pd) + source.logsf(tau)[:, 0] if ranked else log_miss
+        log_f[:, m + 1] = log_miss
+        rate = float(model.clutter_rate)
+        log_count = np.log([clutter_count_weight(c, rate, q) for c in range(m + 1)])
 
     terms: list[float] = []
-    owners: list[tuple[int, ...]] = []
-    for states in itertools.product([*range(m), _LATE, _MISSING], repeat=s):
-        taken = [st for st in states if st >= 0]
+    owners: list[list[int]] = []
+    for states in itertools.product(range(m + 2), repeat=s):
+        taken = [st for st in states if st < m]
         if len(set(taken)) != len(taken):
             continue
         owner = [s] * m
         for i, st in enumerate(states):
-            if st >= 0:
+            if st < m:
                 owner[st] = i
-        logw = sum(log_factor(i, st) for i, st in enumerate(states))
-        logw += sum(cycle.log_clutter[j] for j in range(m) if owner[j] == s)
+        is_clutter = [j for j in range(m) if owner[j] == s]
+        logw = sum(log_f[i, st] for i, st in enumerate(states))
+        logw += sum(log_p_clutter[j] for j in is_clutter) + log_count[len(is_clutter)]
         terms.append(logw)
-        owners.append(tuple(owner))
+        owners.append(owner)
     logw = np.array(terms)
     log_z = float(np.logaddexp.reduce(logw))
     post = np.zeros((m, s + 1))
-    if log_z > -math.inf:
-        w = np.exp(logw - log_z)
-        for weight, owner in zip(w, owners, strict=True):
-            post[np.arange(m), list(owner)] += weight
-    else:
-        post[:] = np.nan
-    return log_z + cycle.log_poisson, post
+    if log_z == -math.inf:
+        return log_z, np.full((m, s + 1), np.nan)
+    for weight, owner in zip(np.exp(logw - log_z), owners, strict=True):
+        post[np.arange(m), owner] += weight
+    return log_z, post
