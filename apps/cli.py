@@ -8,6 +8,7 @@ from rankmodels import __version__
 from rankmodels_app._common import OneLineGroup
 from rankmodels_app.aggregate import aggregate_command
 from rankmodels_app.ltr import ltr_group
+from rankmodels_app.mallows import mallows_group
 from rankmodels_app.simulate import simulate_float
 from rankmodels_app.study import study_group
 from rankmodels_app.track import track_float
@@ -23,6 +24,7 @@ cli.add_command(aggregate_command)
 cli.add_command(track_float)
 cli.add_command(simulate_float)
 cli.add_command(ltr_group)
+cli.add_command(mallows_group)
 cli.add_command(study_group)
 
 
