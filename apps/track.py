@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import math
 import sys
+import warnings
 from pathlib import Path
 
 import click
 import matplotlib
+import xarray as xr
 
 from rankmodels.errors import InputError
+from rankmodels.tracking.config import LIMITS, TrackConfig
 from rankmodels.tracking.engines import ENGINES
 from rankmodels.tracking.output import write_track
-from rankmodels.tracking.pipeline import TrackConfig, progress_steps
+from rankmodels.tracking.pipeline import TrackSummary, progress_steps
 from rankmodels.tracking.pipeline import track_float as run_tracker
-from rankmodels.tracking.records import read_float
+from rankmodels.tracking.records import InvalidLabelsWarning, read_float
 from rankmodels_app._common import (
     BadInput,
     OneLineCommand,
@@ -27,10 +31,66 @@ from rankmodels_app._common import (
 )
 
 _DEFAULTS = TrackConfig()
-_positive = click.FloatRange(min=0.0, min_open=True)
+#: Exit status of ``--strict`` when a track quality check failed.
+EXIT_QUALITY = 3
+TRACK_FILE = "track.nc"
+IMAGES = {"map": "map.png", "toa": "toa.png", "diagnostics": "diagnostics.png"}
+REPORT_FILE = "report.html"
+#: TrackConfig field -> the option that sets it.
+_OPTIONS = {
+    "engine": "--engine",
+    "particles": "--particles",
+    "seed": "--seed",
+    "sigma": "--sigma",
+    "p_detect": "--pd",
+    "clutter_rate": "--clutter",
+    "process_noise": "--process-noise",
+    "sound_speed": "--sound-speed",
+}
 
 
-def _write_figures(record, track, summary: dict, out: Path) -> list[str]:
+class _WholeNumber(click.ParamType):
+    """An integer, also written like ``1e4`` or ``10000.0``; its range is checked later."""
+
+    name = "integer"
+
+    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None):
+        if isinstance(value, int):
+            return value
+        try:
+            number = float(str(value))
+        except ValueError:
+            number = math.nan
+        if not (math.isfinite(number) and number == round(number)):
+            self.fail(f"{value!r} is not a whole number", param, ctx)
+        return int(number)
+
+
+def _help(text: str, name: str) -> str:
+    return f"{text}  [{LIMITS[name].text('x')}]"
+
+
+def _config(**settings: object) -> TrackConfig:
+    """:class:`TrackConfig` from the options; its range errors as one line naming the option."""
+    try:
+        return TrackConfig(**settings)  # type: ignore[arg-type]
+    except InputError as err:
+        raise BadInput(f"{_OPTIONS.get(err.field or '', err.field)}: {err.message}") from None
+
+
+def _read_record(file: Path, engine: str) -> tuple[xr.Dataset, list[str]]:
+    """The validated record (hand labels strict only for the labels engine) and the warnings
+    the reader gave about labels it dropped."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", InvalidLabelsWarning)
+        record = read_float(file, labels_required=engine == "labels")
+    notes = [str(w.message) for w in caught if issubclass(w.category, InvalidLabelsWarning)]
+    return record, notes
+
+
+def _write_figures(
+    record: xr.Dataset, track: xr.Dataset, summary: TrackSummary, out: Path
+) -> list[str]:
     """map.png, toa.png, diagnostics.png and report.html (the plots helper's functions)."""
     matplotlib.use("Agg")
     from rankmodels.plots.cartopy_data import use_shipped_natural_earth
@@ -38,7 +98,6 @@ def _write_figures(record, track, summary: dict, out: Path) -> list[str]:
     from rankmodels.plots.tracking import diagnostics, toa_diagram, track_map
 
     use_shipped_natural_earth()
-    images = {"map": "map.png", "toa": "toa.png", "diagnostics": "diagnostics.png"}
     figures = {
         "map": lambda: track_map(record, track),
         "toa": lambda: toa_diagram(record, track),
@@ -46,27 +105,58 @@ def _write_figures(record, track, summary: dict, out: Path) -> list[str]:
     }
     for name, make in figures.items():
         fig = make()
-        with atomic_path(out / images[name]) as tmp:
+        with atomic_path(out / IMAGES[name]) as tmp:
             fig.savefig(tmp, dpi=120, format="png")
-    with atomic_output(out / "report.html", "w") as handle:
-        handle.write(tracking_report(track, summary, images))
-    return [*images.values(), "report.html"]
+    with atomic_output(out / REPORT_FILE, "w") as handle:
+        handle.write(tracking_report(track, summary, IMAGES))
+    return [*IMAGES.values(), REPORT_FILE]
 
 
-def _summary_lines(summary: dict, out: Path, written: list[str]) -> list[str]:
-    collapsed = summary["collapsed_cycles"]
-    smooth = "smoothed" if summary["smoothed"] else "filtered only"
-    if summary["recovery_used"]:
+def _quality_line(summary: TrackSummary) -> str:
+    """One line: how many quality checks passed, failed (named, value > threshold) and were
+    not computed."""
+    failed = summary.failed_checks
+    skipped = [c.name for c in summary.quality if c.passed is None]
+    passed = len(summary.quality) - len(failed) - len(skipped)
+    parts = [f"{passed} passed"]
+    if failed:
+        shown = ", ".join(f"{c.name} {c.value:.3g} > {c.threshold:.3g}" for c in failed)
+        parts.append(f"WARNING {len(failed)} failed ({shown})")
+    if skipped:
+        parts.append(f"{len(skipped)} not computed ({', '.join(skipped)})")
+    return "quality checks: " + ", ".join(parts)
+
+
+def _summary_lines(summary: TrackSummary, out: Path, written: list[str]) -> list[str]:
+    smooth = "smoothed" if summary.smoothed else "filtered only"
+    if summary.recovery_used:
         smooth += " (with the recovery fix)"
+    timing = f"run time {summary.run_time_s:.1f} s"
+    if summary.compile_time_s > 0:
+        timing += f" (plus numba kernels compiled in {summary.compile_time_s:.1f} s)"
     return [
-        f"{summary['cycles']} cycles ({summary['cycles_without_data']} without arrivals), "
-        f"{summary['arrivals']} arrivals; engine {summary['engine']}, "
-        f"{summary['particles']} particles, {smooth}",
-        f"mean ESS {summary['mean_ess']:.0f} "
-        f"({100 * summary['mean_ess'] / summary['particles']:.0f}%), arrivals called clutter "
-        f"{100 * summary['clutter_fraction']:.1f}%, collapsed cycles {len(collapsed)}",
-        f"run time {summary['run_time_s']:.1f} s; wrote {out}/: {', '.join(written)}",
+        f"{summary.cycles} cycles ({summary.cycles_without_data} without arrivals), "
+        f"{summary.arrivals} arrivals; engine {summary.engine}, "
+        f"{summary.particles} particles, {smooth}",
+        f"mean ESS {summary.mean_ess:.0f} "
+        f"({100 * summary.mean_ess / summary.particles:.0f}%), arrivals called clutter "
+        f"{100 * summary.clutter_fraction:.1f}%, collapsed cycles {len(summary.collapsed_cycles)}",
+        _quality_line(summary),
+        f"{timing}; wrote {out}/: {', '.join(written)}",
     ]
+
+
+def _warnings(summary: TrackSummary) -> list[str]:
+    """stderr warnings: collapsed cycles and each failed quality check."""
+    lines = []
+    if summary.collapsed_cycles:
+        cycles = summary.collapsed_cycles
+        lines.append(
+            f"the filter collapsed (all particles had zero likelihood) at "
+            f"{len(cycles)} cycle(s), first {cycles[:5]}; those cycles were skipped"
+        )
+    lines += [f"quality check {c.name} failed: {c.message}" for c in summary.failed_checks]
+    return lines
 
 
 @click.command(
@@ -80,7 +170,11 @@ def _summary_lines(summary: dict, out: Path, written: list[str]) -> list[str]:
     help="Output folder  [default: a folder named after FILE, in the current directory]",
 )
 @click.option(
-    "--particles", type=click.IntRange(min=1), default=_DEFAULTS.particles, show_default=True
+    "--particles",
+    type=_WholeNumber(),
+    default=_DEFAULTS.particles,
+    show_default=True,
+    help=_help("Particles of the filter (with smoothing also limited by memory).", "particles"),
 )
 @seed_option()
 @click.option(
@@ -92,39 +186,42 @@ def _summary_lines(summary: dict, out: Path, written: list[str]) -> list[str]:
 )
 @click.option(
     "--sigma",
-    type=_positive,
+    type=float,
     default=_DEFAULTS.sigma,
     show_default=True,
-    help="TOA noise standard deviation (s).",
+    help=_help("TOA noise standard deviation (s).", "sigma"),
 )
 @click.option(
     "--pd",
     "p_detect",
-    type=click.FloatRange(0.0, 1.0, min_open=True),
+    type=float,
     default=_DEFAULTS.p_detect,
     show_default=True,
-    help="Detection probability P_D.",
+    help=_help("Detection probability P_D.", "p_detect"),
 )
 @click.option(
     "--clutter",
     "clutter_rate",
-    type=click.FloatRange(min=0.0),
+    type=float,
     default=_DEFAULTS.clutter_rate,
     show_default=True,
-    help="Mean clutter arrivals per listening window (P_C = LAMBDA / (1 + LAMBDA)).",
+    help=_help(
+        "Mean clutter arrivals per listening window (P_C = LAMBDA / (1 + LAMBDA)).",
+        "clutter_rate",
+    ),
 )
 @click.option(
     "--process-noise",
-    type=_positive,
+    type=float,
     default=_DEFAULTS.process_noise,
     show_default=True,
-    help="Random-walk standard deviation per axis of a one-day step (km).",
+    help=_help("Random-walk standard deviation per axis of a one-day step (km).", "process_noise"),
 )
 @click.option(
     "--sound-speed",
-    type=_positive,
+    type=float,
     default=None,
-    help="Sound speed (m/s)  [default: the record's sound_speed, else 1500]",
+    help=_help("Sound speed (m/s); default: the record's sound_speed, else 1500.", "sound_speed"),
 )
 @click.option(
     "--smooth/--no-smooth",
@@ -137,6 +234,12 @@ def _summary_lines(summary: dict, out: Path, written: list[str]) -> list[str]:
     default=True,
     show_default=True,
     help="Write map.png, toa.png, diagnostics.png and report.html.",
+)
+@click.option(
+    "--strict",
+    is_flag=True,
+    help=f"Exit with status {EXIT_QUALITY} when a track quality check fails (outputs are "
+    "still written).",
 )
 @quiet_option
 @reports_bad_input
@@ -153,50 +256,56 @@ def track_float(
     sound_speed: float | None,
     smooth: bool,
     plots: bool,
+    strict: bool,
     quiet: bool,
 ) -> None:
     """Track the RAFOS float recorded in FILE (NetCDF float record).
 
-    Writes OUT/track.nc (positions, uncertainty, per-arrival source association) and, with
-    --plots, a map, a TOA diagram, diagnostics and an HTML report. Prints a short summary.
+    Writes OUT/track.nc (positions, uncertainty, per-arrival source association, track
+    quality checks) and, with --plots, a map, a TOA diagram, diagnostics and an HTML report.
+    Prints a short summary; failed quality checks are warnings (errors with --strict).
     """
+    config = _config(
+        engine=engine,
+        particles=particles,
+        seed=seed,
+        sigma=sigma,
+        p_detect=p_detect,
+        clutter_rate=clutter_rate,
+        process_noise=process_noise,
+        smooth=smooth,
+        sound_speed=sound_speed,
+    )
     out = Path(file.stem) if out is None else out
-    refuse_to_overwrite(out / "track.nc", [file])
-    record = read_float(file)
-    try:
-        config = TrackConfig(
-            engine=engine,
-            particles=particles,
-            seed=seed,
-            sigma=sigma,
-            p_detect=p_detect,
-            clutter_rate=clutter_rate,
-            process_noise=process_noise,
-            smooth=smooth,
-            sound_speed=sound_speed,
-        )
-    except ValueError as err:
-        raise BadInput(str(err)) from None
+    outputs = [TRACK_FILE, *((*IMAGES.values(), REPORT_FILE) if plots else ())]
+    for name in outputs:
+        refuse_to_overwrite(out / name, [file])
+    record, notes = _read_record(file, engine)
+    for note in notes:
+        click.echo(f"warning: {note}", err=True)
     try:
         with progressbar(progress_steps(record, config), "Tracking", quiet) as bar:
             track, summary = run_tracker(record, config, progress=bar.update)
     except InputError as err:
+        if err.field in _OPTIONS:
+            raise BadInput(f"{_OPTIONS[err.field]}: {err.message}") from None
         raise err.with_path(file) from None
     track.attrs["source_file"] = str(file)
-    with atomic_path(out / "track.nc") as tmp:
+    with atomic_path(out / TRACK_FILE) as tmp:
         write_track(track, tmp)
-    written = ["track.nc"]
+    written = [TRACK_FILE]
     if plots:
         written += _write_figures(record, track, summary, out)
-    if summary["collapsed_cycles"]:
-        cycles = summary["collapsed_cycles"]
-        click.echo(
-            f"warning: the filter collapsed (all particles had zero likelihood) at "
-            f"{len(cycles)} cycle(s), first {cycles[:5]}; those cycles were skipped",
-            err=True,
-        )
+    for line in _warnings(summary):
+        click.echo(f"warning: {line}", err=True)
     for line in _summary_lines(summary, out, written):
         click.echo(line)
+    if strict and summary.failed_checks:
+        click.echo(
+            f"Error: {len(summary.failed_checks)} track quality check(s) failed (--strict)",
+            err=True,
+        )
+        raise click.exceptions.Exit(EXIT_QUALITY)
 
 
 def track_float_main() -> None:

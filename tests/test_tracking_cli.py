@@ -36,8 +36,9 @@ def test_track_float_writes_the_track(small, tmp_path):
     res = _run([small, "--out", out, "--particles", 400, "--seed", 3, "--quiet"])
     assert res.exit_code == 0, res.output
     lines = res.output.strip().splitlines()
-    assert len(lines) == 3 and "29 cycles" in lines[0] and "mean ESS" in lines[1]
-    assert "arrivals called clutter" in lines[1] and "run time" in lines[2]
+    assert len(lines) == 4 and "29 cycles" in lines[0] and "mean ESS" in lines[1]
+    assert "arrivals called clutter" in lines[1] and "run time" in lines[3]
+    assert lines[2].startswith("quality checks: ")
     for name in ("track.nc", "map.png", "toa.png", "report.html"):
         assert (out / name).stat().st_size > 0
     track = xr.load_dataset(out / "track.nc")
@@ -202,7 +203,8 @@ def test_collapse_is_reported_not_fatal(small, tmp_path):
     res = CliRunner().invoke(track_float, [str(small), "--engine", "minfactor", "-q"])
     assert res.exit_code == 2
     assert res.output.strip().splitlines() == [
-        "Error: engine minfactor is the no-loss, no-clutter model of section 5.2: it needs "
+        "Error: --engine: engine minfactor is the no-loss, no-clutter model of section 5.2: "
+        "it needs "
         "p_detect = 1 and clutter_rate = 0 (--pd 1 --clutter 0)"
     ]
     out = tmp_path / "mf"

@@ -27,6 +27,7 @@ from rankmodels.tracking.schema import (
     TRACK,
     TRUTH,
     UNIT_SPELLINGS,
+    unit_factor,
     unit_spellings_table,
 )
 from rankmodels.tracking.signal_model import DEFAULT_WINDOW
@@ -374,6 +375,30 @@ def test_fuzz_units_attribute(name, units):
         assert factor is not None
         expected = np.asarray(_RECORD[name].values, dtype=float) * factor
         assert np.allclose(out[name].values, expected, equal_nan=True)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    units=st.one_of(
+        st.text(st.characters(exclude_categories=("Cs",), exclude_characters="\x00"), max_size=8),
+        st.sampled_from(KNOWN),
+    )
+)
+def test_fuzz_units_through_a_file(tmp_path_factory, units):
+    """The same through NetCDF: ``read_float`` converts a known ``toa`` unit, refuses others."""
+    path = tmp_path_factory.mktemp("units") / "f.nc"
+    given = _RECORD.copy(deep=True).drop_vars("window_length")  # scaled toa may not fit
+    given["toa"].attrs["units"] = units
+    given.to_netcdf(path)
+    factor = unit_factor("s", xr.open_dataset(path).toa.attrs["units"])
+    try:
+        out = read_float(path)
+    except InputError as err:
+        assert factor is None and err.field == "toa" and "units attribute" in err.message
+        assert str(err).startswith(f"{path}: toa: ") and "\n" not in str(err)
+    else:
+        assert factor is not None
+        assert np.allclose(out["toa"], _RECORD["toa"].values * factor, equal_nan=True)
 
 
 # --- the schema is the one home of the format ------------------------------------------------

@@ -29,6 +29,7 @@ from rankmodels.plots.track_summary import (
     truth_comparison,
 )
 from rankmodels.text import printable
+from rankmodels.tracking.quality import quality_from_track
 
 FIGURE_CAPTIONS: dict[str, str] = {
     "map": (
@@ -318,6 +319,32 @@ def _collapse_note(track: xr.Dataset) -> str:
     )
 
 
+def _quality_note(track: xr.Dataset) -> str:
+    """The track quality checks stored in ``track`` (``quality_*`` variables): a red box when
+    one failed, else a green one; each check with its value, threshold and meaning."""
+    checks = quality_from_track(track)
+    if not checks:
+        return ""
+    failed = sum(c.passed is False for c in checks)
+    skipped = sum(c.passed is None for c in checks)
+    if failed:
+        box = "note"
+        head = (
+            f"{failed} of {len(checks)} track quality checks failed: the track may be wrong "
+            "even where its uncertainty bands are tight."
+        )
+    else:
+        box = "ok"
+        head = f"The track passed {len(checks) - skipped} of {len(checks)} quality checks"
+        head += f" ({skipped} could not be computed)." if skipped else "."
+    items = "\n".join(
+        f"<li><b>{_e(c.name)}</b> {_e(c.status)}: {_e(c.message)} "
+        f"(threshold {_e(format_value(c.threshold))}: {_e(c.doc)})</li>"
+        for c in checks
+    )
+    return f'<div class="{box}" id="quality">\n<p>{_e(head)}</p>\n<ul>\n{items}\n</ul>\n</div>'
+
+
 def _truth_section(track: xr.Dataset, truth: xr.Dataset | None) -> str:
     if truth is None:
         return ""
@@ -387,6 +414,7 @@ def tracking_report(
 <h2>Results</h2>
 {_summary_table(tables["results"], "results")}
 {_collapse_note(track)}
+{_quality_note(track)}
 {_truth_section(track, truth)}
 <h2>Figures</h2>
 {"".join(figures) if figures else "<p>No figures.</p>"}

@@ -16,6 +16,7 @@ import xarray as xr
 
 from rankmodels import __version__
 from rankmodels.tracking.geometry import KM_PER_DEGREE
+from rankmodels.tracking.quality import QualityCheck, quality_variables
 from rankmodels.tracking.records import compressed_encoding
 from rankmodels.tracking.schema import CLUTTER, NO_ARRIVAL, TRACK, annotate
 
@@ -42,10 +43,17 @@ class TrackEstimate:
     collapsed: np.ndarray
 
 
-def build_track(record: xr.Dataset, est: TrackEstimate, attrs: dict[str, object]) -> xr.Dataset:
+def build_track(
+    record: xr.Dataset,
+    est: TrackEstimate,
+    attrs: dict[str, object],
+    quality: tuple[QualityCheck, ...] = (),
+) -> xr.Dataset:
     """The track dataset of ``record`` (a validated float record) from ``est``; ``attrs``
     (model parameters, engine, ...) are added to the standard ones. Variables, units and
-    label sentinels: ``schema.TRACK``."""
+    label sentinels: ``schema.TRACK``. The ``quality`` checks become the ``quality_*``
+    variables (:func:`~rankmodels.tracking.quality.quality_variables`) and the attribute
+    ``quality_failed`` (how many failed)."""
     post = est.association_posterior
     no_arrival = np.isnan(post).all(axis=2)
     best = np.where(no_arrival, 0, np.argmax(np.nan_to_num(post, nan=-1.0), axis=2))
@@ -95,6 +103,9 @@ def build_track(record: xr.Dataset, est: TrackEstimate, attrs: dict[str, object]
     }
     if record.attrs.get("simulated"):
         ds.attrs["simulated"] = 1
+    if quality:
+        ds = ds.merge(quality_variables(quality), combine_attrs="drop_conflicts")
+        ds.attrs["quality_failed"] = sum(c.passed is False for c in quality)
     return annotate(ds, TRACK)
 
 

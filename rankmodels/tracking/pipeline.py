@@ -1,85 +1,75 @@
 """Track a float: record -> particle filter (+ smoother) -> association posteriors -> track.
 
-:func:`track_float` wires the pieces together (dissertation Algorithm 2 plus smoothing):
+:func:`track_float` runs one function per stage (dissertation Algorithm 2 plus smoothing):
 
-1. cycle ``t`` is ``dt_t`` days after the previous one (the first after ``launch_time``); the
-   particles start at the launch position and follow the tangent-plane random walk
-   (:class:`~rankmodels.tracking.dynamics.RandomWalk`);
-2. the likelihood of cycle ``t`` at particle ``X`` comes from the chosen engine
-   (:func:`rankmodels.tracking.engines.log_likelihood`) with the predicted TOAs
-   ``pred_i(X) = d(X, b_i) / v_s + offset_i`` of the sources active at that time (great-circle
-   distance ``d``, sound speed ``v_s``); cycles without arrivals only predict;
-3. with smoothing, the recovery fix (if the record has one) is appended as a final step whose
-   likelihood is ``N(recovery; X, s_r^2 I_2)`` in km, and smoothed trajectories are drawn
-   backwards (:func:`~rankmodels.tracking.smoother.backward_simulate`);
-4. each arrival's association posterior ``P(R_j = i | data)`` is the average, over an equally
-   weighted ensemble of ``M`` positions (the smoothed trajectories, or a resample of the
-   filter's weighted particles), of the engine's per-position posteriors.
+1. :func:`prepare`: cycle ``t`` is ``dt_t`` days after the previous one (the first after
+   ``launch_time``); the particles start at the launch position and follow the tangent-plane
+   random walk (:class:`~rankmodels.tracking.dynamics.RandomWalk`); the smoother's memory is
+   checked;
+2. :func:`run_filter`: the likelihood of cycle ``t`` at particle ``X`` comes from the chosen
+   engine (:func:`rankmodels.tracking.engines.log_likelihood`) with the predicted TOAs
+   ``pred_i(X) = d(X, b_i) / v_s + offset_i`` of the sources active at that time
+   (great-circle distance ``d``, sound speed ``v_s``); cycles without arrivals only predict;
+   with smoothing, the recovery fix (if the record has one) is appended as a final step whose
+   likelihood is ``N(recovery; X, s_r^2 I_2)`` in km;
+3. :func:`smooth`: smoothed trajectories drawn backwards
+   (:func:`~rankmodels.tracking.smoother.backward_simulate`), or the filter's resampled
+   particles without smoothing: an equally weighted ensemble of ``M`` positions per cycle;
+4. :func:`associate`: each arrival's association posterior ``P(R_j = i | data)`` is the
+   ensemble average of the engine's per-position posteriors; the predicted TOAs of every
+   source at the posterior mean;
+5. :func:`assess`: the track quality checks (:mod:`~rankmodels.tracking.quality`) from the
+   filter's one-step predictions (:func:`one_step_predictions`), its last cycle and the
+   association posteriors;
+6. :func:`~rankmodels.tracking.output.build_track` and :func:`summarise`.
+
+Time spent compiling numba kernels (on a first run, before they are cached) is measured with
+numba's compile events and reported apart from the run time.
 """
 
 from __future__ import annotations
 
 import time as _time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 import numpy as np
 import xarray as xr
+from numba.core import event as numba_event
 
 from rankmodels.errors import InputError
+from rankmodels.tracking.config import LIMITS, TrackConfig, check_memory
 from rankmodels.tracking.dynamics import RandomWalk
-from rankmodels.tracking.engines import ENGINES, LikelihoodResult, log_likelihood
-from rankmodels.tracking.filter import particle_filter
-from rankmodels.tracking.geometry import pairwise_distance_km, tangent_offsets, unit_vectors
+from rankmodels.tracking.engines import LikelihoodResult, log_likelihood
+from rankmodels.tracking.filter import FilterResult, particle_filter
+from rankmodels.tracking.geometry import (
+    pairwise_distance_km,
+    tangent_offsets,
+    tangent_step,
+    unit_vectors,
+)
 from rankmodels.tracking.output import TrackEstimate, build_track
+from rankmodels.tracking.quality import EndPoint, QualityCheck, QualityInputs, quality_checks
 from rankmodels.tracking.records import active_sources
 from rankmodels.tracking.schema import CLUTTER, NO_ARRIVAL
 from rankmodels.tracking.signal_model import SignalModel
 from rankmodels.tracking.smoother import backward_simulate
 
-__all__ = ["TrackConfig", "progress_steps", "track_float"]
+__all__ = [
+    "LIMITS",
+    "TrackConfig",
+    "TrackSummary",
+    "progress_steps",
+    "track_float",
+]
 
 _DAY = np.timedelta64(86_400_000_000_000, "ns")
 _MIN_DT_DAYS = 1e-6
+#: (east, north) km steps of the mean and its two finite-difference neighbours.
+_STEP_E = np.array([0.0, 1.0, 0.0])
+_STEP_N = np.array([0.0, 0.0, 1.0])
 
-
-@dataclass(frozen=True)
-class TrackConfig:
-    """Tracker settings. Defaults are the paper's (sigma = 5 s, P_D = 0.9, P_C = 0.5).
-
-    ``process_noise``: random-walk std per axis of a one-day step (km); ``smooth``: FFBSi with
-    the recovery fix; ``ensemble``: size ``M`` of the smoothed-trajectory / association
-    ensemble; ``recovery_sigma``: std (km) of the recovery fix; ``sound_speed``: m/s, ``None``
-    = the record's ``sound_speed``; ``ess_threshold``: resample when ESS < threshold * N.
-    """
-
-    engine: str = "exact"
-    particles: int = 10_000
-    seed: int = 0
-    sigma: float = 5.0
-    p_detect: float = 0.9
-    clutter_rate: float = 1.0
-    process_noise: float = 8.0
-    smooth: bool = True
-    ensemble: int = 500
-    recovery_sigma: float = 1.0
-    sound_speed: float | None = None
-    ess_threshold: float = 0.5
-
-    def __post_init__(self) -> None:
-        if self.engine not in ENGINES:
-            raise ValueError(f"unknown engine {self.engine!r}; expected one of {ENGINES}")
-        if self.particles < 1 or self.ensemble < 1:
-            raise ValueError("particles and ensemble must be >= 1")
-        if not self.recovery_sigma > 0:
-            raise ValueError("recovery_sigma must be > 0 km")
-        if self.sound_speed is not None and not self.sound_speed > 0:
-            raise ValueError("sound_speed must be > 0 m/s")
-        if self.engine == "minfactor" and (self.p_detect != 1 or self.clutter_rate != 0):
-            raise ValueError(
-                "engine minfactor is the no-loss, no-clutter model of section 5.2: "
-                "it needs p_detect = 1 and clutter_rate = 0 (--pd 1 --clutter 0)"
-            )
+Progress = Callable[[int], None] | None
 
 
 def progress_steps(record: xr.Dataset, config: TrackConfig) -> int:
@@ -116,9 +106,8 @@ class _Cycles:
         """Hand labels (global source index) -> column index among the active sources."""
         column = np.cumsum(self.active, axis=1) - 1
         out = labels.copy()
-        src = labels >= 0
-        rows, ranks = np.nonzero(src)
-        srcs = labels[src]
+        rows, ranks = np.nonzero(labels >= 0)
+        srcs = labels[rows, ranks]
         inactive = ~self.active[rows, srcs]
         if inactive.any():
             k = int(np.argmax(inactive))
@@ -174,56 +163,80 @@ class _Cycles:
         return out
 
 
-def _recovery_loglik(record: xr.Dataset, sigma_km: float) -> Callable[[np.ndarray], np.ndarray]:
-    lat, lon = float(record["recovery_lat"]), float(record["recovery_lon"])
-
-    def loglik(x: np.ndarray) -> np.ndarray:
-        east, north = tangent_offsets(lat, lon, x[:, 0], x[:, 1])
-        return -0.5 * (east**2 + north**2) / sigma_km**2 - np.log(2 * np.pi * sigma_km**2)
-
-    return loglik
-
-
 def _days(a: np.ndarray, b: np.datetime64) -> np.ndarray:
     return (np.asarray(a).astype("datetime64[ns]") - np.datetime64(b, "ns")) / _DAY
 
 
-def track_float(
-    record: xr.Dataset,
-    config: TrackConfig | None = None,
-    *,
-    progress: Callable[[int], None] | None = None,
-) -> tuple[xr.Dataset, dict[str, object]]:
-    """Track one float. ``record``: a validated float record
-    (:func:`rankmodels.tracking.records.read_float`). Returns the track dataset (format in
-    ``docs/tracking.md``) and a summary dict (cycles, mean ESS, clutter fraction, collapsed
-    cycles, run time in s, ...). ``progress(1)`` is called :func:`progress_steps` times.
-    """
-    config = config or TrackConfig()
-    started = _time.perf_counter()
-    rng = np.random.default_rng(config.seed)
+@dataclass
+class Run:
+    """A record prepared for the stages: ``dt`` (days, one per filter step: the cycles, then
+    the recovery step when ``use_recovery``), start ``x0`` (lat, lon), ``recovery`` (lat, lon)
+    and ``days_to_recovery`` (None without a fix)."""
+
+    config: TrackConfig
+    cycles: _Cycles
+    dynamics: RandomWalk
+    times: np.ndarray
+    dt: np.ndarray
+    x0: np.ndarray
+    recovery: tuple[float, float] | None
+    days_to_recovery: float | None
+    use_recovery: bool
+
+    @property
+    def n_cycles(self) -> int:
+        return self.times.size
+
+    def loglik(self, t: int, x: np.ndarray) -> np.ndarray | None:
+        """Filter step ``t``'s log-likelihood: cycle ``t``, or the recovery fix
+        ``N(fix; X, s_r^2 I_2)`` (km) at step ``n_cycles``."""
+        if t < self.n_cycles:
+            return self.cycles.loglik(t, x)
+        lat, lon = self.recovery  # type: ignore[misc]
+        east, north = tangent_offsets(lat, lon, x[:, 0], x[:, 1])
+        s2 = self.config.recovery_sigma**2
+        return -0.5 * (east**2 + north**2) / s2 - np.log(2 * np.pi * s2)
+
+
+def prepare(record: xr.Dataset, config: TrackConfig) -> Run:
+    """Stage 1: the record's cycles, steps, start and recovery; checks that the smoother's
+    particle history fits in memory (:func:`~rankmodels.tracking.config.check_memory`).
+
+    Raises :class:`InputError`: ``source_label`` absent or labelling an inactive source with
+    the labels engine, ``particles`` too many to smooth in memory."""
     cycles = _Cycles(record, config)
     times = np.asarray(record["time"].values).astype("datetime64[ns]")
-    t_days = _days(times, record["launch_time"].values)
-    dt = np.maximum(np.diff(t_days, prepend=0.0), _MIN_DT_DAYS)
-    x0 = np.array([float(record["launch_lat"]), float(record["launch_lon"])])
-    n_cyc = times.size
-    loglik = cycles.loglik
-    use_recovery = config.smooth and "recovery_time" in record
+    dt = np.maximum(np.diff(_days(times, record["launch_time"].values), prepend=0.0), _MIN_DT_DAYS)
+    recovery, days_to_recovery = None, None
+    if "recovery_time" in record:
+        recovery = (float(record["recovery_lat"]), float(record["recovery_lon"]))
+        days = _days(record["recovery_time"].values, times[-1]).item()
+        days_to_recovery = max(days, _MIN_DT_DAYS)
+    use_recovery = config.smooth and recovery is not None
     if use_recovery:
-        recovery = _recovery_loglik(record, config.recovery_sigma)
-        dt_end = _days(record["recovery_time"].values, times[-1]).item()
-        dt = np.append(dt, max(dt_end, _MIN_DT_DAYS))
+        dt = np.append(dt, days_to_recovery)
+    check_memory(dt.size, config)
+    return Run(
+        config=config,
+        cycles=cycles,
+        dynamics=RandomWalk(config.process_noise),
+        times=times,
+        dt=dt,
+        x0=np.array([float(record["launch_lat"]), float(record["launch_lon"])]),
+        recovery=recovery,
+        days_to_recovery=days_to_recovery,
+        use_recovery=use_recovery,
+    )
 
-        def loglik(t: int, x: np.ndarray) -> np.ndarray | None:
-            return recovery(x) if t == n_cyc else cycles.loglik(t, x)
 
-    dynamics = RandomWalk(config.process_noise)
-    filt = particle_filter(
-        x0,
-        dt,
-        loglik,
-        dynamics,
+def run_filter(run: Run, rng: np.random.Generator, progress: Progress = None) -> FilterResult:
+    """Stage 2: the forward particle filter over the cycles (and the recovery step)."""
+    config = run.config
+    return particle_filter(
+        run.x0,
+        run.dt,
+        run.loglik,
+        run.dynamics,
         config.particles,
         rng,
         ess_threshold=config.ess_threshold,
@@ -231,68 +244,255 @@ def track_float(
         keep_history=config.smooth,
         progress=progress,
     )
-    if config.smooth:
-        traj = backward_simulate(
-            filt.history_x,
-            filt.history_logw,
-            filt.history_parent,
-            dt,
-            dynamics,
-            config.ensemble,
-            rng,
-        )[:n_cyc]
-        filt.history_x = filt.history_logw = filt.history_parent = None
-        moments = [dynamics.moments(traj[t]) for t in range(n_cyc)]
-        mean = np.array([m for m, _ in moments])
-        cov = np.array([c for _, c in moments])
-    else:
-        traj = filt.ensembles[:n_cyc]
-        mean, cov = filt.mean[:n_cyc], filt.cov[:n_cyc]
-    posterior = np.empty((n_cyc, cycles.toa.shape[1], cycles.active.shape[1] + 1))
-    predicted = np.full((n_cyc, cycles.active.shape[1]), np.nan)
-    for t in range(n_cyc):
-        posterior[t] = cycles.association(t, traj[t])
-        predicted[t, cycles.active[t]] = cycles.predicted(t, mean[t][None, :])[0]
+
+
+def smooth(
+    run: Run, filt: FilterResult, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Stage 3: ``ensembles (T, M, 2)``, ``mean (T, 2)`` and ``cov (T, 2, 2)`` km^2 of the
+    smoothed trajectories (the filter's, without smoothing). Frees the filter's history."""
+    n_cyc = run.n_cycles
+    if not run.config.smooth:
+        return filt.ensembles[:n_cyc], filt.mean[:n_cyc], filt.cov[:n_cyc]
+    traj = backward_simulate(
+        filt.history_x,
+        filt.history_logw,
+        filt.history_parent,
+        run.dt,
+        run.dynamics,
+        run.config.ensemble,
+        rng,
+    )[:n_cyc]
+    filt.history_x = filt.history_logw = filt.history_parent = None
+    moments = [run.dynamics.moments(traj[t]) for t in range(n_cyc)]
+    return traj, np.array([m for m, _ in moments]), np.array([c for _, c in moments])
+
+
+@dataclass
+class Association:
+    """Stage 4's output: ``posterior (T, r, s + 1)`` and ``predicted_toa (T, s)`` at the
+    posterior mean (NaN for inactive sources)."""
+
+    posterior: np.ndarray
+    predicted_toa: np.ndarray
+
+
+def associate(
+    run: Run, ensembles: np.ndarray, mean: np.ndarray, progress: Progress = None
+) -> Association:
+    """Stage 4: association posteriors and predicted TOAs, cycle by cycle."""
+    cycles = run.cycles
+    n_src = cycles.active.shape[1]
+    out = Association(
+        posterior=np.empty((run.n_cycles, cycles.toa.shape[1], n_src + 1)),
+        predicted_toa=np.full((run.n_cycles, n_src), np.nan),
+    )
+    for t in range(run.n_cycles):
+        out.posterior[t] = cycles.association(t, ensembles[t])
+        out.predicted_toa[t, cycles.active[t]] = cycles.predicted(t, mean[t][None, :])[0]
         if progress:
             progress(1)
-    estimate = TrackEstimate(
-        mean=mean,
-        cov=cov,
-        filtered_mean=filt.mean[:n_cyc],
-        association_posterior=posterior,
-        predicted_toa=predicted,
-        ess=filt.ess[:n_cyc],
-        loglik=filt.loglik[:n_cyc],
-        collapsed=filt.collapsed[:n_cyc],
+    return out
+
+
+def one_step_predictions(run: Run, filt: FilterResult) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and variance ``(T, s)`` of each active source's noiseless TOA predicted from the
+    data before cycle ``t`` (NaN for inactive sources), linearised: the position predicted
+    from cycle ``t - 1`` is ``N(m, C + q^2 dt I_2)`` (filtered mean and covariance, the
+    launch position with ``C = 0`` at ``t = 0``; eq. 5.1), so the TOA has mean ``pred_i(m)``
+    and variance ``g_i^T (C + q^2 dt I_2) g_i`` with ``g_i`` the gradient of ``pred_i`` in s
+    per km east and north (finite differences over 1 km)."""
+    cycles = run.cycles
+    shape = (run.n_cycles, cycles.active.shape[1])
+    mean, var = np.full(shape, np.nan), np.full(shape, np.nan)
+    prior_mean = np.vstack([run.x0, filt.mean[: run.n_cycles - 1]])
+    prior_cov = np.concatenate([np.zeros((1, 2, 2)), filt.cov[: run.n_cycles - 1]])
+    prior_cov = prior_cov + (run.config.process_noise**2 * run.dt[: run.n_cycles])[
+        :, None, None
+    ] * np.eye(2)
+    for t in range(run.n_cycles):
+        lat, lon = tangent_step(
+            np.full(3, prior_mean[t, 0]), np.full(3, prior_mean[t, 1]), _STEP_E, _STEP_N
+        )
+        pred = cycles.predicted(t, np.column_stack([lat, lon]))  # (3, s_active)
+        grad = (pred[1:] - pred[0]).T  # (s_active, 2): s per km east, north
+        act = cycles.active[t]
+        mean[t, act] = pred[0]
+        var[t, act] = np.einsum("si,ij,sj->s", grad, prior_cov[t], grad)
+    return mean, var
+
+
+def assess(run: Run, filt: FilterResult, assoc: Association) -> tuple[QualityCheck, ...]:
+    """Stage 5: the quality checks, from the record, the forward filter (its one-step
+    predictions and its last cycle) and the association posteriors."""
+    end = None
+    if run.recovery is not None:
+        last = run.n_cycles - 1
+        q2 = run.config.process_noise**2
+        end = EndPoint(
+            mean=filt.mean[last],
+            cov=filt.cov[last],
+            fix=run.recovery,
+            extra_var=q2 * run.days_to_recovery + run.config.recovery_sigma**2,
+        )
+    predicted_mean, predicted_var = one_step_predictions(run, filt)
+    return quality_checks(
+        QualityInputs(
+            toa=run.cycles.toa,
+            association_posterior=assoc.posterior,
+            predicted_mean=predicted_mean,
+            predicted_var=predicted_var,
+            model=run.cycles.model,
+            times=run.times,
+            end=end,
+        )
     )
-    attrs = {
+
+
+_TABLE_FIELDS = (
+    "cycles",
+    "cycles_without_data",
+    "arrivals",
+    "mean_ess",
+    "clutter_fraction",
+    "collapsed_cycles",
+    "log_likelihood",
+    "engine",
+    "particles",
+    "smoothed",
+    "recovery_used",
+    "run_time_s",
+)
+
+
+@dataclass(frozen=True)
+class TrackSummary(Mapping[str, object]):
+    """What a run did, for the command line's summary and the report.
+
+    ``collapsed_cycles``: indices of cycles where every particle had zero likelihood;
+    ``run_time_s``: the tracking without ``compile_time_s``, the time numba spent compiling
+    kernels (a first run, before they are cached; 0 after); ``quality``: the quality checks.
+
+    Also a read-only mapping of the scalar fields (the report's summary table reads it that
+    way); ``quality`` and ``compile_time_s`` are attributes only.
+    """
+
+    cycles: int
+    cycles_without_data: int
+    arrivals: int
+    mean_ess: float
+    clutter_fraction: float
+    collapsed_cycles: list[int]
+    log_likelihood: float
+    engine: str
+    particles: int
+    smoothed: bool
+    recovery_used: bool
+    run_time_s: float
+    compile_time_s: float
+    quality: tuple[QualityCheck, ...]
+
+    def __getitem__(self, key: str) -> object:
+        if key not in _TABLE_FIELDS:
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_TABLE_FIELDS)
+
+    def __len__(self) -> int:
+        return len(_TABLE_FIELDS)
+
+    @property
+    def failed_checks(self) -> tuple[QualityCheck, ...]:
+        """The quality checks that failed."""
+        return tuple(c for c in self.quality if c.passed is False)
+
+
+def summarise(
+    run: Run,
+    filt: FilterResult,
+    track: xr.Dataset,
+    checks: tuple[QualityCheck, ...],
+    run_time_s: float,
+    compile_time_s: float,
+) -> TrackSummary:
+    """Stage 6: the run's :class:`TrackSummary`."""
+    n_cyc = run.n_cycles
+    association = track["association"].values
+    arrivals = association != NO_ARRIVAL
+    return TrackSummary(
+        cycles=n_cyc,
+        cycles_without_data=int((~run.cycles.has_data).sum()),
+        arrivals=int(arrivals.sum()),
+        mean_ess=float(np.mean(filt.ess[:n_cyc])),
+        clutter_fraction=float(np.mean(association[arrivals] == CLUTTER)),
+        collapsed_cycles=np.flatnonzero(filt.collapsed[:n_cyc]).tolist(),
+        log_likelihood=float(np.sum(filt.loglik[:n_cyc])),
+        engine=run.config.engine,
+        particles=run.config.particles,
+        smoothed=run.config.smooth,
+        recovery_used=run.use_recovery,
+        run_time_s=run_time_s,
+        compile_time_s=compile_time_s,
+        quality=checks,
+    )
+
+
+def _attributes(run: Run) -> dict[str, object]:
+    config = run.config
+    return {
         "engine": config.engine,
         "particles": config.particles,
         "seed": config.seed,
         "sigma": config.sigma,
         "p_detect": config.p_detect,
         "clutter_rate": config.clutter_rate,
-        "sound_speed": cycles.km_per_s * 1000.0,
-        "window_length": cycles.model.window,
+        "sound_speed": run.cycles.km_per_s * 1000.0,
+        "window_length": run.cycles.model.window,
         "process_noise_km": config.process_noise,
         "smoothed": int(config.smooth),
-        "recovery_used": int(use_recovery),
+        "recovery_used": int(run.use_recovery),
         "ensemble": config.ensemble,
     }
-    track = build_track(record, estimate, attrs)
-    arrivals = track["association"].values != NO_ARRIVAL
-    summary: dict[str, object] = {
-        "cycles": n_cyc,
-        "cycles_without_data": int((~cycles.has_data).sum()),
-        "arrivals": int(arrivals.sum()),
-        "mean_ess": float(np.mean(filt.ess[:n_cyc])),
-        "clutter_fraction": float(np.mean(track["association"].values[arrivals] == CLUTTER)),
-        "collapsed_cycles": np.flatnonzero(filt.collapsed[:n_cyc]).tolist(),
-        "log_likelihood": float(np.sum(filt.loglik[:n_cyc])),
-        "engine": config.engine,
-        "particles": config.particles,
-        "smoothed": config.smooth,
-        "recovery_used": use_recovery,
-        "run_time_s": _time.perf_counter() - started,
-    }
-    return track, summary
+
+
+def track_float(
+    record: xr.Dataset,
+    config: TrackConfig | None = None,
+    *,
+    progress: Progress = None,
+) -> tuple[xr.Dataset, TrackSummary]:
+    """Track one float. ``record``: a validated float record
+    (:func:`rankmodels.tracking.records.read_float`). Returns the track dataset (format in
+    ``docs/tracking.md``, quality checks included) and a :class:`TrackSummary`.
+    ``progress(1)`` is called :func:`progress_steps` times.
+
+    Raises :class:`InputError` (before any work) for hand labels the labels engine cannot use
+    or a smoother history that does not fit in memory.
+    """
+    config = config or TrackConfig()
+    run = prepare(record, config)
+    compiling: list[float] = []
+    started = _time.perf_counter()
+    with numba_event.install_timer("numba:compile", compiling.append):
+        rng = np.random.default_rng(config.seed)
+        filt = run_filter(run, rng, progress)
+        ensembles, mean, cov = smooth(run, filt, rng)
+        assoc = associate(run, ensembles, mean, progress)
+    checks = assess(run, filt, assoc)
+    n_cyc = run.n_cycles
+    estimate = TrackEstimate(
+        mean=mean,
+        cov=cov,
+        filtered_mean=filt.mean[:n_cyc],
+        association_posterior=assoc.posterior,
+        predicted_toa=assoc.predicted_toa,
+        ess=filt.ess[:n_cyc],
+        loglik=filt.loglik[:n_cyc],
+        collapsed=filt.collapsed[:n_cyc],
+    )
+    track = build_track(record, estimate, _attributes(run), quality=checks)
+    compile_time = sum(compiling)
+    run_time = _time.perf_counter() - started - compile_time
+    return track, summarise(run, filt, track, checks, run_time, compile_time)

@@ -1,0 +1,174 @@
+"""Settings of the tracker (:class:`TrackConfig`) and the accepted range of each.
+
+Every physical parameter has a plausible range (:data:`LIMITS`); values outside it, NaN or
+infinite are refused with an :class:`~rankmodels.errors.InputError` whose ``field`` is the
+parameter's name (the command line maps it to its option). The ranges:
+
+* ``sigma`` (TOA noise std) 0 < sigma <= 600 s: a third of a default 1800 s listening window;
+  beyond that an arrival carries no position information;
+* ``p_detect`` 0 < P_D <= 1; ``clutter_rate`` 0 <= lambda <= 100 arrivals per window (a float
+  records a handful of arrivals per cycle);
+* ``process_noise`` 0 < q <= 200 km per day and axis: ocean currents move floats at most a few
+  tens of km per day (2 m/s is 173 km/day);
+* ``sound_speed`` 1400 <= v_s <= 1600 m/s: the speed of sound in sea water at any depth,
+  temperature and salinity a float meets;
+* ``particles`` and ``ensemble`` 1 .. :data:`MAX_PARTICLES`; with smoothing the particle
+  history must also fit in memory (:func:`check_memory`);
+* ``recovery_sigma`` 0 < s_r <= 1000 km; ``ess_threshold`` 0 .. 1.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import os
+from dataclasses import dataclass
+
+from rankmodels.errors import InputError
+from rankmodels.tracking.engines import ENGINES
+
+__all__ = [
+    "HISTORY_BYTES_PER_PARTICLE",
+    "LIMITS",
+    "MAX_PARTICLES",
+    "Limit",
+    "TrackConfig",
+    "check_memory",
+    "memory_budget_bytes",
+]
+
+#: Largest particle (and ensemble) count: the per-cycle work arrays (predicted TOAs of 12
+#: sources, distances, weights, ~200 bytes a particle) stay near 2 GB.
+MAX_PARTICLES = 10_000_000
+#: Bytes the smoother keeps per particle and step: position (16), log weight (8), parent (4).
+HISTORY_BYTES_PER_PARTICLE = 28
+
+
+def _number(value: float) -> str:
+    """``600``, ``0.5``, ``10,000,000``: whole numbers with thousands separators."""
+    return f"{int(value):,}" if value == int(value) else f"{value:g}"
+
+
+@dataclass(frozen=True)
+class Limit:
+    """Accepted range ``lo (<)<= value (<)<= hi`` of one setting, with its unit."""
+
+    lo: float
+    hi: float
+    unit: str = ""
+    lo_open: bool = False
+
+    def text(self, name: str) -> str:
+        """The range as text, e.g. ``0 < sigma <= 600 s``."""
+        unit = f" {self.unit}" if self.unit else ""
+        lo, hi = _number(self.lo), _number(self.hi)
+        return f"{lo} {'<' if self.lo_open else '<='} {name} <= {hi}{unit}"
+
+    def contains(self, value: float) -> bool:
+        """Whether the finite ``value`` lies in the range."""
+        above = value > self.lo if self.lo_open else value >= self.lo
+        return above and value <= self.hi
+
+
+LIMITS: dict[str, Limit] = {
+    "particles": Limit(1, MAX_PARTICLES),
+    "ensemble": Limit(1, MAX_PARTICLES),
+    "sigma": Limit(0.0, 600.0, "s", lo_open=True),
+    "p_detect": Limit(0.0, 1.0, lo_open=True),
+    "clutter_rate": Limit(0.0, 100.0, "per window"),
+    "process_noise": Limit(0.0, 200.0, "km/day", lo_open=True),
+    "sound_speed": Limit(1400.0, 1600.0, "m/s"),
+    "recovery_sigma": Limit(0.0, 1000.0, "km", lo_open=True),
+    "ess_threshold": Limit(0.0, 1.0),
+}
+"""Accepted range of each numeric setting of :class:`TrackConfig` (module docstring)."""
+
+_COUNTS = ("particles", "ensemble")
+
+
+def _check(name: str, value: object) -> None:
+    """Raise :class:`InputError` (field ``name``) unless ``value`` is a finite number (a whole
+    number for counts) inside ``LIMITS[name]``."""
+    limit = LIMITS[name]
+    whole = name in _COUNTS
+    kind = numbers.Integral if whole else numbers.Real
+    if not isinstance(value, kind) or isinstance(value, bool):
+        expected = "a whole number" if whole else "a number"
+        raise InputError(f"expected {expected} with {limit.text(name)}, got {value!r}", field=name)
+    if not (math.isfinite(value) and limit.contains(value)):
+        raise InputError(f"expected {limit.text(name)}, got {value!r}", field=name)
+
+
+@dataclass(frozen=True)
+class TrackConfig:
+    """Tracker settings. Defaults are the paper's (sigma = 5 s, P_D = 0.9, P_C = 0.5).
+
+    ``process_noise``: random-walk std per axis of a one-day step (km); ``smooth``: FFBSi with
+    the recovery fix; ``ensemble``: size ``M`` of the smoothed-trajectory / association
+    ensemble; ``recovery_sigma``: std (km) of the recovery fix; ``sound_speed``: m/s, ``None``
+    = the record's ``sound_speed``; ``ess_threshold``: resample when ESS < threshold * N.
+
+    Raises :class:`~rankmodels.errors.InputError` (a ``ValueError``; ``field`` = the setting)
+    for a value outside :data:`LIMITS`, NaN or infinite, an unknown engine, a negative seed,
+    or ``minfactor`` without ``p_detect = 1`` and ``clutter_rate = 0``.
+    """
+
+    engine: str = "exact"
+    particles: int = 10_000
+    seed: int = 0
+    sigma: float = 5.0
+    p_detect: float = 0.9
+    clutter_rate: float = 1.0
+    process_noise: float = 8.0
+    smooth: bool = True
+    ensemble: int = 500
+    recovery_sigma: float = 1.0
+    sound_speed: float | None = None
+    ess_threshold: float = 0.5
+
+    def __post_init__(self) -> None:
+        if self.engine not in ENGINES:
+            raise InputError(
+                f"unknown engine {self.engine!r}; expected one of {', '.join(ENGINES)}",
+                field="engine",
+            )
+        if not isinstance(self.seed, numbers.Integral) or self.seed < 0:
+            raise InputError(f"expected a whole number >= 0, got {self.seed!r}", field="seed")
+        for name in LIMITS:
+            value = getattr(self, name)
+            if not (name == "sound_speed" and value is None):  # None: the record's speed
+                _check(name, value)
+        if self.engine == "minfactor" and (self.p_detect != 1 or self.clutter_rate != 0):
+            raise InputError(
+                "engine minfactor is the no-loss, no-clutter model of section 5.2: "
+                "it needs p_detect = 1 and clutter_rate = 0 (--pd 1 --clutter 0)",
+                field="engine",
+            )
+
+
+def memory_budget_bytes() -> int:
+    """Memory the particle history may take: half of this machine's physical memory."""
+    try:
+        total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):  # no sysconf (Windows): assume 8 GB
+        total = 8 * 1024**3
+    return total // 2
+
+
+def check_memory(n_steps: int, config: TrackConfig, budget: int | None = None) -> None:
+    """Refuse a run whose smoother history (``n_steps x particles x``
+    :data:`HISTORY_BYTES_PER_PARTICLE` bytes) exceeds ``budget`` (default
+    :func:`memory_budget_bytes`); runs without smoothing keep no history.
+    Raises :class:`InputError` with ``field="particles"``."""
+    if not config.smooth:
+        return
+    budget = memory_budget_bytes() if budget is None else budget
+    need = n_steps * config.particles * HISTORY_BYTES_PER_PARTICLE
+    if need > budget:
+        most = max(budget // (n_steps * HISTORY_BYTES_PER_PARTICLE), 1)
+        raise InputError(
+            f"smoothing {n_steps} steps with {config.particles} particles keeps "
+            f"{need / 1e9:.1f} GB of particle history, more than the {budget / 1e9:.1f} GB "
+            f"allowed (half the memory); expected at most {most} particles, or no smoothing",
+            field="particles",
+        )
