@@ -10,18 +10,22 @@ from typing import Any
 import click
 import numpy as np
 
-from rankmodels.aggregation import RULES, Aggregation, Profile, aggregate, read_votes
+from rankmodels.aggregation import RULES, Aggregation, Profile, aggregate, read_votes, score_vector
 from rankmodels.aggregation.axioms import profile_axiom_report
 from rankmodels.aggregation.result import DEFAULT_MAX_TIES
-from rankmodels.aggregation.rules import rule_score_vector
+from rankmodels.text import printable
 from rankmodels_app._common import (
     BadInput,
     OneLineCommand,
     atomic_output,
+    progressbar,
     quiet_option,
     refuse_to_overwrite,
     reports_bad_input,
 )
+
+# Rule options that have a command-line flag; a rule that takes one needs it.
+_FLAGS = {"k": "--k", "scores": "--scores"}
 
 
 def _parse_scores(text: str | None) -> list[float] | None:
@@ -33,11 +37,34 @@ def _parse_scores(text: str | None) -> list[float] | None:
         raise BadInput(f"--scores: expected comma-separated numbers, got {text!r}") from None
 
 
+def _check_options(rule: str, given: dict[str, object]) -> None:
+    """Each flag goes with the rules that take it, and those rules need it."""
+    takes = RULES[rule].options
+    for option, flag in _FLAGS.items():
+        if given[option] is None and option in takes:
+            raise BadInput(f"--rule {rule} needs {flag}")
+        if given[option] is not None and option not in takes:
+            users = ", ".join(spec.name for spec in RULES if option in spec.options)
+            raise BadInput(f"{flag} is only for --rule {users}, not --rule {rule}")
+
+
+def _warn_reversed(h: list[float] | None) -> None:
+    """Score vectors list first place first; more points for last place is likely a slip."""
+    if h is not None and h[-1] > h[0]:
+        click.echo(
+            f"warning: --scores gives last place more points than first ({h[-1]:g} > {h[0]:g}), "
+            "so it rewards last places; scores are listed first place first",
+            err=True,
+        )
+
+
 def _report(
     profile: Profile, result: Aggregation, h: np.ndarray | None, top: int | None
 ) -> dict[str, Any]:
     names = profile.candidates
     ranking = [names[x] for x in result.ranking][:top]
+    # with --top, rankings that differ only below the top K show once
+    ties = list(dict.fromkeys(tuple(names[x] for x in t[:top]) for t in result.ties))
     scores = (
         {} if result.scores is None else {names[x]: float(result.scores[x]) for x in result.ranking}
     )
@@ -52,7 +79,8 @@ def _report(
         "exact": result.exact,
         "bound": result.bound,
         "n_optimal": result.n_optimal,
-        "ties": [[names[x] for x in t][:top] for t in result.ties] if not result.unique else [],
+        "n_optimal_at_least": result.n_optimal_at_least,
+        "ties": [list(t) for t in ties] if not result.unique else [],
         "axioms": profile_axiom_report(profile, result, h),
     }
 
@@ -62,25 +90,20 @@ def _text(report: dict[str, Any]) -> str:
         f"rule: {report['rule']}   candidates: {len(report['candidates'])}   "
         f"ballots: {report['ballots']:g} ({report['unique_ballots']} unique)"
     ]
-    width = max(len(name) for name in report["ranking"])
+    shown = [printable(name) for name in report["ranking"]]
+    width = max(len(name) for name in shown)
     scores = report["scores"]
-    for i, name in enumerate(report["ranking"], start=1):
+    for i, (name, label) in enumerate(zip(report["ranking"], shown, strict=True), start=1):
         score = f"  {scores[name]:.6g}" if scores else ""
-        lines.append(f"{i:>4}  {name:<{width}}{score}".rstrip())
-    if report["objective"] is not None:
-        kind = "expected loss" if report["exact"] else "expected loss (heuristic)"
-        extra = "" if report["exact"] else f", lower bound {report['bound']:.6g}"
-        lines.append(f"{kind}: {report['objective']:.6g}{extra}")
-    if report["n_optimal"] > 1:
-        lines.append(
-            f"not unique: {report['n_optimal']} optimal rankings "
-            f"(listed with --format json, first shown above)"
-        )
+        lines.append(f"{i:>4}  {label:<{width}}{score}".rstrip())
+    lines.extend(_optimality_lines(report))
     ax = report["axioms"]
     honoured = ax["honoured"]
 
     def premise(name: str | None, ok: bool | None) -> str:
-        return "none" if name is None else f"{name} (ranked first: {'yes' if ok else 'NO'})"
+        if name is None:
+            return "none"
+        return f"{printable(name)} (ranked first: {'yes' if ok else 'NO'})"
 
     lines.append(f"Condorcet winner: {premise(ax['condorcet_winner'], honoured['condorcet'])}")
     lines.append(f"majority winner: {premise(ax['majority_winner'], honoured['majority'])}")
@@ -101,13 +124,43 @@ def _text(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _optimality_lines(report: dict[str, Any]) -> list[str]:
+    """Expected loss (distance rules), whether a heuristic is proved optimal, and how many
+    rankings are optimal: exactly, at least, or unknown."""
+    lines = []
+    exact, bound = report["exact"], report["bound"]
+    if report["objective"] is not None:
+        loss = f"{report['objective']:.6g}"
+        if bound is None:
+            lines.append(f"expected loss: {loss}")
+        elif exact:
+            lines.append(
+                f"expected loss: {loss} (heuristic, proved optimal: equals its lower bound)"
+            )
+        else:
+            lines.append(f"expected loss (heuristic): {loss}, lower bound {bound:.6g}")
+    count, at_least, listed = report["n_optimal"], report["n_optimal_at_least"], len(report["ties"])
+    where = f"first shown above, {listed} listed with --format json"
+    if not exact:
+        lines.append(
+            "number of optimal rankings: unknown (the heuristic's ranking is not proved optimal)"
+        )
+    elif count is None:
+        lines.append(
+            f"not unique: at least {at_least} optimal rankings (too many to count exactly; {where})"
+        )
+    elif count > 1:
+        lines.append(f"not unique: {count} optimal rankings ({where})")
+    return lines
+
+
 @click.command(
     "aggregate", cls=OneLineCommand, context_settings={"help_option_names": ["-h", "--help"]}
 )
 @click.argument("votes", type=click.Path(dir_okay=False, path_type=Path))
 @click.option(
     "--rule",
-    type=click.Choice(RULES),
+    type=click.Choice(RULES.names),
     default=None,
     help="Aggregation rule [default: borda, or 'scores' when --scores is given].",
 )
@@ -155,15 +208,12 @@ def aggregate_command(
     vector = _parse_scores(scores)
     if rule is None:
         rule = "scores" if vector is not None else "borda"
-    if vector is not None and rule != "scores":
-        raise BadInput(f"--scores gives a custom score vector; it cannot go with --rule {rule}")
-    if rule == "k-approval" and k is None:
-        raise BadInput("--rule k-approval needs --k")
-    if rule != "k-approval" and k is not None:
-        raise BadInput(f"--k is only for --rule k-approval, not --rule {rule}")
-    profile = read_votes(votes)
+    _check_options(rule, {"k": k, "scores": vector})
+    _warn_reversed(vector)
+    with progressbar(votes.stat().st_size, f"reading {printable(votes.name)}", quiet) as bar:
+        profile = read_votes(votes, progress=bar.update)
     try:
-        h = rule_score_vector(rule, profile.n, k, vector)
+        h = score_vector(rule, profile.n, k, vector)
         result = aggregate(profile, rule, k=k, scores=vector, max_ties=max_ties)
     except ValueError as err:
         raise BadInput(f"{votes}: --rule {rule}: {err}") from None

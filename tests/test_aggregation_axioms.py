@@ -7,15 +7,21 @@ import math
 import numpy as np
 import pytest
 
-from rankmodels.aggregation import Profile, aggregate, read_votes
+from rankmodels.aggregation import Aggregation, Profile, aggregate, read_votes
 from rankmodels.aggregation.axioms import (
     majority_winner,
     pareto_pairs,
     positional_axioms,
     profile_axiom_report,
 )
-from rankmodels.aggregation.brute import positional_violation, random_profile, search_violation
-from rankmodels.aggregation.positional import score_vector
+from rankmodels.aggregation.condorcet import condorcet_winner
+from rankmodels.aggregation.counting import Count
+from rankmodels.aggregation.rules import score_vector
+from rankmodels.aggregation.violation_search import (
+    positional_violation,
+    random_profile,
+    search_violation,
+)
 
 NS = range(3, 11)
 
@@ -205,6 +211,45 @@ def test_report_pareto_and_majority():
     assert report["honoured"]["pareto"] is False  # plurality ties 0 and 1 (omega_h = 0)
     assert report["honoured"]["majority"] is True
     assert profile_axiom_report(profile, aggregate(profile, "borda"))["honoured"]["pareto"]
+
+
+def test_exactly_one_half_is_no_majority():
+    """Hand-built: two ballots 0 > 1 > 2 and 1 > 0 > 2. Candidates 0 and 1 are each first on
+    exactly half the ballots and each beat the other on exactly half: no majority winner, no
+    Condorcet winner, and ranking either above the other reverses no majority."""
+    profile = Profile.from_orders(np.array([[0, 1, 2], [1, 0, 2]]))
+    assert majority_winner(profile) is None
+    assert condorcet_winner(profile) is None
+    for order in ([0, 1, 2], [1, 0, 2]):
+        one = Aggregation("given", np.array(order), [np.array(order)], Count(1))
+        report = profile_axiom_report(profile, one)
+        assert report["majority_winner"] is None and report["condorcet_winner"] is None
+        assert report["honoured"]["strong_condorcet_violations"] == []
+    # one more ballot 0 > 1 > 2 makes 0 first on 2/3 and a Condorcet winner
+    three = Profile.from_orders(np.array([[0, 1, 2], [1, 0, 2], [0, 1, 2]]))
+    assert majority_winner(three) == 0 and condorcet_winner(three) == 0
+    reversed_ = Aggregation("given", np.array([1, 0, 2]), [np.array([1, 0, 2])], Count(1))
+    violations = profile_axiom_report(three, reversed_)["honoured"]["strong_condorcet_violations"]
+    assert violations == [{"x": "0", "y": "1", "margin": pytest.approx(1 / 6)}]
+
+
+def test_guaranteed_pairs_count_margins_either_way_and_strictly():
+    """Hand-built: Borda on 3 candidates has epsilon-strong-Condorcet threshold
+    1/2 - 1/3 = 1/6 (table 4.2). One ballot 2 > 1 > 0 puts every pair at margin 1/2 with the
+    *higher*-indexed candidate winning: all 3 pairs are guaranteed."""
+    h = score_vector("borda", 3)
+    reverse = Profile.from_orders(np.array([[2, 1, 0]]))
+    report = profile_axiom_report(reverse, aggregate(reverse, "borda"), h)
+    assert report["rule"]["eps_strong_condorcet"] == pytest.approx(1 / 6)
+    assert report["rule"]["guaranteed_pairs"] == 3
+    # Borda on 4: threshold 1/2 - 1/4 = 1/4. Three ballots 0>1>2>3 and one 1>0>3>2 give the
+    # pairs (0, 1) and (2, 3) margin 3/4 - 1/2 = 1/4, exactly the threshold (not above it),
+    # and the four pairs across margin 1/2: 4 guaranteed.
+    h4 = score_vector("borda", 4)
+    profile = Profile.from_orders(np.array([[0, 1, 2, 3], [1, 0, 3, 2]]), [3, 1])
+    report = profile_axiom_report(profile, aggregate(profile, "borda"), h4)
+    assert report["rule"]["eps_strong_condorcet"] == 0.25
+    assert report["rule"]["guaranteed_pairs"] == 4
 
 
 @pytest.mark.parametrize("rule", ["borda", "plurality", "antiplurality", "log", "squared"])

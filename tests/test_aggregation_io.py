@@ -204,3 +204,34 @@ def test_byte_order_mark_and_non_utf8(tmp_path):
     with pytest.raises(InputError, match="not UTF-8") as err:
         read_votes(latin)
     assert err.value.path == str(latin)
+
+
+@pytest.mark.parametrize("name", ["v.csv", "v.soi"])
+def test_progress_reports_every_byte(tmp_path, name):
+    if name.endswith(".csv"):
+        text = "ranking,count\n" + "".join(f"A>B=C>Dé,{i + 1}\n" for i in range(10_000))
+    else:
+        text = PREFLIB.format(kind="soi", body="".join(f"{i + 1}: 1,3\n" for i in range(10_000)))
+    path = write(tmp_path, name, text)
+    calls: list[int] = []
+    profile = read_votes(path, progress=calls.append)
+    assert sum(calls) == path.stat().st_size  # bytes, not characters ("é" is two)
+    assert len(calls) > 2 and all(c >= 0 for c in calls)  # reported along the way
+    assert profile.total == 10_000 * 10_001 / 2
+
+
+@pytest.mark.parametrize(
+    "name, text, line",
+    [
+        ("big.csv", "ranking,count\nA>B,1e308\nB>A,1e308\n", "line 3"),
+        (
+            "big.soc",
+            PREFLIB.format(kind="soc", body="1: 1,2,3\n" + "9" * 400 + ": 3,2,1\n"),
+            "line 8",
+        ),
+    ],
+)
+def test_counts_too_large_for_a_float_are_input_errors(tmp_path, name, text, line):
+    with pytest.raises(InputError, match="the counts add up to more than 1.8e\\+308") as err:
+        read_votes(write(tmp_path, name, text))
+    assert err.value.field == line

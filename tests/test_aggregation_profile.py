@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
 from rankmodels.aggregation import Profile
 from rankmodels.dsm import is_doubly_stochastic
 from rankmodels.permutations import inverse
-from tests._aggregation_helpers import expanded_distribution, random_weak_profile
+from tests._aggregation_helpers import expanded_distribution, random_ballots
 
 
 @pytest.mark.parametrize("n", [2, 3, 4, 5])
 def test_marginals_match_enumeration_with_ties_and_truncation(n, rng):
     for _ in range(5):
-        profile = random_weak_profile(n, rng)
-        perms, probs = expanded_distribution(profile)
+        ballots = random_ballots(n, rng, pool=4)  # repeated ballots: merging is tested too
+        profile = ballots.profile()
+        perms, probs = expanded_distribution(ballots)
         ranks = inverse(perms)
         M = np.zeros((n, n))
         for x in range(n):
@@ -64,12 +67,22 @@ def test_weak_orders_round_trip():
         ([[[5]]], [1], "outside"),
         ([[[0]]], [0], "positive"),
         ([[[0]]], [float("nan")], "positive"),
+        ([[[0]], [[1]]], [1e308, 1e308], "add up to more than the largest float"),
         ([], [], "at least one ballot"),
     ],
 )
 def test_invalid_ballots_raise_value_error(ballots, weights, message):
     with pytest.raises(ValueError, match=message):
         Profile.from_weak_orders(ballots, weights, 3)
+
+
+def test_huge_weights_are_normalised_without_overflow():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no overflow warning may leak
+        profile = Profile.from_weak_orders([[[0], [1]], [[1], [0]]], [1e308, 5e307], 2)
+        np.testing.assert_allclose(profile.probabilities, [2 / 3, 1 / 3])
+        np.testing.assert_allclose(profile.pairwise, [[0, 2 / 3], [1 / 3, 0]])
+        np.testing.assert_allclose(profile.positional_matrix[0], [2 / 3, 1 / 3])
 
 
 def test_constructor_validates_arrays():

@@ -23,7 +23,7 @@ a threshold of 1/2 means the axiom fails for every non-vacuous epsilon):
   score a candidate not in first place can concede to another. Proposition 19 writes
   ``max(Omega, -omega)`` for ``Delta``; the two agree whenever ``h`` is non-increasing
   (all rules of table 4.1) and ``Delta`` is never larger, so this threshold is the tight one
-  for every ``h`` (checked by :mod:`rankmodels.aggregation.brute`).
+  for every ``h`` (checked by :mod:`rankmodels.aggregation.violation_search`).
 
 Exact axioms: Pareto iff ``h`` strictly decreasing (prop. 15), monotonicity iff non-increasing
 (prop. 16), consistency always (prop. 17), IIA never (prop. 13), majority iff the majority
@@ -43,6 +43,7 @@ from rankmodels.aggregation.result import Aggregation
 
 __all__ = [
     "PositionalAxioms",
+    "excess",
     "majority_winner",
     "pareto_pairs",
     "positional_axioms",
@@ -119,17 +120,24 @@ def positional_axioms(h: np.ndarray, atol: float = 1e-12) -> PositionalAxioms:
 
 
 # --------------------------------------------------------------------------- one profile
+def excess(values: np.ndarray, level: float) -> np.ndarray:
+    """``values - level`` with differences within :data:`MARGIN_TOL` (rounding noise of
+    probabilities) set to exactly 0, so that strict comparisons with 0 are exact: ``> 0``
+    is a strict majority and exactly one half is never one."""
+    diff = np.asarray(values, dtype=float) - level
+    return np.where(np.abs(diff) <= MARGIN_TOL, 0.0, diff)
+
+
 def majority_winner(profile: Profile) -> int | None:
     """The candidate ranked first with probability above 1/2 (axiom D9), or ``None``."""
-    p1 = profile.first_place
-    x = int(np.argmax(p1))
-    return x if p1[x] > 0.5 + MARGIN_TOL else None
+    lead = excess(profile.first_place, 0.5)
+    x = int(np.argmax(lead))
+    return x if lead[x] > 0 else None
 
 
 def pareto_pairs(profile: Profile) -> list[tuple[int, int]]:
     """Pairs ``(x, y)`` with ``x`` above ``y`` on every ballot (``P_{x<y} = 1``, axiom D4)."""
-    P = profile.pairwise
-    xs, ys = np.nonzero(P >= 1.0 - MARGIN_TOL)
+    xs, ys = np.nonzero(excess(profile.pairwise, 1.0) == 0)
     return [(int(x), int(y)) for x, y in zip(xs, ys, strict=True)]
 
 
@@ -164,10 +172,11 @@ def profile_axiom_report(
     def all_first(x: int | None) -> bool | None:
         return None if x is None else all(int(t[0]) == x for t in result.ties)
 
+    lead = excess(P, 0.5)  # lead[x, y] > 0: a strict majority ranks x above y
     violations = []
     for x in range(n):
         for y in range(n):
-            if P[x, y] > 0.5 + MARGIN_TOL and any(r[x] > r[y] for r in ranks):
+            if lead[x, y] > 0 and any(r[x] > r[y] for r in ranks):
                 violations.append((x, y, float(P[x, y] - 0.5)))
     pairs = [
         {"x": names[x], "y": names[y], "p": float(P[x, y]), "margin": float(abs(P[x, y] - 0.5))}
@@ -192,9 +201,9 @@ def profile_axiom_report(
     }
     if h is not None and np.size(h) >= 2:  # margins need two positions
         ax = positional_axioms(h)
-        margins = np.abs(P - 0.5)[np.triu_indices(n, 1)]
+        margins = np.abs(P - 0.5)[np.triu_indices(n, 1)]  # |P_{x<y} - 1/2|, either way round
         report["rule"] = {
             **ax.as_dict(),
-            "guaranteed_pairs": int(np.sum(margins > ax.eps_strong_condorcet)),
+            "guaranteed_pairs": int(np.sum(excess(margins, ax.eps_strong_condorcet) > 0)),
         }
     return report

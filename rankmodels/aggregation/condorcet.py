@@ -7,28 +7,35 @@ Margins are compared with an absolute tolerance :data:`MARGIN_TOL` (probabilitie
 * **Copeland** scores ``x`` by ``#{y : x beats y} + 1/2 #{y : tie}`` and sorts.
 * **Schulze** (margins): ``p[x, y]`` is the strength of the strongest path from ``x`` to ``y``
   in the majority graph (widest path, Floyd-Warshall); ``x`` is above ``y`` when
-  ``p[x, y] > p[y, x]``. The ranking sorts by the number of candidates each one beats.
+  ``p[x, y] > p[y, x]``, a strict partial order (Schulze 2011). The optimal rankings are its
+  linear extensions, counted by :func:`~rankmodels.aggregation.counting.count_linear_extensions`.
 * **Ranked pairs** (Tideman, margins): lock majority pairs by decreasing margin unless they
-  close a cycle; the locked relation is a total order. Equal margins are broken in every
-  possible order (parallel-universe tie-breaking) and each distinct outcome is a tie.
+  close a cycle. Equal margins are broken in every possible order (parallel-universe
+  tie-breaking). Every outcome decides every majority pair (locked, or reversed by the
+  locked pairs already there), so two different outcomes disagree on some pair and their
+  rankings -- the linear extensions of the locked relation (pairs with margin 0 stay free
+  unless locked pairs imply them) -- are disjoint: the number of optimal rankings is the sum
+  of the outcomes' counts. The tie-breakings are searched, not enumerated: within a group
+  of equal margins, a pair that closes a cycle now is skipped in every order, and a pair on
+  no cycle of the locked and still unlocked pairs is locked in every order without
+  affecting the others, so only pairs that really compete are branched on (memoised on the
+  locked relation). The search stops after :data:`MAX_LOCK_SEARCH` steps; then the outcomes
+  found so far are reported and the count is a lower bound.
 """
 
 from __future__ import annotations
 
-import itertools
-import math
-
 import numba
 import numpy as np
 
-from rankmodels.aggregation.profile import Profile
-from rankmodels.aggregation.result import (
-    DEFAULT_MAX_TIES,
-    Aggregation,
+from rankmodels.aggregation.counting import (
+    Count,
     count_linear_extensions,
-    from_scores,
     linear_extensions,
+    transitive_closure,
 )
+from rankmodels.aggregation.profile import Profile
+from rankmodels.aggregation.result import DEFAULT_MAX_TIES, Aggregation, from_scores
 
 __all__ = [
     "MARGIN_TOL",
@@ -40,12 +47,12 @@ __all__ = [
 ]
 
 MARGIN_TOL = 1e-12
-MAX_TIE_PERMUTATIONS = 720
-"""Ranked pairs tries at most this many orderings of one group of equal-margin pairs."""
+MAX_LOCK_SEARCH = 10_000
+"""Ranked pairs explores at most this many tie-breaking states per profile."""
 
 
 def _margins(profile: Profile | np.ndarray) -> np.ndarray:
-    P = profile.pairwise if isinstance(profile, Profile) else np.asarray(profile, dtype=float)
+    P = np.asarray(profile, dtype=float) if isinstance(profile, np.ndarray) else profile.pairwise
     D = P - P.T
     D[np.abs(D) <= MARGIN_TOL] = 0.0
     return D
@@ -102,85 +109,100 @@ def schulze(profile: Profile, max_ties: int = DEFAULT_MAX_TIES) -> Aggregation:
     each one beats; the first ranking places available candidates by decreasing score.
     """
     p = schulze_strengths(profile)
-    beats = p > p.T + MARGIN_TOL
+    beats = transitive_closure(p > p.T + MARGIN_TOL)
     scores = beats.sum(axis=1).astype(float)
-    return _from_partial_order("schulze", beats, scores, max_ties, {"strengths": p})
-
-
-def _from_partial_order(
-    rule: str, before: np.ndarray, scores: np.ndarray, max_ties: int, details: dict
-) -> Aggregation:
-    ties = linear_extensions(before, scores, max_ties)
-    n = before.shape[0]
-    count = count_linear_extensions(before) if n <= 20 else len(ties)
+    ties = linear_extensions(beats, scores, max_ties)
     return Aggregation(
-        rule=rule, ranking=ties[0], ties=ties, n_optimal=count, scores=scores, details=details
+        rule="schulze",
+        ranking=ties[0],
+        ties=ties,
+        count=count_linear_extensions(beats, max_ties),
+        scores=scores,
+        details={"strengths": p},
     )
 
 
-def _creates_cycle(locked: np.ndarray, x: int, y: int) -> bool:
-    """Would locking ``x > y`` close a cycle, i.e. does ``y`` already reach ``x``?"""
-    n = locked.shape[0]
-    seen = np.zeros(n, dtype=bool)
-    stack = [y]
-    while stack:
-        u = stack.pop()
-        if u == x:
-            return True
-        if seen[u]:
-            continue
-        seen[u] = True
-        stack.extend(np.flatnonzero(locked[u] & ~seen).tolist())
-    return False
+class _LockSearch:
+    """Every locked relation ranked pairs can end with, over all tie-breakings."""
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self.complete = True
+        self.memo: dict[tuple[bytes, frozenset[tuple[int, int]]], list[np.ndarray]] = {}
+
+    def group(self, locked: np.ndarray, pairs: frozenset[tuple[int, int]]) -> list[np.ndarray]:
+        """Outcomes of locking the equal-margin ``pairs`` in every order, from ``locked``."""
+        key = (locked.tobytes(), pairs)
+        if key not in self.memo:
+            self.memo[key] = self._group(locked, pairs)
+        return self.memo[key]
+
+    def _group(self, locked: np.ndarray, pairs: frozenset[tuple[int, int]]) -> list[np.ndarray]:
+        self.budget -= 1
+        reach = transitive_closure(locked)
+        live = sorted((x, y) for x, y in pairs if not reach[y, x])  # others close a cycle
+        if not live:
+            return [locked]
+        with_all = locked.copy()
+        for x, y in live:
+            with_all[x, y] = True
+        reach_all = transitive_closure(with_all)
+        safe = [(x, y) for x, y in live if not reach_all[y, x]]
+        if not safe and self.budget <= 0:  # out of budget: follow one tie-breaking only
+            self.complete = False
+        if safe or not self.complete:
+            chosen = safe or live[:1]
+            after = locked.copy()
+            for x, y in chosen:
+                after[x, y] = True
+            return self.group(after, frozenset(live) - frozenset(chosen))
+        outcomes: dict[bytes, np.ndarray] = {}
+        for x, y in live:
+            after = locked.copy()
+            after[x, y] = True
+            for out in self.group(after, frozenset(live) - {(x, y)}):
+                outcomes.setdefault(out.tobytes(), out)
+        return list(outcomes.values())
+
+
+def ranked_pairs_outcomes(D: np.ndarray) -> tuple[list[np.ndarray], bool]:
+    """Locked relations (transitively closed) of ranked pairs on the margins ``D`` over all
+    tie-breakings, and whether the search was complete."""
+    n = D.shape[0]
+    xs, ys = np.nonzero(D > 0)
+    levels = np.round(D[xs, ys] / MARGIN_TOL)
+    search = _LockSearch(MAX_LOCK_SEARCH)
+    states = [np.zeros((n, n), dtype=bool)]
+    for level in np.unique(levels)[::-1]:
+        pick = levels == level
+        group = frozenset(zip(xs[pick].tolist(), ys[pick].tolist(), strict=True))
+        found: dict[bytes, np.ndarray] = {}
+        for state in states:
+            for out in search.group(state, group):
+                found.setdefault(out.tobytes(), out)
+        states = list(found.values())
+    return [transitive_closure(s) for s in states], search.complete
 
 
 def ranked_pairs(profile: Profile, max_ties: int = DEFAULT_MAX_TIES) -> Aggregation:
-    """Ranked pairs with parallel-universe tie-breaking among equal margins."""
-    D = _margins(profile)
-    n = D.shape[0]
-    pairs = [(x, y) for x in range(n) for y in range(n) if D[x, y] > 0]
-    strengths = sorted({round(D[x, y] / MARGIN_TOL) for x, y in pairs}, reverse=True)
-    groups = [[(x, y) for x, y in pairs if round(D[x, y] / MARGIN_TOL) == s] for s in strengths]
-    states = {np.zeros((n, n), dtype=bool).tobytes()}
-    truncated = False
-    for group in groups:
-        orders = itertools.islice(itertools.permutations(group), MAX_TIE_PERMUTATIONS)
-        if math.factorial(len(group)) > MAX_TIE_PERMUTATIONS:
-            truncated = True
-        new_states = set()
-        for order in list(orders):
-            for state in states:
-                locked = np.frombuffer(state, dtype=bool).reshape(n, n).copy()
-                for x, y in order:
-                    if not _creates_cycle(locked, x, y):
-                        locked[x, y] = True
-                new_states.add(locked.tobytes())
-        states = new_states
-    results: dict[tuple[int, ...], None] = {}
-    closures = [_transitive_closure(np.frombuffer(st, dtype=bool).reshape(n, n)) for st in states]
-    for closure in closures:
-        # Unlocked pairs are majority ties; every linear extension of the closure is a result.
-        for order in linear_extensions(closure, closure.sum(axis=1), max_ties):
-            results[tuple(order.tolist())] = None
-    ties = [np.array(t, dtype=np.int64) for t in sorted(results)][:max_ties]
-    if len(closures) == 1:
-        scores = closures[0].sum(axis=1).astype(float)
-        return _from_partial_order(
-            "ranked-pairs", closures[0], scores, max_ties, {"tie_orders_truncated": truncated}
-        )
-    scores = (n - 1 - np.argsort(ties[0])).astype(float)
+    """Ranked pairs with parallel-universe tie-breaking among equal margins.
+
+    Outcomes are listed in lexicographic order of their first (score-greedy) ranking; scores
+    are the number of candidates each one is locked above in the first outcome.
+    """
+    closures, complete = ranked_pairs_outcomes(_margins(profile))
+    closures.sort(key=lambda c: linear_extensions(c, c.sum(axis=1), 1)[0].tolist())
+    ties: list[np.ndarray] = []
+    for c in closures:
+        ties += linear_extensions(c, c.sum(axis=1), max_ties - len(ties))
+        if len(ties) >= max_ties:
+            break
+    count = sum((count_linear_extensions(c, max_ties) for c in closures), Count(0))
     return Aggregation(
         rule="ranked-pairs",
         ranking=ties[0],
         ties=ties,
-        n_optimal=len(results),
-        scores=scores,
-        details={"tie_orders_truncated": truncated},
+        count=Count(count.value, count.exact and complete),
+        scores=closures[0].sum(axis=1).astype(float),
+        details={"tie_breakings_complete": complete, "outcomes": len(closures)},
     )
-
-
-def _transitive_closure(rel: np.ndarray) -> np.ndarray:
-    closure = rel.copy()
-    for k in range(rel.shape[0]):
-        closure |= closure[:, k : k + 1] & closure[k : k + 1, :]
-    return closure

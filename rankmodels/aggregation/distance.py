@@ -7,23 +7,33 @@
 
       F(S) = min_{x in S} F(S \\ {x}) + sum_{y not in S} C[x, y],     F({}) = 0,
 
-  ``x`` being the lowest of ``S``: O(n^2 2^n) time, O(2^n) memory (n = 20: 8 MB). Every
-  optimal ranking is recovered by following all minimising ``x`` back from the full set
-  (counted in the DP -- exactly up to 2^53 rankings -- and listed up to ``max_ties``).
+  ``x`` being the lowest of ``S``: O(n^2 2^n) time, O(2^n) memory (n = 20: 8 MB). The number
+  of optimal orders of ``S`` is the sum of those of ``S \\ {x}`` over the minimising ``x``
+  (counted along in the DP), and every optimal ranking is recovered by following all
+  minimising ``x`` back from the full set (listed up to ``max_ties``).
   Before that the candidates are split into the strongly connected components of the
   weak-majority graph (edge ``x -> y`` when ``P_{x<y} >= 1/2``); every Kemeny ranking puts
   a component that beats another entirely above it (extended Condorcet property), so the
-  DP runs per component. A component larger than ``max_exact`` (default 20) gets a
-  heuristic -- Borda start plus best-insertion local search -- and the result carries the
-  lower bound ``sum_{x<y} min(P_{x<y}, P_{y<x})``.
+  DP runs per component and the optimal rankings are the products of the components'.
+  A component larger than ``max_exact`` (default 20) gets a heuristic -- Borda start plus
+  best-insertion local search -- checked against the lower bound
+  ``sum_{x<y in the component} min(P_{x<y}, P_{y<x})``. When the heuristic meets the bound
+  it is optimal, and the optimal orders of the component are exactly those that put ``x``
+  above ``y`` whenever ``P_{x<y} > 1/2``: the linear extensions of the strict majority
+  relation, counted like Schulze's. Otherwise the number of optimal rankings is unknown.
 * **Footrule** (Spearman's footrule loss): ``E|sigma'(x) - k| = sum_j M[x, j] |j - k|`` is a
-  linear assignment cost, solved exactly (scipy's Hungarian / LAPJV). All optimal
-  assignments are found by branching on the candidate placed at each position.
+  linear assignment cost, solved exactly (scipy's LAPJV). By LP duality, potentials
+  ``u_x + v_k <= cost[x, k]`` with equality on an optimal assignment exist (``v`` are
+  shortest-path distances in the graph with arcs ``k -> l`` of length
+  ``cost[x, l] - cost[x, k]`` for the candidate ``x`` assigned to ``k``), and the optimal
+  rankings are exactly the perfect matchings of the *tight* edges ``u_x + v_k = cost[x, k]``
+  (complementary slackness): listed and counted by
+  :mod:`rankmodels.aggregation.counting`.
 * **Mode** (0-1 loss): the most probable full ranking. Under the tie convention a ballot
   with a ranked prefix ``p`` and ``g`` unranked candidates gives ``w / g!`` to each of its
   completions, so ``P(sigma) = sum_{prefixes p of sigma} c(p)`` is maximised on the trie of
-  observed prefixes. Ties inside a ballot (not at its bottom) are expanded into their linear
-  extensions first.
+  observed prefixes (optimal rankings counted exactly along it). Ties inside a ballot (not
+  at its bottom) are expanded into their linear extensions first.
 
 Tolerances: two objective values closer than ``1e-9`` (probabilities) are tied.
 """
@@ -39,6 +49,15 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 from scipy.sparse.csgraph import connected_components
 
+from rankmodels.aggregation.counting import (
+    Count,
+    combine_blocks,
+    count_linear_extensions,
+    count_perfect_matchings,
+    linear_extensions,
+    perfect_matchings,
+    transitive_closure,
+)
 from rankmodels.aggregation.profile import Profile
 from rankmodels.aggregation.result import DEFAULT_MAX_TIES, Aggregation
 
@@ -69,14 +88,16 @@ def kemeny_cost(pairwise: np.ndarray, order: np.ndarray) -> float:
 
 # --------------------------------------------------------------------------- Kemeny
 @numba.njit(cache=True)
-def _kemeny_dp(C: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - numba
-    """Forward DP over subsets: ``F[S]`` and the number of optimal orders of ``S``."""
+def _kemeny_dp(C: np.ndarray) -> tuple[np.ndarray, int, bool]:  # pragma: no cover - numba
+    """Forward DP over subsets: ``F[S]``, the number of optimal orders of all candidates and
+    whether that number passed 2^62 (then it is a lower bound)."""
     n = C.shape[0]
     full = (1 << n) - 1
     F = np.full(1 << n, np.inf)
-    count = np.zeros(1 << n, dtype=np.float64)
+    count = np.zeros(1 << n, dtype=np.int64)
     F[0] = 0.0
-    count[0] = 1.0
+    count[0] = 1
+    saturated = False
     tol = 1e-9
     for S in range(1, full + 1):
         best = np.inf
@@ -93,10 +114,13 @@ def _kemeny_dp(C: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # pragma: no co
                 count[S] = count[prev]
             elif c <= best + tol:
                 count[S] += count[prev]
+                if count[S] > 1 << 62:
+                    count[S] = 1 << 62
+                    saturated = True
                 if c < best:
                     best = c
         F[S] = best
-    return F, count
+    return F, count[full], saturated
 
 
 def _kemeny_block_orders(C: np.ndarray, F: np.ndarray, limit: int) -> list[list[int]]:
@@ -170,6 +194,34 @@ def _components(P: np.ndarray) -> list[np.ndarray]:
     return [comps[i] for i in np.argsort(beaten_by, kind="stable")]
 
 
+def _pairwise_bound(P: np.ndarray) -> float:
+    """``sum_{x<y} min(P_{x<y}, P_{y<x})``: no ranking can do better on any pair."""
+    return float(np.minimum(P, P.T)[np.triu_indices(P.shape[0], 1)].sum())
+
+
+def _kemeny_component(
+    P: np.ndarray, max_ties: int, max_exact: int
+) -> tuple[list[list[int]], Count, float]:
+    """Optimal orders (local indices, up to ``max_ties``), their count and the certified gap
+    ``objective - lower bound`` (0 when proved optimal) of one block of candidates."""
+    k = P.shape[0]
+    C = np.ascontiguousarray(P.T)
+    if k == 1:
+        return [[0]], Count(1), 0.0
+    if k <= max_exact:
+        F, count, saturated = _kemeny_dp(C)
+        return _kemeny_block_orders(C, F, max_ties), Count(int(count), not saturated), 0.0
+    borda = P.sum(axis=1)
+    order = _local_search(C, np.argsort(-borda, kind="stable").astype(np.int64))
+    gap = kemeny_cost(P, order) - _pairwise_bound(P)
+    if gap > OBJECTIVE_TOL:
+        return [order.tolist()], Count(1, exact=False), gap
+    # The heuristic meets the bound: the optimal orders follow every strict majority.
+    before = transitive_closure(P > 0.5 + OBJECTIVE_TOL)
+    orders = linear_extensions(before, borda, max_ties)
+    return [o.tolist() for o in orders], count_linear_extensions(before, max_ties), 0.0
+
+
 def kemeny(
     profile: Profile,
     max_ties: int = DEFAULT_MAX_TIES,
@@ -179,87 +231,77 @@ def kemeny(
     """Kemeny consensus (Kendall-tau loss), exact for components up to ``max_exact``.
 
     ``split=False`` skips the component decomposition and runs one DP (or heuristic) over
-    all candidates -- the same optimum, kept for checks and benchmarks.
+    all candidates -- the same optimum, kept for checks and benchmarks. When a heuristic
+    was used, ``bound`` is a certified lower bound on the optimum; if the heuristic's
+    objective meets it the result is optimal (``exact``), otherwise ``n_optimal`` is
+    unknown (``None``).
     """
     if not 1 <= max_exact <= MAX_EXACT_LIMIT:
         raise ValueError(f"max_exact must be in 1..{MAX_EXACT_LIMIT}, got {max_exact}")
     P = profile.pairwise
-    C = np.ascontiguousarray(P.T)
-    block_orders: list[list[list[int]]] = []
-    n_optimal = 1
-    exact = True
     components = _components(P) if split else [np.arange(profile.n)]
+    blocks = []
+    counts = []
+    gap = 0.0
+    start = 0
     for comp in components:
-        Cc = np.ascontiguousarray(C[np.ix_(comp, comp)])
-        if comp.size == 1:
-            block_orders.append([[int(comp[0])]])
-        elif comp.size <= max_exact:
-            F, count = _kemeny_dp(Cc)
-            local = _kemeny_block_orders(Cc, F, max_ties)
-            block_orders.append([[int(comp[i]) for i in o] for o in local])
-            n_optimal *= int(round(count[-1]))
-        else:
-            exact = False
-            start = np.argsort(-(P[np.ix_(comp, comp)].sum(axis=1)), kind="stable")
-            local = _local_search(Cc, start.astype(np.int64))
-            block_orders.append([[int(comp[i]) for i in local]])
-    ties = [
-        np.array([x for part in combo for x in part], dtype=np.int64)
-        for combo in itertools.islice(itertools.product(*block_orders), max_ties)
-    ]
+        local, count, comp_gap = _kemeny_component(P[np.ix_(comp, comp)], max_ties, max_exact)
+        blocks.append((np.arange(start, start + comp.size), [comp[o] for o in local]))
+        counts.append(count)
+        gap += comp_gap
+        start += comp.size
+    ties = combine_blocks(profile.n, blocks, max_ties)
     objective = kemeny_cost(P, ties[0])
-    bound = None
-    if not exact:
-        n_optimal = len(ties)
-        bound = float(np.minimum(P, P.T)[np.triu_indices(profile.n, 1)].sum())
+    heuristic = any(comp.size > max_exact for comp in components)
+    count = Count.product(counts)
     return Aggregation(
         rule="kemeny",
         ranking=ties[0],
         ties=ties,
-        n_optimal=n_optimal,
+        count=count,
         objective=objective,
-        exact=exact,
-        bound=bound,
+        exact=gap <= OBJECTIVE_TOL,
+        bound=objective - gap if heuristic else None,
         details={"components": [c.tolist() for c in components]},
     )
 
 
 # --------------------------------------------------------------------------- footrule
+def _tight_edges(cost: np.ndarray, assigned: np.ndarray) -> np.ndarray:
+    """``(n, n)`` boolean: the edges ``(x, k)`` with zero reduced cost for an optimal dual of
+    the assignment problem, given an optimal assignment ``x -> assigned[x]``.
+
+    With ``x_k`` the candidate assigned to ``k``, ``v`` solves ``v_l <= v_k + cost[x_k, l] -
+    cost[x_k, k]`` (Bellman-Ford from a virtual source; optimality rules out negative
+    cycles) and ``u_x = cost[x, assigned[x]] - v[assigned[x]]``."""
+    n = cost.shape[0]
+    holder = np.empty(n, dtype=np.int64)
+    holder[assigned] = np.arange(n)
+    arc = cost[holder] - cost[holder, np.arange(n)][:, None]  # arc[k, l]
+    v = np.zeros(n)
+    for _ in range(n):
+        relaxed = np.minimum(v, (v[:, None] + arc).min(axis=0))
+        if np.array_equal(relaxed, v):
+            break
+        v = relaxed
+    u = cost[np.arange(n), assigned] - v[assigned]
+    return cost - u[:, None] - v[None, :] <= OBJECTIVE_TOL
+
+
 def footrule(profile: Profile, max_ties: int = DEFAULT_MAX_TIES) -> Aggregation:
-    """Footrule consensus: a minimum-cost assignment of candidates to positions."""
+    """Footrule consensus: the minimum-cost assignments of candidates to positions."""
     M = profile.positional_matrix
-    n = profile.n
-    k = np.arange(n)
+    k = np.arange(profile.n)
     cost = M @ np.abs(k[:, None] - k[None, :])  # cost[x, k] = E|sigma'(x) - k|
     rows, cols = linear_sum_assignment(cost)
-    best = float(cost[rows, cols].sum())
-    ties: list[np.ndarray] = []
-
-    def branch(prefix: list[int], left: list[int], spent: float) -> None:
-        if len(ties) >= max_ties:
-            return
-        pos = len(prefix)
-        if not left:
-            ties.append(np.array(prefix, dtype=np.int64))
-            return
-        for i, x in enumerate(left):
-            rest = left[:i] + left[i + 1 :]
-            tail = 0.0
-            if rest:
-                sub = cost[np.ix_(rest, np.arange(pos + 1, n))]
-                r, c = linear_sum_assignment(sub)
-                tail = float(sub[r, c].sum())
-            if spent + cost[x, pos] + tail <= best + OBJECTIVE_TOL:
-                branch([*prefix, x], rest, spent + cost[x, pos])
-
-    branch([], list(range(n)), 0.0)
+    tight = _tight_edges(cost, cols[np.argsort(rows)])
+    ties = perfect_matchings(tight, max_ties)
     return Aggregation(
         rule="footrule",
         ranking=ties[0],
         ties=ties,
-        n_optimal=len(ties),
-        objective=best,
-        details={"ties_capped": len(ties) >= max_ties},
+        count=count_perfect_matchings(tight, max_ties),
+        objective=float(cost[rows, cols].sum()),
     )
 
 
@@ -334,7 +376,7 @@ def mode(profile: Profile, max_ties: int = DEFAULT_MAX_TIES) -> Aggregation:
         rule="mode",
         ranking=ties[0],
         ties=ties,
-        n_optimal=count[()],
+        count=Count(count[()]),
         objective=1.0 - p_mode,
         details={"probability": p_mode},
     )

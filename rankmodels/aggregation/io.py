@@ -1,6 +1,6 @@
 """Reading and writing vote files: the votes CSV and PrefLib ``.soc/.soi/.toc/.toi``.
 
-Votes CSV (``/work/shared/DESIGN.md``)
+Votes CSV (the format is described for users in ``docs/aggregation.md``)
     A header row, one ballot type per row. Column ``ranking`` holds candidates best first
     separated by ``>``, ties joined by ``=`` (``A>B=C>D``); optional column ``count``
     (positive number, default 1). Candidates a ballot leaves out are unranked: tied below
@@ -23,7 +23,8 @@ import csv
 import io
 import os
 import re
-from collections.abc import Iterator, Sequence
+import sys
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TextIO
 
@@ -43,13 +44,22 @@ PREFLIB_TYPES = ("soc", "soi", "toc", "toi")
 _CSV_SUFFIXES = (".csv", ".txt")
 
 
-def read_votes(path: str | os.PathLike[str], candidates: Sequence[str] | None = None) -> Profile:
+Progress = Callable[[int], None]
+"""Called now and then with the number of bytes read since the previous call; the calls add
+up to the file size."""
+
+
+def read_votes(
+    path: str | os.PathLike[str],
+    candidates: Sequence[str] | None = None,
+    progress: Progress | None = None,
+) -> Profile:
     """Read a votes CSV or a PrefLib file, chosen by the file extension."""
     suffix = Path(path).suffix.lower()
     if suffix.lstrip(".") in PREFLIB_TYPES:
-        return read_preflib(path)
+        return read_preflib(path, progress=progress)
     if suffix in _CSV_SUFFIXES:
-        return read_votes_csv(path, candidates=candidates)
+        return read_votes_csv(path, candidates=candidates, progress=progress)
     raise InputError(
         f"unknown vote file type {suffix or '(none)'!r}; expected .csv or one of "
         + ", ".join("." + t for t in PREFLIB_TYPES),
@@ -58,34 +68,54 @@ def read_votes(path: str | os.PathLike[str], candidates: Sequence[str] | None = 
 
 
 @contextlib.contextmanager
-def _text_file(path: str | os.PathLike[str], newline: str | None = None) -> Iterator[TextIO]:
-    """Open ``path`` as UTF-8 text (a byte-order mark is skipped); decoding errors become
-    :class:`InputError` naming the file."""
+def _text_file(
+    path: str | os.PathLike[str], newline: str | None = None, progress: Progress | None = None
+) -> Iterator[Iterable[str]]:
+    """The lines of ``path`` as UTF-8 text (a byte-order mark is skipped); decoding errors
+    become :class:`InputError` naming the file. ``progress`` hears of the bytes read."""
     with open(path, newline=newline, encoding="utf-8-sig") as handle:
         try:
-            yield handle
+            yield handle if progress is None else _reporting(handle, progress)
         except UnicodeDecodeError as err:
             raise InputError(
                 f"not UTF-8 text (byte {err.start} cannot be decoded)", path=path
             ) from None
 
 
+def _reporting(handle: TextIO, progress: Progress, every: int = 4096) -> Iterator[str]:
+    """The lines of ``handle``, telling ``progress`` every ``every`` lines how many more bytes
+    the decoder has consumed (the binary buffer's position: a text handle cannot tell while
+    it is iterated)."""
+    raw = handle.buffer
+    done = 0
+    for i, line in enumerate(handle, start=1):
+        yield line
+        if i % every == 0:
+            position = raw.tell()
+            progress(position - done)
+            done = position
+    progress(raw.tell() - done)
+
+
 # --------------------------------------------------------------------------- CSV
 def read_votes_csv(
-    path: str | os.PathLike[str], candidates: Sequence[str] | None = None
+    path: str | os.PathLike[str],
+    candidates: Sequence[str] | None = None,
+    progress: Progress | None = None,
 ) -> Profile:
     """Read the votes CSV at ``path`` into a :class:`Profile`."""
-    with _text_file(path, newline="") as handle:
-        return parse_votes_csv(handle, path=path, candidates=candidates)
+    with _text_file(path, newline="", progress=progress) as lines:
+        return parse_votes_csv(lines, path=path, candidates=candidates)
 
 
 def parse_votes_csv(
-    handle: TextIO,
+    lines: Iterable[str],
     path: str | os.PathLike[str] | None = None,
     candidates: Sequence[str] | None = None,
 ) -> Profile:
-    """Parse votes CSV text from an open handle (``path`` only names it in errors)."""
-    reader = csv.reader(handle)
+    """Parse votes CSV text from its lines (an open handle; ``path`` only names it in
+    errors)."""
+    reader = csv.reader(lines)
     header = next(reader, None)
     while header is not None and not any(cell.strip() for cell in header):
         header = next(reader, None)
@@ -102,6 +132,7 @@ def parse_votes_csv(
     names: dict[str, int] = {c: i for i, c in enumerate(candidates or [])}
     ballots: list[list[list[int]]] = []
     counts: list[float] = []
+    total = 0.0
     for row in reader:
         line = reader.line_num
         if not any(cell.strip() for cell in row):
@@ -126,6 +157,7 @@ def parse_votes_csv(
             ballot.append(ids)
         ballots.append(ballot)
         counts.append(1.0 if col_count is None else _parse_count(row[col_count], path, field))
+        total = _add_count(total, counts[-1], path, field)
     if not ballots:
         raise InputError("no ballots after the header", path=path)
     return Profile.from_weak_orders(ballots, counts, list(names))
@@ -170,6 +202,19 @@ def _parse_csv_ranking(text: str, path: object, field: str) -> list[list[str]]:
     return groups
 
 
+def _add_count(total: float, count: float, path: object, field: str) -> float:
+    """``total + count``, which must stay a finite float (the profile normalises by it)."""
+    total += count
+    if total > sys.float_info.max:
+        raise InputError(
+            f"the counts add up to more than {sys.float_info.max:.3g}, the largest float; "
+            "scale them down",
+            path=path,
+            field=field,
+        )
+    return total
+
+
 def _parse_count(text: str, path: object, field: str) -> float:
     try:
         value = float(text.strip())
@@ -204,22 +249,26 @@ def _format_count(w: float) -> str:
 _HEADER = re.compile(r"^#\s*([A-Z ]+?)\s*(\d+)?\s*:\s*(.*)$")
 
 
-def read_preflib(path: str | os.PathLike[str]) -> Profile:
+def read_preflib(path: str | os.PathLike[str], progress: Progress | None = None) -> Profile:
     """Read a PrefLib ``.soc/.soi/.toc/.toi`` file into a :class:`Profile`."""
     kind = Path(path).suffix.lower().lstrip(".")
     if kind not in PREFLIB_TYPES:
         raise InputError(f"expected a PrefLib extension {PREFLIB_TYPES}, got {kind!r}", path=path)
-    with _text_file(path) as handle:
-        return parse_preflib(handle, kind, path=path)
+    with _text_file(path, progress=progress) as lines:
+        return parse_preflib(lines, kind, path=path)
 
 
-def parse_preflib(handle: TextIO, kind: str, path: str | os.PathLike[str] | None = None) -> Profile:
-    """Parse PrefLib text of data type ``kind`` (``soc``, ``soi``, ``toc`` or ``toi``)."""
+def parse_preflib(
+    lines: Iterable[str], kind: str, path: str | os.PathLike[str] | None = None
+) -> Profile:
+    """Parse PrefLib text of data type ``kind`` (``soc``, ``soi``, ``toc`` or ``toi``) from
+    its lines (an open handle; ``path`` only names it in errors)."""
     n: int | None = None
     names: dict[int, str] = {}
     ballots: list[list[list[int]]] = []
     counts: list[float] = []
-    for line_no, raw in enumerate(handle, start=1):
+    total = 0.0
+    for line_no, raw in enumerate(lines, start=1):
         line = raw.strip()
         field = f"line {line_no}"
         if not line:
@@ -259,7 +308,8 @@ def parse_preflib(handle: TextIO, kind: str, path: str | os.PathLike[str] | None
         if count <= 0:
             raise InputError(f"count must be positive, got {count}", path=path, field=field)
         ballots.append(_parse_preflib_ballot(body, n, kind, path, field))
-        counts.append(float(count))
+        counts.append(float(count) if count <= sys.float_info.max else float("inf"))
+        total = _add_count(total, counts[-1], path, field)
     if n is None:
         raise InputError("empty file; expected a '# NUMBER ALTERNATIVES: n' header", path=path)
     if not ballots:

@@ -19,41 +19,56 @@ import numpy as np
 from rankmodels.aggregation.profile import Profile
 from rankmodels.aggregation.result import DEFAULT_MAX_TIES, Aggregation, from_scores
 
-__all__ = ["POSITIONAL_RULES", "positional", "positional_scores", "score_vector"]
+__all__ = [
+    "antiplurality",
+    "borda",
+    "check_scores",
+    "k_approval",
+    "log_scores",
+    "plurality",
+    "positional",
+    "positional_scores",
+    "squared",
+]
 
-POSITIONAL_RULES = ("borda", "plurality", "antiplurality", "k-approval", "log", "squared")
 
-
-def score_vector(rule: str, n: int, k: int | None = None) -> np.ndarray:
-    """The ``(n,)`` score vector ``h`` of a named rule of table 4.1 (plus k-approval).
-
-    ============== ===========================================
-    borda          ``h(i) = n - i``
-    plurality      ``h(1) = 1``, else 0
-    antiplurality  ``h(n) = 0``, else 1 (veto)
-    k-approval     ``h(i) = 1`` for ``i <= k``, else 0
-    log            ``h(i) = -log(i)``
-    squared        ``h(i) = -i**2``
-    ============== ===========================================
-    """
+def _positions(n: int) -> np.ndarray:
+    """The 1-based positions ``i = 1 .. n`` as floats."""
     if n < 1:
         raise ValueError(f"n must be at least 1, got {n}")
-    i = np.arange(1, n + 1, dtype=float)
-    if rule == "borda":
-        return n - i
-    if rule == "plurality":
-        return (i == 1).astype(float)
-    if rule == "antiplurality":
-        return (i != n).astype(float)
-    if rule == "k-approval":
-        if k is None or not 1 <= k <= n:
-            raise ValueError(f"k-approval needs 1 <= k <= n = {n}, got k = {k}")
-        return (i <= k).astype(float)
-    if rule == "log":
-        return -np.log(i)
-    if rule == "squared":
-        return -(i**2)
-    raise ValueError(f"unknown positional rule {rule!r}; expected one of {POSITIONAL_RULES}")
+    return np.arange(1, n + 1, dtype=float)
+
+
+def borda(n: int) -> np.ndarray:
+    """Borda: ``h(i) = n - i`` (table 4.1)."""
+    return n - _positions(n)
+
+
+def plurality(n: int) -> np.ndarray:
+    """Plurality: ``h(1) = 1``, else 0 (table 4.1)."""
+    return (_positions(n) == 1).astype(float)
+
+
+def antiplurality(n: int) -> np.ndarray:
+    """Antiplurality (veto): ``h(n) = 0``, else 1 (table 4.1)."""
+    return (_positions(n) != n).astype(float)
+
+
+def k_approval(n: int, k: int | None) -> np.ndarray:
+    """k-approval: ``h(i) = 1`` for ``i <= k``, else 0."""
+    if k is None or not 1 <= k <= n:
+        raise ValueError(f"k-approval needs 1 <= k <= n = {n}, got k = {k}")
+    return (_positions(n) <= k).astype(float)
+
+
+def log_scores(n: int) -> np.ndarray:
+    """Logarithmic: ``h(i) = -log(i)`` (table 4.1)."""
+    return -np.log(_positions(n))
+
+
+def squared(n: int) -> np.ndarray:
+    """Squared: ``h(i) = -i**2`` (table 4.1)."""
+    return -(_positions(n) ** 2)
 
 
 def check_scores(h: Sequence[float] | np.ndarray, n: int) -> np.ndarray:

@@ -81,8 +81,7 @@ class Profile:
             raise ValueError(f"levels must have shape {orders.shape}, got {levels.shape}")
         if weights.shape != (orders.shape[0],):
             raise ValueError(f"weights must have shape ({orders.shape[0]},), got {weights.shape}")
-        if not np.all(np.isfinite(weights)) or np.any(weights <= 0):
-            raise ValueError("ballot weights must be finite and positive")
+        _check_weights(weights)
         steps = np.diff(levels, axis=1)
         if np.any(levels[:, 0] != 0) or np.any((steps != 0) & (steps != 1)):
             raise ValueError("levels must start at 0 and grow by 0 or 1 along each ballot")
@@ -152,8 +151,7 @@ class Profile:
             raise ValueError(f"weights must have shape ({orders.shape[0]},), got {weights.shape}")
         if orders.shape[0] == 0:
             raise ValueError("a profile needs at least one ballot")
-        if not np.all(np.isfinite(weights)) or np.any(weights <= 0):
-            raise ValueError("ballot weights must be finite and positive")
+        _check_weights(weights)
         n = orders.shape[1]
         keys = orders if strict else np.concatenate([orders, levels], axis=1)
         if strict and n <= _MAX_PACKED_N:
@@ -260,6 +258,15 @@ def _pairwise_kernel(rank_level: np.ndarray, p: np.ndarray) -> np.ndarray:  # pr
                     P[x, y] += 0.5 * w
                     P[y, x] += 0.5 * w
     return P
+
+
+def _check_weights(weights: np.ndarray) -> None:
+    """Weights are finite, positive and add up to a finite total (probabilities divide by it)."""
+    if not np.all(np.isfinite(weights)) or np.any(weights <= 0):
+        raise ValueError("ballot weights must be finite and positive")
+    largest = weights.max()  # the sum is at most m * largest: only large weights can overflow
+    if largest > 1 and (weights / largest).sum() > np.finfo(np.float64).max / largest:
+        raise ValueError("ballot weights add up to more than the largest float; scale them down")
 
 
 def _names(candidates: Sequence[str] | None, n: int) -> tuple[str, ...]:

@@ -1,37 +1,188 @@
-"""One entry point for every rule: :func:`aggregate` (``--rule`` on the command line)."""
+"""The rule registry and the one entry point for every rule, :func:`aggregate`.
+
+Each rule is a :class:`RuleSpec` in :data:`RULES` (a :class:`rankmodels.registry.Registry`):
+what to call, its kind, which options it takes and whether it always counts its optimal
+rankings exactly. The command line's ``--rule`` choices, the option checks and the rules
+table of ``docs/aggregation.md`` (:func:`rules_table`) all read the registry, so a new rule
+is one ``register`` call.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 
-from rankmodels.aggregation.condorcet import copeland, ranked_pairs, schulze
-from rankmodels.aggregation.distance import MAX_EXACT_KEMENY, footrule, kemeny, mode
-from rankmodels.aggregation.positional import POSITIONAL_RULES, positional, score_vector
+from rankmodels.aggregation import condorcet, distance, positional
 from rankmodels.aggregation.profile import Profile
 from rankmodels.aggregation.result import DEFAULT_MAX_TIES, Aggregation
+from rankmodels.registry import Registry
 
-__all__ = ["RULES", "aggregate", "rule_score_vector"]
+__all__ = ["RULES", "RuleOptions", "RuleSpec", "aggregate", "rules_table", "score_vector"]
 
-DISTANCE_RULES = ("kemeny", "footrule", "mode")
-CONDORCET_RULES = ("copeland", "schulze", "ranked-pairs")
-RULES = (*POSITIONAL_RULES, "scores", *DISTANCE_RULES, *CONDORCET_RULES)
-"""Rule names accepted by :func:`aggregate`; ``scores`` takes a custom score vector."""
+RuleKind = Literal["positional", "distance", "condorcet"]
+OPTION_NAMES = ("k", "scores", "max_exact")
+"""Options a rule may take (:attr:`RuleSpec.options`); the others must be left unset."""
 
 
-def rule_score_vector(
+@dataclass(frozen=True)
+class RuleOptions:
+    """Settings handed to a rule: ``k`` (k-approval), ``scores`` (the custom vector, first
+    place first), ``max_exact`` (Kemeny's largest exact component, ``None`` = default) and
+    ``max_ties``, the cap on listed optimal rankings (every rule)."""
+
+    k: int | None = None
+    scores: Sequence[float] | None = None
+    max_exact: int | None = None
+    max_ties: int = DEFAULT_MAX_TIES
+
+
+@dataclass(frozen=True)
+class RuleSpec:
+    """One aggregation rule.
+
+    ``solve(profile, options)`` runs it; ``kind`` is ``positional`` (sorts by a score
+    vector, then ``vector(n, options)`` gives it), ``distance`` (minimises an expected
+    distance) or ``condorcet`` (reads only the pairwise majorities); ``options`` are the
+    :class:`RuleOptions` fields it takes besides ``max_ties``; ``counts_ties_exactly`` is
+    True when ``n_optimal`` is always exact, False when it can be only a lower bound (then
+    ``count_limit`` says when).
+    """
+
+    name: str
+    summary: str
+    kind: RuleKind
+    solve: Callable[[Profile, RuleOptions], Aggregation]
+    counts_ties_exactly: bool
+    options: tuple[str, ...] = ()
+    vector: Callable[[int, RuleOptions], np.ndarray] | None = None
+    count_limit: str = ""
+
+
+RULES = Registry[RuleSpec]("rule")
+"""Every rule :func:`aggregate` accepts, in the order of the docs and ``--help``."""
+
+
+def _register_positional(
+    name: str,
+    summary: str,
+    vector: Callable[[int, RuleOptions], np.ndarray],
+    options: tuple[str, ...] = (),
+) -> None:
+    def solve(profile: Profile, opts: RuleOptions) -> Aggregation:
+        h = vector(profile.n, opts)
+        return positional.positional(profile, h, rule=name, max_ties=opts.max_ties)
+
+    RULES.register(RuleSpec(name, summary, "positional", solve, True, options, vector))
+
+
+def _custom_scores(n: int, opts: RuleOptions) -> np.ndarray:
+    if opts.scores is None:
+        raise ValueError("rule 'scores' needs a score vector")
+    return positional.check_scores(opts.scores, n)
+
+
+_register_positional("borda", "`h(i) = n - i`", lambda n, o: positional.borda(n))
+_register_positional("plurality", "`h = (1, 0, ..., 0)`", lambda n, o: positional.plurality(n))
+_register_positional(
+    "antiplurality",
+    "`h = (1, ..., 1, 0)` (veto)",
+    lambda n, o: positional.antiplurality(n),
+)
+_register_positional(
+    "k-approval",
+    "`h(i) = 1` for `i <= k`; needs `--k`",
+    lambda n, o: positional.k_approval(n, o.k),
+    ("k",),
+)
+_register_positional("log", "`h(i) = -log i` (table 4.1)", lambda n, o: positional.log_scores(n))
+_register_positional("squared", "`h(i) = -i^2` (table 4.1)", lambda n, o: positional.squared(n))
+_register_positional(
+    "scores",
+    "your `h`: `--scores 3,2,1,0` (first place first)",
+    _custom_scores,
+    ("scores",),
+)
+_BLOCK_LIMIT = "at least, when more than 20 candidates are tied together"
+RULES.register(
+    RuleSpec(
+        "kemeny",
+        "expected Kendall tau distance; exact subset DP per majority component",
+        "distance",
+        lambda p, o: distance.kemeny(
+            p, o.max_ties, distance.MAX_EXACT_KEMENY if o.max_exact is None else o.max_exact
+        ),
+        False,
+        ("max_exact",),
+        count_limit="unknown when a majority component above `max_exact` (20) candidates is "
+        "left to the heuristic and the heuristic does not meet its lower bound; at least, "
+        "when more than 2^62 rankings tie",
+    )
+)
+
+
+def _register_listed(
+    name: str,
+    summary: str,
+    kind: RuleKind,
+    rule: Callable[[Profile, int], Aggregation],
+    count_limit: str = "",
+) -> None:
+    """Register a rule called as ``rule(profile, max_ties)``; ``count_limit`` says when its
+    count can be only a lower bound (empty: always exact)."""
+    RULES.register(
+        RuleSpec(
+            name,
+            summary,
+            kind,
+            lambda profile, opts: rule(profile, opts.max_ties),
+            counts_ties_exactly=not count_limit,
+            count_limit=count_limit,
+        )
+    )
+
+
+_register_listed(
+    "footrule",
+    "expected Spearman footrule; exact assignment, optima = perfect matchings of tight edges",
+    "distance",
+    distance.footrule,
+    _BLOCK_LIMIT,
+)
+_register_listed(
+    "mode",
+    "expected 0-1 loss: the most probable ranking (trie over ballot prefixes)",
+    "distance",
+    distance.mode,
+)
+_register_listed(
+    "copeland", "wins + 1/2 ties in pairwise majorities", "condorcet", condorcet.copeland
+)
+_register_listed(
+    "schulze",
+    "strongest paths on the margins; every linear extension of the Schulze order",
+    "condorcet",
+    condorcet.schulze,
+    _BLOCK_LIMIT,
+)
+_register_listed(
+    "ranked-pairs",
+    "lock majorities by decreasing margin; equal margins broken every possible way",
+    "condorcet",
+    condorcet.ranked_pairs,
+    f"{_BLOCK_LIMIT}, or when the tie-breakings are too many to search",
+)
+
+
+def score_vector(
     rule: str, n: int, k: int | None = None, scores: Sequence[float] | None = None
 ) -> np.ndarray | None:
-    """The ``(n,)`` score vector of a positional rule (``scores`` for the custom one), or
-    ``None`` for rules that are not positional."""
-    if rule == "scores":
-        if scores is None:
-            raise ValueError("rule 'scores' needs a score vector")
-        return np.asarray(scores, dtype=float)
-    if rule in POSITIONAL_RULES:
-        return score_vector(rule, n, k)
-    return None
+    """The ``(n,)`` score vector ``h`` of a positional rule (``h[0]`` = first place), or
+    ``None`` for the other rules. ``k`` is k-approval's, ``scores`` the custom vector."""
+    spec = RULES[rule]
+    return None if spec.vector is None else spec.vector(n, RuleOptions(k=k, scores=scores))
 
 
 def aggregate(
@@ -41,29 +192,28 @@ def aggregate(
     k: int | None = None,
     scores: Sequence[float] | None = None,
     max_ties: int = DEFAULT_MAX_TIES,
-    max_exact: int = MAX_EXACT_KEMENY,
+    max_exact: int | None = None,
 ) -> Aggregation:
-    """Consensus ranking(s) of ``profile`` under ``rule`` (one of :data:`RULES`).
+    """Consensus ranking(s) of ``profile`` under ``rule`` (a name in :data:`RULES`).
 
     ``k`` is the number of approved positions for ``k-approval``; ``scores`` the custom
-    score vector (position 1 first) for rule ``scores``; ``max_ties`` caps the listed optimal
-    rankings; ``max_exact`` is the largest Kemeny component solved exactly.
+    score vector (position 1 first) for rule ``scores``; ``max_exact`` the largest Kemeny
+    component solved exactly (default 20); ``max_ties`` caps the listed optimal rankings.
+    An option the rule does not take is an error.
     """
+    spec = RULES[rule]
     if max_ties < 1:
         raise ValueError(f"max_ties must be at least 1, got {max_ties}")
-    h = rule_score_vector(rule, profile.n, k, scores)
-    if h is not None:
-        return positional(profile, h, rule=rule, max_ties=max_ties)
-    if rule == "kemeny":
-        return kemeny(profile, max_ties=max_ties, max_exact=max_exact)
-    if rule == "footrule":
-        return footrule(profile, max_ties=max_ties)
-    if rule == "mode":
-        return mode(profile, max_ties=max_ties)
-    if rule == "copeland":
-        return copeland(profile, max_ties=max_ties)
-    if rule == "schulze":
-        return schulze(profile, max_ties=max_ties)
-    if rule == "ranked-pairs":
-        return ranked_pairs(profile, max_ties=max_ties)
-    raise ValueError(f"unknown rule {rule!r}; expected one of {', '.join(RULES)}")
+    for option, value in zip(OPTION_NAMES, (k, scores, max_exact), strict=True):
+        if value is not None and option not in spec.options:
+            raise ValueError(f"rule {rule!r} takes no {option}")
+    return spec.solve(profile, RuleOptions(k, scores, max_exact, max_ties))
+
+
+def rules_table() -> str:
+    """The markdown table of the rules for ``docs/aggregation.md``."""
+    rows = ["| rule | kind | what it optimises | number of optimal rankings |", "|---|---|---|---|"]
+    for spec in RULES:
+        counted = "exact" if spec.counts_ties_exactly else f"exact; {spec.count_limit}"
+        rows.append(f"| `{spec.name}` | {spec.kind} | {spec.summary} | {counted} |")
+    return "\n".join(rows)
