@@ -10,6 +10,7 @@ import click
 import pandas as pd
 
 from rankmodels.studies import StudyResult, dask_client, run_study
+from rankmodels.studies import aggregation_study as agg_study
 from rankmodels.studies.tracking_clutter import (
     DEFAULT_ENGINES,
     DEFAULT_LAMBDAS,
@@ -244,3 +245,128 @@ def tracking_clutter(
             f"({result.attrs['scheduler']}, {result.attrs['wall_time_s']:.0f} s)",
             err=True,
         )
+
+
+@study_group.command("aggregation")
+@click.option(
+    "--weights",
+    type=_CommaList(float),
+    default=",".join(map(str, agg_study.DEFAULT_WEIGHTS)),
+    show_default=True,
+    help="Weights w of Z1 (in [0, 1]) for the simulated part, comma-separated.",
+)
+@click.option(
+    "--voters",
+    type=_CommaList(float),
+    default=",".join(map(str, agg_study.DEFAULT_VOTERS)),
+    show_default=True,
+    help="Votes per simulated profile (N), comma-separated.",
+)
+@click.option(
+    "--phi",
+    type=click.FloatRange(0, 1, min_open=True),
+    default=agg_study.PHI,
+    show_default=True,
+    help="Mallows dispersion of both components.",
+)
+@click.option(
+    "--replicates",
+    type=click.IntRange(min=1),
+    default=20,
+    show_default=True,
+    help="Paired seeds per grid point.",
+)
+@click.option(
+    "--trials",
+    type=click.IntRange(min=1),
+    default=50,
+    show_default=True,
+    help="Sampled profiles per replicate.",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Run on a local Dask cluster of this many worker processes.",
+)
+@click.option(
+    "--scheduler",
+    metavar="ADDRESS",
+    default=None,
+    help="Run on the Dask scheduler at ADDRESS (e.g. tcp://10.0.0.5:8786).",
+)
+@seed_option(help="Root seed of every task seed.")
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=Path("study"),
+    show_default=True,
+    help="Folder for the tables and the figure.",
+)
+@quiet_option
+def aggregation(
+    weights: list[float],
+    voters: list[float],
+    phi: float,
+    replicates: int,
+    trials: int,
+    workers: int | None,
+    scheduler: str | None,
+    seed: int,
+    out: Path,
+    quiet: bool,
+) -> None:
+    """Which positional rule ranks A above B, the majority preference of a Mallows mixture
+    (dissertation section 4.6, Fig. 4.1).
+
+    Exact part (infinitely many votes, from the mixture's exact marginals, on the weights
+    0.51, 0.52, ..., 1 and --weights): OUT/aggregation_exact.nc and the crossing table printed.
+    Simulated part (profiles of N votes): OUT/aggregation.csv, OUT/aggregation_summary.csv,
+    OUT/aggregation.nc. Figure: OUT/aggregation.png. See docs/studies.md.
+    """
+    from rankmodels.plots.aggregation_study import success_versus_weight
+
+    if any(v != int(v) or v < 1 for v in voters):
+        raise BadInput(f"--voters: expected positive integers, got {voters}")
+    try:
+        study = agg_study.aggregation_study(
+            weights=weights,
+            voters=[int(v) for v in voters],
+            phi=phi,
+            replicates=replicates,
+            trials=trials,
+            seed=seed,
+        )
+    except ValueError as err:
+        raise BadInput(f"--weights: {err}") from None
+    client = _client(workers, scheduler)
+    result = _run(study, client, scheduler or "local cluster", quiet)
+    paths = _write(result, out, study.name)
+    exact = agg_study.exact_study(sorted({*agg_study.EXACT_WEIGHTS, *weights}), phi)
+    paths.append(out / f"{study.name}_exact.nc")
+    with atomic_path(paths[-1]) as tmp:
+        exact.to_netcdf(tmp, engine="netcdf4")
+    paths.append(out / f"{study.name}.png")
+    with atomic_path(paths[-1]) as tmp:
+        success_versus_weight(exact, result.summary()).savefig(tmp, dpi=150)
+    click.echo("limit of infinitely many votes: each rule ranks A above B for w > w_success")
+    click.echo(agg_study.crossing_table(exact).to_string(index=False, float_format="{:.4f}".format))
+    click.echo(
+        f"\nP(A ranked above B) on N sampled votes, mean over {replicates} x {trials} profiles:"
+    )
+    click.echo(_success_table(result))
+    if not quiet:
+        click.echo(
+            f"wrote {', '.join(map(str, paths))} "
+            f"({result.attrs['scheduler']}, {result.attrs['wall_time_s']:.0f} s)",
+            err=True,
+        )
+
+
+def _success_table(result: StudyResult) -> str:
+    """Mean success per (experiment, N, w), one column per rule (and the majority)."""
+    rows = result.summary()
+    table = rows.pivot_table(
+        index=["experiment", "voters", "weight"], columns="metric", values="mean", sort=False
+    )
+    return table[list(dict.fromkeys(rows["metric"]))].to_string(float_format="{:.3f}".format)

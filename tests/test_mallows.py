@@ -84,6 +84,23 @@ def test_exact_marginals_match_enumeration(n, phi):
     assert np.allclose(model.pairwise, P, atol=1e-12)
 
 
+@pytest.mark.parametrize("n", [2, 3, 5, 7])
+@pytest.mark.parametrize("phi", [0.2, 0.8, 1.0])
+def test_joint_positions_of_two_items_match_enumeration(n, phi):
+    centre = np.random.default_rng(20 + n).permutation(n)
+    perms, p = enumerated_pmf(centre, phi)
+    rank = inverse(perms)
+    model = Mallows(centre, phi).as_mixture()
+    for x, y in [(0, 1), (n - 1, 0), (1, n - 1)]:
+        if x == y:
+            continue
+        J = np.zeros((n, n))
+        np.add.at(J, (rank[:, x], rank[:, y]), p)
+        assert np.allclose(model.pair_positions(x, y), J, atol=1e-12)
+    with pytest.raises(ValueError, match="two different items"):
+        model.pair_positions(0, 0)
+
+
 def test_mixture_marginals_match_enumeration():
     rng = np.random.default_rng(3)
     comps = tuple(Mallows(rng.permutation(6), phi) for phi in (0.3, 0.8, 0.95))
@@ -94,6 +111,9 @@ def test_mixture_marginals_match_enumeration():
     M, P = enumerated_marginals(perms, p)
     assert np.allclose(mix.positional_matrix, M, atol=1e-12)
     assert np.allclose(mix.pairwise, P, atol=1e-12)
+    J = np.zeros((6, 6))
+    np.add.at(J, (inverse(perms)[:, 2], inverse(perms)[:, 4]), p)
+    assert np.allclose(mix.pair_positions(2, 4), J, atol=1e-12)
 
 
 def test_exact_marginals_match_a_large_sample():

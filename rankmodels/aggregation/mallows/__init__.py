@@ -2,9 +2,11 @@
 
 * :mod:`.model` -- :class:`Mallows` (centre, ``phi in (0, 1]`` or ``theta = -log phi``) and
   :class:`MallowsMixture`: normaliser, pmf, expected distance;
-* :mod:`.marginals` -- exact positional and pairwise marginals in ``O(n^3)`` and
-  :class:`DistributionMarginals`, which the aggregation rules accept like a profile;
+* :mod:`.marginals` -- exact positional, pairwise and two-item joint position marginals in
+  ``O(n^3)``, and :class:`DistributionMarginals`, which the aggregation rules accept like a
+  profile;
 * :mod:`.sampling` -- repeated-insertion sampling in numba, batched and seeded;
+* :mod:`.io` -- the JSON form of a mixture over named candidates;
 * :mod:`.fitting` -- maximum likelihood on complete and top-k ballots: Kemeny centre plus the
   moment equation for one model, EM with restarts and BIC for mixtures.
 
@@ -20,6 +22,7 @@ from rankmodels.aggregation.mallows.fitting import (
 )
 from rankmodels.aggregation.mallows.marginals import (
     DistributionMarginals,
+    pair_positions,
     pairwise_marginals,
     positional_marginals,
 )
@@ -42,6 +45,7 @@ __all__ = [
     "fit_mallows",
     "fit_mixture",
     "log_normaliser",
+    "pair_positions",
     "pairwise_marginals",
     "positional_marginals",
     "sample_orders",

@@ -12,7 +12,11 @@ position ``p = s`` with probability ``phi**(i-s) / G_{i+1}``; each later inserti
     q_t(p) = sum_{s=0}^{p} phi**(t-s) / G_{t+1} = phi**(t-p) G_{p+1} / G_{t+1}.       (1)
 
 So the position of ``x`` is a Markov chain over the insertion steps: a DP of ``O(n^2)`` per
-item, ``O(n^3)`` for the matrix.
+item, ``O(n^3)`` for the matrix. The joint positions of two items ``u = W[i]``, ``v = W[j]``
+(``i < j``) are the same chain on pairs ``(p_u, p_v)`` from step ``j`` on: an insertion at slot
+``s`` pushes down each of them whose position is ``>= s``, so with ``c(p) = q_t(p)`` of (1),
+``P(both move) = c(min)``, ``P(only the lower one moves) = c(max) - c(min)`` -- ``O(n^3)``
+for the ``(n, n)`` table ``J[a, b] = P(u at a, v at b)``.
 
 Pairwise marginals (Fligner and Verducci 1986; also Lu and Boutilier 2014): for centre
 positions ``i < j`` and ``d = j - i``,
@@ -39,21 +43,33 @@ import numpy as np
 
 from rankmodels.permutations import as_permutation
 
-__all__ = ["DistributionMarginals", "pairwise_marginals", "positional_marginals"]
+__all__ = [
+    "DistributionMarginals",
+    "pair_positions",
+    "pairwise_marginals",
+    "positional_marginals",
+]
 
 _SERIES_BELOW = 1e-2
 
 
 @numba.njit(cache=True)
-def _positions_by_centre_rank(phi: float, n: int) -> np.ndarray:  # pragma: no cover - numba
-    """``Q[i, k] = P(W[i] at position k)`` by the insertion DP (1)."""
+def _powers(phi: float, n: int) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - numba
+    """``phi**v`` for ``v = 0..n`` and ``G[m] = 1 + phi + ... + phi**(m-1)``, ``m = 0..n+1``."""
     power = np.empty(n + 1)
     power[0] = 1.0
     for v in range(1, n + 1):
         power[v] = power[v - 1] * phi
-    G = np.zeros(n + 2)  # G[m] = 1 + phi + ... + phi^(m-1)
+    G = np.zeros(n + 2)
     for m in range(1, n + 2):
         G[m] = G[m - 1] + power[m - 1]
+    return power, G
+
+
+@numba.njit(cache=True)
+def _positions_by_centre_rank(phi: float, n: int) -> np.ndarray:  # pragma: no cover - numba
+    """``Q[i, k] = P(W[i] at position k)`` by the insertion DP (1)."""
+    power, G = _powers(phi, n)
     Q = np.zeros((n, n))
     dist = np.zeros(n)
     new = np.zeros(n)
@@ -69,6 +85,62 @@ def _positions_by_centre_rank(phi: float, n: int) -> np.ndarray:  # pragma: no c
             dist[: t + 1] = new[: t + 1]
         Q[i] = dist
     return Q
+
+
+@numba.njit(cache=True)
+def _pair_by_centre_rank(phi: float, n: int, i: int, j: int) -> np.ndarray:  # pragma: no cover
+    """``S[a, b] = P(W[i] at a, W[j] at b)`` for ``i < j`` by the pair chain."""
+    power, G = _powers(phi, n)
+    first = np.zeros(n)  # position of W[i] before W[j] is inserted
+    for s in range(i + 1):
+        first[s] = power[i - s] / G[i + 1]
+    for t in range(i + 1, j):
+        new = np.zeros(n)
+        for p in range(t):
+            down = power[t - p] * G[p + 1] / G[t + 1]
+            new[p] += first[p] * (1.0 - down)
+            new[p + 1] += first[p] * down
+        first = new
+    S = np.zeros((n, n))
+    for p in range(j):  # insert W[j] at slot s: W[i] moves down when s <= p
+        for s in range(j + 1):
+            prob = first[p] * power[j - s] / G[j + 1]
+            if s <= p:
+                S[p + 1, s] += prob
+            else:
+                S[p, s] += prob
+    for t in range(j + 1, n):
+        new2 = np.zeros((n, n))
+        for a in range(t):
+            for b in range(t):
+                if a == b or S[a, b] == 0.0:
+                    continue
+                ca = power[t - a] * G[a + 1] / G[t + 1]
+                cb = power[t - b] * G[b + 1] / G[t + 1]
+                lo, hi = min(ca, cb), max(ca, cb)
+                mass = S[a, b]
+                new2[a + 1, b + 1] += mass * lo  # slot above both
+                new2[a, b] += mass * (1.0 - hi)  # slot below both
+                if a < b:  # slot between them: only the lower one (b) moves
+                    new2[a, b + 1] += mass * (hi - lo)
+                else:
+                    new2[a + 1, b] += mass * (hi - lo)
+        S = new2
+    return S
+
+
+def pair_positions(centre: np.ndarray, theta: float, x: int, y: int) -> np.ndarray:
+    """``(n, n)`` joint positions ``J[a, b] = P(x at position a, y at position b)`` of two
+    items under ``Mallows(centre, exp(-theta))`` by the pair chain, ``O(n^3)``."""
+    centre = as_permutation(centre, "centre")
+    n = centre.size
+    if not (0 <= x < n and 0 <= y < n) or x == y:
+        raise ValueError(f"x and y must be two different items in 0..{n - 1}, got {x}, {y}")
+    rank = np.empty(n, dtype=np.int64)
+    rank[centre] = np.arange(n)
+    i, j = int(rank[x]), int(rank[y])
+    S = _pair_by_centre_rank(float(np.exp(-theta)), n, min(i, j), max(i, j))
+    return S if i < j else S.T.copy()
 
 
 def positional_marginals(centre: np.ndarray, theta: float) -> np.ndarray:

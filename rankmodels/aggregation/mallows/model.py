@@ -33,6 +33,7 @@ from scipy.special import logsumexp
 
 from rankmodels.aggregation.mallows.marginals import (
     DistributionMarginals,
+    pair_positions,
     pairwise_marginals,
     positional_marginals,
 )
@@ -242,6 +243,13 @@ class MallowsMixture:
         """``(n, n)`` exact ``P = sum_c weights[c] P_c`` (.marginals.pairwise_marginals)."""
         return sum(
             w * pairwise_marginals(c.centre, c.theta)
+            for w, c in zip(self.weights, self.components, strict=True)
+        )
+
+    def pair_positions(self, x: int, y: int) -> np.ndarray:
+        """``(n, n)`` exact ``J[a, b] = P(x at a, y at b)`` (.marginals.pair_positions)."""
+        return sum(
+            w * pair_positions(c.centre, c.theta, x, y)
             for w, c in zip(self.weights, self.components, strict=True)
         )
 
