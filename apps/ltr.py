@@ -16,7 +16,13 @@ from rankmodels.errors import InputError
 from rankmodels.ltr import metrics
 from rankmodels.ltr.letor import LetorData, LetorOrderWarning, read_letor
 from rankmodels.ltr.losses import LOSSES, LossSpec
-from rankmodels.ltr.train import LinearRanker, check_learnable, fit_linear_ranker, ridge_ranker
+from rankmodels.ltr.train import (
+    LinearRanker,
+    TrainingError,
+    check_learnable,
+    fit_linear_ranker,
+    ridge_ranker,
+)
 from rankmodels_app._common import (
     BadInput,
     OneLineGroup,
@@ -139,7 +145,7 @@ def ltr_losses() -> None:
 )
 @click.option(
     "--l2",
-    type=click.FloatRange(min=0.0),
+    type=click.FloatRange(min=0.0, max=1e6),
     default=1e-3,
     show_default=True,
     help="L2 penalty on the weights.",
@@ -199,9 +205,18 @@ def ltr_train(
     ridge = ridge_ranker(train)
     n_stages = len(stages) if stages else 1
     with progressbar(n_stages * max_iter, f"training {loss}", quiet) as bar:
-        model = fit_linear_ranker(
-            train, loss, options=opts, stages=stages, l2=l2, max_iter=max_iter, progress=bar.update
-        )
+        try:
+            model = fit_linear_ranker(
+                train,
+                loss,
+                options=opts,
+                stages=stages,
+                l2=l2,
+                max_iter=max_iter,
+                progress=bar.update,
+            )
+        except TrainingError as err:
+            raise BadInput(f"{data}: {err}") from None
     report = {
         "loss": loss,
         "options": opts,
@@ -303,7 +318,10 @@ def ltr_evaluate(data: Path, model_path: Path, cutoff: int, fmt: str) -> None:
             f"{data} has {letor.features.shape[2]} features but the model {model_path} "
             f"was trained on {n_model}"
         )
-    scores = model.scores(letor)
+    with np.errstate(over="ignore", invalid="ignore"):
+        scores = model.scores(letor)
+    if not np.all(np.isfinite(scores[letor.mask])):
+        raise BadInput(f"{model_path}: its weights give non-finite scores on {data}")
     args = (letor.relevance, scores)
     kw = {"lengths": letor.lengths}
     values = {

@@ -105,6 +105,28 @@ def test_bad_options_exit_2_with_one_line(tmp_path, args, fragments):
     _bad(_run("train", path, "--max-iter", "2", *args), *fragments)
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--option", "sigma=1e-300"],
+        ["--option", "sigma=1e300"],
+        ["--loss", "sinkprop", "--option", "sigma=1e-300"],
+        ["--loss", "sinkprop", "--option", "n_iter=100000000"],
+        ["--loss", "bregman", "--option", "surrogate=cross_entropy", "--option", "c=1e-300"],
+        ["--loss", "pirank", "--option", "tau=1e-300", "--option", "k=1000000000000"],
+        ["--loss", "softrank", "--option", "n_exact=1000000000000000000000"],
+        ["--l2", "inf"],
+        ["--l2", "1e6"],
+        ["--max-iter", "100000000"],
+    ],
+)
+def test_extreme_values_run_or_exit_2_never_a_traceback(repo_data, args):
+    result = _run("train", repo_data / "letor-sample.txt", "-q", "--max-iter", "3", *args)
+    assert result.exit_code in (0, 2), result.output
+    if result.exit_code == 2:
+        _bad(result)
+
+
 def test_huge_feature_index_is_refused_naming_the_line(tmp_path):
     path = tmp_path / "huge.txt"
     path.write_text("1 qid:1 1:0.5\n0 qid:1 100000000:0.5\n")

@@ -60,6 +60,9 @@ def test_ungrouped_qids_are_grouped_stably_and_said_so():
     [
         ("x qid:1 1:0", "label"),
         ("-1 qid:1 1:0", "non-negative"),
+        ("101 qid:1 1:0", "up to 100"),
+        ("inf qid:1 1:0", "up to 100"),
+        ("1 qid:1 2:1e101", r"magnitude <= 1e\+100"),
         ("1 q:1 1:0", "qid"),
         ("1 qid:1 0:3", "feature"),
         ("1 qid:1 2:abc", "feature"),

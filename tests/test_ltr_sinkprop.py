@@ -7,7 +7,7 @@ import pytest
 
 from rankmodels import dsm
 from rankmodels.ltr import metrics
-from rankmodels.ltr.sinkprop import annealing_schedule, sinkprop_loss
+from rankmodels.ltr.sinkprop import MAX_ITERATIONS, annealing_schedule, sinkprop_loss
 
 
 def _smoothed_indicator(s, sigma):
@@ -73,5 +73,8 @@ def test_invalid_options():
         sinkprop_loss([0.0, 1.0], [1.0, 0.0], sigma=0.0)
     with pytest.raises(ValueError, match="eps"):
         sinkprop_loss([0.0, 1.0], [1.0, 0.0], eps=-1.0)
+    for n_iter in (-1, MAX_ITERATIONS + 1):
+        with pytest.raises(ValueError, match=f"n_iter must lie in 0..{MAX_ITERATIONS}"):
+            sinkprop_loss([0.0, 1.0], [1.0, 0.0], n_iter=n_iter)
     with pytest.raises(ValueError):
         annealing_schedule(1.0, 0.0, 3)

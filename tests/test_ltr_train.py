@@ -120,14 +120,39 @@ def test_nothing_to_learn_is_refused(rng):
     check_learnable(LetorData(data.features, one, data.lengths, data.qids))
 
 
+def test_a_non_finite_objective_stops_training_with_a_clear_error(rng, monkeypatch):
+    """A loss that overflows on the training data (but not on the probe query of the
+    registry's validation) ends in TrainingError, not in NaN weights."""
+    from rankmodels.ltr import train
+    from rankmodels.ltr.batching import ragged_batch
+    from rankmodels.ltr.losses import LossResult, LossSpec
+    from rankmodels.registry import Registry
+
+    def overflowing(scores, relevance, lengths=None):
+        batch = ragged_batch(scores, relevance, lengths)
+        value = np.full(batch.scores.shape[0], np.inf if batch.scores.shape[1] > 4 else 0.0)
+        return LossResult(value, np.zeros_like(batch.scores))
+
+    losses = Registry[LossSpec]("loss")
+    losses.register(LossSpec("overflowing", "inf on lists longer than 4", overflowing))
+    monkeypatch.setattr(train, "LOSSES", losses)
+    data, _ = synthetic_letor(n_queries=4, n_features=2, docs=(6, 8), seed=rng)
+    with pytest.raises(train.TrainingError, match="overflowing objective is not finite"):
+        fit_linear_ranker(data, "overflowing")
+    # outside the domain (overflowing scores) the objective is +inf with a zero gradient
+    value, grad = training_objective(data, "overflowing")(np.full(2, 1e308))
+    assert value == np.inf and np.all(grad == 0)
+
+
 def test_bad_arguments(rng):
     data, _ = synthetic_letor(n_queries=4, n_features=2, docs=(3, 5), seed=rng)
     with pytest.raises(ValueError, match="unknown loss 'hinge'; expected one of: sinkprop"):
         fit_linear_ranker(data, "hinge")
     with pytest.raises(ValueError, match="max_iter"):
         fit_linear_ranker(data, "listnet", max_iter=0)
-    with pytest.raises(ValueError, match="l2"):
-        training_objective(data, "listnet", l2=-1.0)
+    for l2 in (-1.0, np.inf, np.nan):
+        with pytest.raises(ValueError, match="l2 must be finite and >= 0"):
+            training_objective(data, "listnet", l2=l2)
     with pytest.raises(ValueError, match="no option 'sigma'"):
         fit_linear_ranker(data, "listnet", options={"sigma": 1.0})
     with pytest.raises(TypeError, match="sigma takes a finite number"):

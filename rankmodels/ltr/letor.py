@@ -4,8 +4,9 @@ One document per line::
 
     <label> qid:<query id> <feature>:<value> <feature>:<value> ... [# comment]
 
-Labels are non-negative numbers (graded relevance), feature indices positive integers
-up to :data:`MAX_FEATURES` (1-based, sparse: missing features are 0), values floats.
+Labels are numbers in ``0 .. MAX_LABEL`` (graded relevance), feature indices positive
+integers up to :data:`MAX_FEATURES` (1-based, sparse: missing features are 0), values
+numbers of magnitude at most :data:`MAX_VALUE`.
 Blank lines and lines starting with ``#`` are skipped. Bad lines raise
 :class:`rankmodels.errors.InputError` naming the file and the line.
 
@@ -31,6 +32,8 @@ from rankmodels.errors import InputError
 __all__ = [
     "MAX_DENSE_BYTES",
     "MAX_FEATURES",
+    "MAX_LABEL",
+    "MAX_VALUE",
     "LetorData",
     "LetorOrderWarning",
     "format_letor",
@@ -41,6 +44,12 @@ __all__ = [
 MAX_FEATURES = 10_000
 """Largest feature index read (LETOR sets have at most a few hundred features; the dense
 layout costs ``8 F`` bytes per document)."""
+
+MAX_LABEL = 100.0
+"""Largest label (gains ``2^r`` must stay finite; LETOR grades are 0..4)."""
+
+MAX_VALUE = 1e100
+"""Largest feature magnitude (sums of squares over the documents must stay finite)."""
 
 MAX_DENSE_BYTES = 2 * 2**30
 """Largest padded feature array ``B * n_max * F * 8`` bytes that :func:`parse_letor` builds."""
@@ -86,8 +95,12 @@ def _parse_line(line: str, where: dict) -> tuple[float, str, dict[int, float]]:
         label = float(body[0])
     except ValueError:
         raise InputError(f"label {body[0]!r} is not a number", **where) from None
-    if not np.isfinite(label) or label < 0:
-        raise InputError(f"label must be a finite non-negative number, got {body[0]!r}", **where)
+    if not 0 <= label <= MAX_LABEL:
+        raise InputError(
+            f"label must be a non-negative number up to {MAX_LABEL} (a relevance grade), "
+            f"got {body[0]!r}",
+            **where,
+        )
     if not body[1].startswith("qid:") or len(body[1]) == 4:
         raise InputError(f"second field must be 'qid:<id>', got {body[1]!r}", **where)
     qid = body[1][4:]
@@ -99,8 +112,12 @@ def _parse_line(line: str, where: dict) -> tuple[float, str, dict[int, float]]:
             val = float(value)
         except ValueError:
             index, val = -1, np.nan
-        if not sep or index < 1 or not np.isfinite(val):
-            raise InputError(f"feature {token!r} must be '<positive int>:<finite number>'", **where)
+        if not sep or index < 1 or not abs(val) <= MAX_VALUE:
+            raise InputError(
+                f"feature {token!r} must be '<positive int>:<number of magnitude <= "
+                f"{MAX_VALUE:g}>'",
+                **where,
+            )
         if index > MAX_FEATURES:
             raise InputError(
                 f"feature index {index} exceeds {MAX_FEATURES}, the most features this reader "

@@ -184,9 +184,16 @@ class LossSpec:
 
     def validate(self, options: Mapping[str, object]) -> dict[str, object]:
         """:meth:`check` the options and run the loss once on a small query, so that the
-        loss's own range checks (``sigma > 0``, ``k >= 1``, ...) fail before any work."""
+        loss's own range checks (``sigma > 0``, ``k >= 1``, ...) fail before any work, as
+        do options under which it is not finite there (ValueError either way)."""
         checked = self.check(options)
-        self.function(*_PROBE, **checked)
+        try:
+            with np.errstate(all="ignore"):
+                res = self.function(*_PROBE, **checked)
+        except ArithmeticError as err:
+            raise ValueError(f"loss {self.name} fails with {checked}: {err}") from None
+        if not (np.all(np.isfinite(res.value)) and np.all(np.isfinite(res.grad))):
+            raise ValueError(f"loss {self.name} is not finite with {checked} on a small query")
         return checked
 
     def __call__(

@@ -26,7 +26,10 @@ from rankmodels.dsm import sinkhorn, sinkhorn_vjp
 from rankmodels.ltr.batching import LossResult, hard_orders, ragged_batch
 from rankmodels.ltr.metrics import ndcg_weights
 
-__all__ = ["annealing_schedule", "sinkprop_loss"]
+__all__ = ["MAX_ITERATIONS", "annealing_schedule", "sinkprop_loss"]
+
+MAX_ITERATIONS = 10_000
+"""Largest ``n_iter`` (the paper uses 5; the backward pass keeps ``O(B n n_iter)`` numbers)."""
 
 
 def sinkprop_loss(
@@ -51,7 +54,8 @@ def sinkprop_loss(
         Width of the smoothed indicators; anneal it towards 0 during training
         (:func:`annealing_schedule`).
     n_iter:
-        Sinkhorn iterations (column then row); 5 in the paper.
+        Sinkhorn iterations (column then row), at most :data:`MAX_ITERATIONS`; 5 in the
+        paper.
     k:
         NDCG cut-off; the whole list when omitted (as in the paper's experiments).
     eps:
@@ -63,12 +67,14 @@ def sinkprop_loss(
         raise ValueError(f"sigma must be positive, got {sigma}")
     if eps < 0:
         raise ValueError(f"eps must be non-negative, got {eps}")
+    if not 0 <= n_iter <= MAX_ITERATIONS:
+        raise ValueError(f"n_iter must lie in 0..{MAX_ITERATIONS}, got {n_iter}")
     batch = ragged_batch(scores, relevance, lengths)
     s = batch.scores
     order = hard_orders(s, batch.lengths)
     t = np.take_along_axis(s, order, axis=1)  # score at position k
     diff = s[:, :, None] - t[:, None, :]
-    log_a = -(diff**2) / (2.0 * sigma**2)
+    log_a = -0.5 * (diff / sigma) ** 2  # (not diff^2 / sigma^2: sigma^2 may underflow)
     if eps > 0:
         weight = 1.0 / (1.0 + eps * np.exp(-log_a))  # d log(A + eps) / d log A
         log_a = np.logaddexp(log_a, np.log(eps))
@@ -79,7 +85,7 @@ def sinkprop_loss(
     if eps > 0:
         g_log_a = g_log_a * weight
     # d log_a[j, k] / d s_j = -diff / sigma^2 ; d log_a[j, k] / d t_k = +diff / sigma^2
-    w = g_log_a * (-diff / sigma**2)
+    w = g_log_a * (-(diff / sigma) / sigma)
     grad = w.sum(axis=2)
     np.add.at(grad, (np.arange(s.shape[0])[:, None], order), -w.sum(axis=1))
     return batch.result(value, grad)

@@ -51,7 +51,7 @@ def _beat_probabilities(s, sigma):  # pragma: no cover - numba
     pi = np.empty((m, m))
     dens = np.empty((m, m))
     scale = math.sqrt(2.0) * sigma
-    norm = 1.0 / math.sqrt(4.0 * math.pi * sigma * sigma)
+    norm = 1.0 / (2.0 * math.sqrt(math.pi) * sigma)  # 1/sqrt(4 pi sigma^2), no underflow
     for i in range(m):
         for j in range(m):
             z = (s[i] - s[j]) / scale

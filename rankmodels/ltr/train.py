@@ -34,12 +34,18 @@ from rankmodels.ltr.losses import LOSSES, LossSpec
 
 __all__ = [
     "LinearRanker",
+    "TrainingError",
     "TrainingObjective",
     "check_learnable",
     "fit_linear_ranker",
     "ridge_ranker",
     "training_objective",
 ]
+
+
+class TrainingError(ValueError):
+    """The objective became non-finite (e.g. a tiny smoothing or ``c`` overflowing the
+    loss), so the options cannot be trained as given."""
 
 
 @dataclass(frozen=True)
@@ -95,7 +101,13 @@ class TrainingObjective:
     l2: float
 
     def __call__(self, w: np.ndarray) -> tuple[float, np.ndarray]:
-        res = self.loss.function(self.design @ w, self.relevance, self.lengths, **self.options)
+        """``(F(w), grad F(w))``; ``(inf, 0)`` where the scores overflow (a line search
+        backs off from there)."""
+        with np.errstate(over="ignore", invalid="ignore"):
+            scores = self.design @ w
+        if not np.all(np.isfinite(scores)):
+            return np.inf, np.zeros_like(w)
+        res = self.loss.function(scores, self.relevance, self.lengths, **self.options)
         n_queries = self.design.shape[0]
         value = float(np.mean(res.value)) + self.l2 * float(w @ w)
         grad = np.einsum("bnf,bn->f", self.design, res.grad) / n_queries + 2.0 * self.l2 * w
@@ -115,8 +127,8 @@ def training_objective(
     L-BFGS sees a value consistent with the gradient) overridden by ``options``, on the
     features standardised as ``standardisation`` does (the ridge start's when omitted)."""
     spec = LOSSES[loss]
-    if not l2 >= 0:
-        raise ValueError(f"l2 must be >= 0, got {l2}")
+    if not 0 <= l2 < np.inf:
+        raise ValueError(f"l2 must be finite and >= 0, got {l2}")
     opts = spec.validate({**spec.fit_options, **(options or {})})
     unit = ridge_ranker(data) if standardisation is None else standardisation
     return TrainingObjective(unit.design(data), data.relevance, data.lengths, spec, opts, l2)
@@ -158,14 +170,25 @@ def fit_linear_ranker(
     check_learnable(data)
     start = ridge_ranker(data)
     w = start.weights
-    for stage in stages or [{}]:
+    for number, stage in enumerate(stages or [{}], start=1):
         objective = training_objective(
             data, loss, options={**(options or {}), **stage}, l2=l2, standardisation=start
         )
         step = (lambda _w: progress(1)) if progress is not None else None
-        result = minimize(
-            objective, w, jac=True, method="L-BFGS-B", callback=step, options={"maxiter": max_iter}
-        )
+        with np.errstate(over="ignore", invalid="ignore"):
+            result = minimize(
+                objective,
+                w,
+                jac=True,
+                method="L-BFGS-B",
+                callback=step,
+                options={"maxiter": max_iter},
+            )
+        if not (np.isfinite(result.fun) and np.all(np.isfinite(result.x))):
+            raise TrainingError(
+                f"the {loss} objective is not finite (stage {number}, options "
+                f"{objective.options}); try a larger smoothing, c or l2"
+            )
         w = result.x
         if progress is not None:
             progress(max_iter - min(int(result.nit), max_iter))
