@@ -88,10 +88,27 @@ def _read_record(file: Path, engine: str) -> tuple[xr.Dataset, list[str]]:
     return record, notes
 
 
+def _truth(file: Path, record: xr.Dataset) -> xr.Dataset | None:
+    """The true track ``NAME_truth.nc`` that simulate-float wrote beside a simulated record
+    (None otherwise). The user did not name it, so an unusable one is a warning, not an error."""
+    from rankmodels.plots.truth import truth_beside
+
+    try:
+        return truth_beside(file, record)
+    except InputError as err:
+        click.echo(f"warning: {err}; the report has no comparison with the truth", err=True)
+        return None
+
+
 def _write_figures(
-    record: xr.Dataset, track: xr.Dataset, summary: TrackSummary, out: Path
+    record: xr.Dataset,
+    track: xr.Dataset,
+    summary: TrackSummary,
+    out: Path,
+    truth: xr.Dataset | None,
 ) -> list[str]:
-    """map.png, toa.png, diagnostics.png and report.html (the plots helper's functions)."""
+    """map.png, toa.png, diagnostics.png and report.html (the plots helper's functions), with
+    the true track when ``truth`` is given."""
     matplotlib.use("Agg")
     from rankmodels.plots.cartopy_data import use_shipped_natural_earth
     from rankmodels.plots.report import tracking_report
@@ -99,16 +116,16 @@ def _write_figures(
 
     use_shipped_natural_earth()
     figures = {
-        "map": lambda: track_map(record, track),
+        "map": lambda: track_map(record, track, truth),
         "toa": lambda: toa_diagram(record, track),
-        "diagnostics": lambda: diagnostics(track),
+        "diagnostics": lambda: diagnostics(track, truth),
     }
     for name, make in figures.items():
         fig = make()
         with atomic_path(out / IMAGES[name]) as tmp:
             fig.savefig(tmp, dpi=120, format="png")
     with atomic_output(out / REPORT_FILE, "w") as handle:
-        handle.write(tracking_report(track, summary, IMAGES))
+        handle.write(tracking_report(track, summary, IMAGES, truth))
     return [*IMAGES.values(), REPORT_FILE]
 
 
@@ -283,6 +300,7 @@ def track_float(
     record, notes = _read_record(file, engine)
     for note in notes:
         click.echo(f"warning: {note}", err=True)
+    truth = _truth(file, record) if plots else None
     try:
         with progressbar(progress_steps(record, config), "Tracking", quiet) as bar:
             track, summary = run_tracker(record, config, progress=bar.update)
@@ -295,7 +313,7 @@ def track_float(
         write_track(track, tmp)
     written = [TRACK_FILE]
     if plots:
-        written += _write_figures(record, track, summary, out)
+        written += _write_figures(record, track, summary, out, truth)
     for line in _warnings(summary):
         click.echo(f"warning: {line}", err=True)
     for line in _summary_lines(summary, out, written):

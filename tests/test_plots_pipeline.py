@@ -6,12 +6,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import xarray as xr
+from click.testing import CliRunner
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 from rankmodels.errors import InputError
 from rankmodels.plots import tracking, truth
 from rankmodels.plots.report import tracking_report
 from rankmodels.tracking import pipeline, records, simulate
+from rankmodels_app.cli import cli
+from rankmodels_app.track import track_float
+from tests._plots_data import great_circle_km
 
 
 @pytest.fixture(scope="module")
@@ -101,3 +105,33 @@ def test_truth_only_for_a_simulated_record_with_a_usable_file(tmp_path):
     true.drop_vars("true_label").to_netcdf(tmp_path / "other_truth.nc")
     with pytest.raises(InputError, match="true_label: missing"):
         truth.read_truth(tmp_path / "other_truth.nc", record)
+
+
+def test_track_float_compares_a_simulated_record_with_its_truth(tmp_path):
+    """simulate-float writes NAME.nc and NAME_truth.nc; track-float finds the truth and the
+    report compares with it; an unusable truth file is one warning line, not a failure."""
+    made = CliRunner().invoke(
+        cli, ["simulate-float", "--out", str(tmp_path), "--name", "sim", "--days", "15"]
+    )
+    assert made.exit_code == 0, made.output
+    record = tmp_path / "sim.nc"
+    args = ["--particles", "300", "--seed", "2", "--quiet"]
+    run = CliRunner().invoke(track_float, [str(record), "--out", str(tmp_path / "a"), *args])
+    assert run.exit_code == 0, run.output
+    assert "warning" not in run.stderr
+    report = (tmp_path / "a" / "report.html").read_text()
+    assert "Comparison with the true track" in report
+    track = xr.load_dataset(tmp_path / "a" / "track.nc")
+    true = xr.load_dataset(tmp_path / "sim_truth.nc")
+    err = great_circle_km(
+        track["lat"].values, track["lon"].values, true["lat"].values, true["lon"].values
+    )
+    expected = f"{np.median(err):.1f} / {np.percentile(err, 90):.1f} / {err.max():.1f}"
+    assert f'<td class="num">{expected}</td>' in report
+
+    (tmp_path / "sim_truth.nc").write_bytes(b"\x89HDF\r\n\x1a\n garbage")
+    run = CliRunner().invoke(track_float, [str(record), "--out", str(tmp_path / "b"), *args])
+    assert run.exit_code == 0, run.output
+    (line,) = run.stderr.strip().splitlines()
+    assert line.startswith(f"warning: {tmp_path / 'sim_truth.nc'}: not a readable NetCDF")
+    assert "Comparison with the true track" not in (tmp_path / "b" / "report.html").read_text()
