@@ -4,17 +4,20 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from dataclasses import replace
 
 import numpy as np
 import pytest
 import xarray as xr
 from click.testing import CliRunner
 
+from rankmodels.tracking.config import LIMITS
 from rankmodels.tracking.evaluate import score_track
+from rankmodels.tracking.pipeline import TrackSummary
 from rankmodels.tracking.records import write_float
 from rankmodels.tracking.simulate import dimes_float767
 from rankmodels_app.cli import cli
-from rankmodels_app.track import track_float
+from rankmodels_app.track import _summary_lines, track_float
 
 _RECORD, _TRUTH = dimes_float767(seed=11, days=30)
 
@@ -203,9 +206,8 @@ def test_collapse_is_reported_not_fatal(small, tmp_path):
     res = CliRunner().invoke(track_float, [str(small), "--engine", "minfactor", "-q"])
     assert res.exit_code == 2
     assert res.output.strip().splitlines() == [
-        "Error: --engine: engine minfactor is the no-loss, no-clutter model of section 5.2: "
-        "it needs "
-        "p_detect = 1 and clutter_rate = 0 (--pd 1 --clutter 0)"
+        "Error: --engine: engine minfactor is the no-loss, no-clutter model of section 5.2: it "
+        "needs p_detect = 1 and clutter_rate = 0, got p_detect = 0.9 and clutter_rate = 1.0"
     ]
     out = tmp_path / "mf"
     res = CliRunner().invoke(
@@ -272,3 +274,150 @@ def test_simulate_float_reproduces_the_shipped_sample(tmp_path, repo_data):
         ],
     )
     assert res.exit_code == 0 and xr.load_dataset(tmp_path / "s.nc").sizes["cycle"] == 19
+
+
+# --- option ranges, protected outputs, quality checks and --strict (issue 7) -----------------
+
+BAD_OPTIONS = [
+    ("--particles", "1e12", "particles"),
+    ("--particles", "1000000000000", "particles"),
+    ("--sigma", "nan", "sigma"),
+    ("--sigma", "inf", "sigma"),
+    ("--sigma", "601", "sigma"),
+    ("--clutter", "nan", "clutter_rate"),
+    ("--clutter", "inf", "clutter_rate"),
+    ("--pd", "nan", "p_detect"),
+    ("--pd", "inf", "p_detect"),
+    ("--process-noise", "nan", "process_noise"),
+    ("--process-noise", "1e9", "process_noise"),
+    ("--sound-speed", "inf", "sound_speed"),
+    ("--sound-speed", "1000", "sound_speed"),
+]
+
+
+@pytest.mark.parametrize(("option", "value", "field"), BAD_OPTIONS)
+def test_out_of_range_options_exit_2_naming_the_option_and_range(
+    small, tmp_path, option, value, field
+):
+    out = tmp_path / "o"
+    res = CliRunner().invoke(track_float, [str(small), "--out", str(out), option, value, "-q"])
+    assert res.exit_code == 2, res.output
+    (line,) = res.output.strip().splitlines()
+    assert line.startswith(f"Error: {option}: expected ") and LIMITS[field].text(field) in line
+    assert "Traceback" not in res.output and not out.exists()
+
+
+def test_documented_ranges_in_the_messages(small):
+    res = CliRunner().invoke(track_float, [str(small), "--sound-speed", "inf"])
+    assert "1,400 <= sound_speed <= 1,600 m/s" in res.output
+    res = CliRunner().invoke(track_float, [str(small), "--process-noise", "1e9"])
+    assert "0 < process_noise <= 200 km/day" in res.output
+    res = CliRunner().invoke(track_float, [str(small), "--particles", "2.5"])
+    assert res.exit_code == 2 and "--particles" in res.output and "whole number" in res.output
+
+
+def test_too_many_particles_to_smooth_in_memory_exit_2(small, tmp_path, monkeypatch):
+    monkeypatch.setattr("rankmodels.tracking.config.memory_budget_bytes", lambda: 100_000)
+    args = [str(small), "--out", str(tmp_path / "o"), "--particles", "500", "--no-plots", "-q"]
+    res = CliRunner().invoke(track_float, args)
+    assert res.exit_code == 2, res.output
+    (line,) = res.output.strip().splitlines()
+    assert line.startswith("Error: --particles: smoothing 30 steps with 500 particles")
+    res = CliRunner().invoke(track_float, [*args, "--no-smooth"])  # no history kept
+    assert res.exit_code == 0, res.output
+
+
+@pytest.mark.parametrize(
+    "name", ["track.nc", "map.png", "toa.png", "diagnostics.png", "report.html"]
+)
+def test_no_output_is_written_over_the_input(small, tmp_path, name):
+    out = tmp_path / "run"
+    out.mkdir()
+    record = out / name
+    shutil.copy(small, record)
+    before = record.read_bytes()
+    res = CliRunner().invoke(track_float, [str(record), "--out", str(out), "--particles", "50"])
+    assert res.exit_code == 2
+    assert res.output.strip() == (
+        f"Error: {record}: refusing to write an output over the input file"
+    )
+    assert record.read_bytes() == before and sorted(p.name for p in out.iterdir()) == [name]
+
+
+def _quality_line(output: str) -> str:
+    (line,) = [ln for ln in output.splitlines() if ln.startswith("quality checks: ")]
+    return line
+
+
+def _broken_record(tmp_path):
+    """A 60-day float tracked with a sound speed 10 % too high (the checks must fail)."""
+    record = dimes_float767(seed=12, days=60)[0]
+    path = tmp_path / "fast_sound.nc"
+    write_float(record.assign(sound_speed=record["sound_speed"] * 1.1), path)
+    return path
+
+
+def test_failed_quality_checks_are_warnings_and_strict_exits_3(tmp_path):
+    path = _broken_record(tmp_path)
+    args = ["--particles", "1000", "--seed", "1", "-q"]
+    res = CliRunner().invoke(track_float, [str(path), "--out", str(tmp_path / "a"), *args])
+    assert res.exit_code == 0, res.output
+    track = xr.load_dataset(tmp_path / "a" / "track.nc")
+    names = track["quality_check"].values
+    failed = [
+        str(n) for n, code in zip(names, track["quality_passed"].values, strict=True) if code == 0
+    ]
+    assert {"recovery_distance", "clutter_excess"} <= set(failed)
+    assert f"WARNING {len(failed)} failed (" in _quality_line(res.stdout)
+    for name, message, code in zip(
+        names, track["quality_message"].values, track["quality_passed"].values, strict=True
+    ):
+        shown = f"warning: quality check {name} failed: {message}"
+        assert (shown in res.stderr) == (code == 0)
+    report = (tmp_path / "a" / "report.html").read_text()
+    assert '<div class="note" id="quality">' in report
+    assert f"{len(failed)} of {names.size} track quality checks failed" in report
+
+    strict = CliRunner().invoke(
+        track_float, [str(path), "--out", str(tmp_path / "b"), *args, "--strict"]
+    )
+    assert strict.exit_code == 3
+    assert strict.stderr.strip().splitlines()[-1] == (
+        f"Error: {len(failed)} track quality check(s) failed (--strict)"
+    )
+    assert (tmp_path / "b" / "track.nc").is_file() and (tmp_path / "b" / "report.html").is_file()
+
+
+def test_strict_passes_a_clean_record(small, tmp_path):
+    out = tmp_path / "clean"
+    res = CliRunner().invoke(
+        track_float, [str(small), "--out", str(out), "--particles", "1000", "-q", "--strict"]
+    )
+    assert res.exit_code == 0, res.output
+    assert "WARNING" not in _quality_line(res.stdout) and "warning" not in res.stderr
+    track = xr.load_dataset(out / "track.nc")
+    assert (track["quality_passed"].values != 0).all() and track.attrs["quality_failed"] == 0
+    assert '<div class="ok" id="quality">' in (out / "report.html").read_text()
+
+
+def test_compile_time_is_shown_apart_only_when_there_was_some(tmp_path):
+    summary = TrackSummary(
+        cycles=3,
+        cycles_without_data=0,
+        arrivals=9,
+        mean_ess=50.0,
+        clutter_fraction=0.1,
+        collapsed_cycles=[],
+        log_likelihood=-3.0,
+        engine="exact",
+        particles=100,
+        smoothed=False,
+        recovery_used=False,
+        run_time_s=2.04,
+        compile_time_s=12.34,
+        quality=(),
+    )
+    *_, last = _summary_lines(summary, tmp_path, ["track.nc"])
+    assert last.startswith("run time 2.0 s (plus numba kernels compiled in 12.3 s); wrote")
+    *_, last = _summary_lines(replace(summary, compile_time_s=0.0), tmp_path, ["track.nc"])
+    assert last.startswith("run time 2.0 s; wrote")

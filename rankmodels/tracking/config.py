@@ -25,7 +25,7 @@ import os
 from dataclasses import dataclass
 
 from rankmodels.errors import InputError
-from rankmodels.tracking.engines import ENGINES
+from rankmodels.tracking.engines import ENGINE_REGISTRY, ENGINES
 
 __all__ = [
     "HISTORY_BYTES_PER_PARTICLE",
@@ -110,7 +110,8 @@ class TrackConfig:
 
     Raises :class:`~rankmodels.errors.InputError` (a ``ValueError``; ``field`` = the setting)
     for a value outside :data:`LIMITS`, NaN or infinite, an unknown engine, a negative seed,
-    or ``minfactor`` without ``p_detect = 1`` and ``clutter_rate = 0``.
+    or settings the engine cannot use (its ``EngineSpec.constraints``, e.g. ``minfactor``
+    without ``p_detect = 1`` and ``clutter_rate = 0``).
     """
 
     engine: str = "exact"
@@ -138,12 +139,9 @@ class TrackConfig:
             value = getattr(self, name)
             if not (name == "sound_speed" and value is None):  # None: the record's speed
                 _check(name, value)
-        if self.engine == "minfactor" and (self.p_detect != 1 or self.clutter_rate != 0):
-            raise InputError(
-                "engine minfactor is the no-loss, no-clutter model of section 5.2: "
-                "it needs p_detect = 1 and clutter_rate = 0 (--pd 1 --clutter 0)",
-                field="engine",
-            )
+        problem = ENGINE_REGISTRY[self.engine].model_problem(self)
+        if problem is not None:
+            raise InputError(problem, field="engine")
 
 
 def memory_budget_bytes() -> int:
