@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -87,15 +88,25 @@ def _read(path: Path, n_features: int = 0) -> LetorData:
     return data
 
 
+class _NumberRange(click.FloatRange):
+    """A :class:`click.FloatRange` that refuses ``nan`` too (it passes every comparison)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if math.isnan(number):
+            self.fail(f"{value!r} is not a number.", param, ctx)
+        return number
+
+
 _data_argument = click.argument(
     "data", type=click.Path(exists=True, dir_okay=False, path_type=Path)
 )
 
 
 def _cutoff_option(help: str) -> Callable[[F], F]:
-    """``-k/--cutoff``, the NDCG cut-off (default 10)."""
+    """``-k/--cutoff``, the NDCG cut-off (default 10; at most 10^9, longer than any list)."""
     return click.option(
-        "-k", "--cutoff", type=click.IntRange(min=1), default=10, show_default=True, help=help
+        "-k", "--cutoff", type=click.IntRange(1, 10**9), default=10, show_default=True, help=help
     )
 
 
@@ -138,14 +149,14 @@ def ltr_losses() -> None:
 )
 @click.option(
     "--test-fraction",
-    type=click.FloatRange(0.0, 0.9),
+    type=_NumberRange(0.0, 0.9),
     default=0.3,
     show_default=True,
     help="Fraction of queries held out for testing.",
 )
 @click.option(
     "--l2",
-    type=click.FloatRange(min=0.0, max=1e6),
+    type=_NumberRange(min=0.0, max=1e6),
     default=1e-3,
     show_default=True,
     help="L2 penalty on the weights.",

@@ -97,6 +97,10 @@ def test_losses_command_lists_the_registry():
         (["--anneal", "1,x"], ["comma-separated"]),
         (["--anneal", "1,-0.5"], ["--anneal: sigma must be positive"]),
         (["--test-fraction", "0.9"], ["leaves no training query of the 1"]),
+        (["--test-fraction", "nan"], ["--test-fraction", "'nan' is not a number"]),
+        (["--l2", "nan"], ["--l2", "'nan' is not a number"]),
+        (["--l2", "inf"], ["--l2", "inf is not in the range"]),
+        (["-k", "100000000000000000000"], ["--cutoff", "is not in the range 1<=x<=1000000000"]),
     ],
 )
 def test_bad_options_exit_2_with_one_line(tmp_path, args, fragments):

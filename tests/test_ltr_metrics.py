@@ -94,6 +94,14 @@ def test_err_and_opa_by_brute_force():
     assert M.opa(rel, order=order) == pytest.approx(correct / len(pairs))
 
 
+def test_cut_offs_beyond_the_list():
+    """P@k divides by k even when k exceeds the list (also for k beyond int64)."""
+    ranked = np.array([1.0, 0.0, 2.0])
+    for k in (5, 10**20):
+        assert M.precision(ranked, order=np.arange(3), k=k) == pytest.approx(2 / k)
+        assert M.ndcg(ranked, order=np.arange(3), k=k) == M.ndcg(ranked, order=np.arange(3))
+
+
 def test_undefined_conventions():
     zeros = np.zeros(4)
     order = np.arange(4)

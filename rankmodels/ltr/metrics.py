@@ -322,7 +322,7 @@ def precision(batch: _Ranked, *, k: int | None = None, threshold: float = 0.0) -
     omitted (the fraction of relevant documents). SinkProp section 2.2 under a DSM."""
     _check_k(k)
     n = batch.scores.shape[1]
-    kk = batch.lengths if k is None else np.full(batch.lengths.shape, k)
+    kk = batch.lengths if k is None else np.full(batch.lengths.shape, float(k))
     p = np.arange(n)[None, :]
     d = np.where(p < kk[:, None], 1.0 / np.maximum(kk, 1)[:, None], 0.0)
     b = (batch.relevance > threshold) & batch.mask
