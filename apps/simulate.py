@@ -7,11 +7,13 @@ from pathlib import Path
 
 import click
 
+from rankmodels.errors import InputError
 from rankmodels.tracking.records import write_float
 from rankmodels.tracking.simulate import (
     FLOAT767_DAYS,
     MAX_DAYS,
     TRAJECTORIES,
+    Mismatch,
     dimes_float767,
     simulated_float_id,
     simulation_steps,
@@ -25,6 +27,9 @@ from rankmodels_app._common import (
     reports_bad_input,
     seed_option,
 )
+
+#: Option names of the :class:`Mismatch` fields that are not spelled alike.
+_OPTION_NAMES = {"clock_drift": "float-drift", "clock_offset": "float-clock-offset"}
 
 #: Longest ``--name`` (bytes): NAME_truth.nc and its temporary twin must fit in a file name.
 MAX_NAME_BYTES = 200
@@ -73,33 +78,89 @@ def _plain_name(ctx: click.Context, param: click.Parameter, value: str | None) -
     show_default=True,
     help=f"Days from launch to recovery (one cycle a day), 2 to {MAX_DAYS} (10 years).",
 )
+@click.option(
+    "--float-drift",
+    "clock_drift",
+    type=float,
+    default=0.0,
+    show_default=True,
+    help="Float clock drift (s/day): arrivals are recorded later by this much per day since "
+    "launch  [-1 <= x <= 1].",
+)
+@click.option(
+    "--float-clock-offset",
+    "clock_offset",
+    type=float,
+    default=0.0,
+    show_default=True,
+    help="Float clock ahead of true time at launch (s)  [-600 <= x <= 600].",
+)
+@click.option(
+    "--true-sound-speed",
+    type=float,
+    default=None,
+    help="Speed (m/s) the signals travel at; the record keeps its nominal sound_speed  "
+    "[default: the nominal; 1400 <= x <= 1600].",
+)
+@click.option(
+    "--offset-error",
+    type=float,
+    default=0.0,
+    show_default=True,
+    help="Std (s) of the errors of the written source_offset values  [0 <= x <= 60].",
+)
+@click.option(
+    "--multipath",
+    type=float,
+    default=0.0,
+    show_default=True,
+    help="Fraction of source arrivals delayed by Uniform(10, 60) s  [0 <= x < 1].",
+)
 @seed_option(default=767)
 @quiet_option
 @reports_bad_input
 def simulate_float(
-    out: Path, name: str | None, trajectory: str, days: int, seed: int, quiet: bool
+    out: Path,
+    name: str | None,
+    trajectory: str,
+    days: int,
+    seed: int,
+    quiet: bool,
+    **mismatch: float | None,
 ) -> None:
     """Simulate a RAFOS float on the DIMES source array, launched where DIMES float 767 was.
 
     Writes OUT/NAME.nc (the float record, float id sim-TRAJECTORY-seedSEED-DAYSd) and
     OUT/NAME_truth.nc (its true track). With the defaults and --name float767,
     `rankmodels simulate-float --out data --name float767` reproduces the shipped
-    data/float767.nc and data/float767_truth.nc.
+    data/float767.nc and data/float767_truth.nc. The mismatch options make the signals depart
+    from what the record states (the truth file keeps the true values).
     """
+    try:
+        departure = Mismatch(**mismatch)
+    except InputError as err:
+        option = "--" + _OPTION_NAMES.get(err.field or "", (err.field or "").replace("_", "-"))
+        raise BadInput(f"{option}: {err.message}") from None
     try:  # before the work: a bad --out fails at once
         out.mkdir(parents=True, exist_ok=True)
     except OSError as err:
         raise BadInput(f"{out}: --out: cannot create the folder ({err.strerror})") from None
     name = name or simulated_float_id(trajectory, seed, days)
     with progressbar(simulation_steps(days, trajectory), "Simulating", quiet) as bar:
-        record, truth = dimes_float767(seed, days=days, trajectory=trajectory, progress=bar.update)
+        record, truth = dimes_float767(
+            seed, days=days, trajectory=trajectory, mismatch=departure, progress=bar.update
+        )
     with atomic_path(out / f"{name}.nc") as tmp:
         write_float(record, tmp)
     with atomic_path(out / f"{name}_truth.nc") as tmp:
         truth.to_netcdf(
             tmp,
             engine="netcdf4",
-            encoding={"true_label": {"zlib": True}, "lat": {"zlib": True}, "lon": {"zlib": True}},
+            encoding={
+                name: {"zlib": True}
+                for name in ("true_label", "lat", "lon", "multipath_delay")
+                if name in truth
+            },
         )
     click.echo(
         f"wrote {out / f'{name}.nc'} and {out / f'{name}_truth.nc'} "

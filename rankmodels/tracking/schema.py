@@ -317,6 +317,8 @@ FLOAT_RECORD = FileFormat(
     input=True,
 )
 
+_MISMATCH_ONLY = "only when simulated with a mismatch"
+
 TRUTH = FileFormat(
     "truth",
     (
@@ -325,6 +327,39 @@ TRUTH = FileFormat(
         _lat("lat", "true latitude", notes="at the cycle times", dims=("cycle",)),
         _lon("lon", "true longitude", dims=("cycle",)),
         Variable("true_label", ("cycle", "rank"), "label", f"true label: {_LABELS}"),
+        Variable(
+            "clock_offset",
+            (),
+            "real",
+            "float clock ahead of true time at launch",
+            _MISMATCH_ONLY,
+            units="s",
+        ),
+        Variable("clock_drift", (), "real", "float clock drift", _MISMATCH_ONLY, units="s day-1"),
+        Variable(
+            "sound_speed",
+            (),
+            "real",
+            "true speed of sound",
+            f"{_MISMATCH_ONLY}; the record keeps its nominal value",
+            units="m s-1",
+        ),
+        Variable(
+            "source_offset",
+            ("source",),
+            "real",
+            "true source offset",
+            f"{_MISMATCH_ONLY}; the record's are written with errors",
+            units="s",
+        ),
+        Variable(
+            "multipath_delay",
+            ("cycle", "source"),
+            "real",
+            "multipath delay of each source arrival",
+            f"{_MISMATCH_ONLY}; 0 = direct, NaN = source inactive",
+            units="s",
+        ),
     ),
 )
 

@@ -13,7 +13,12 @@ The generative model is the one the tracker assumes (dissertation section 5.2 an
   ``distance / sound_speed + offset + N(0, sigma^2)`` s and is recorded only inside the
   listening window ``[0, window_length]``;
 * ``Poisson(clutter_rate)`` clutter arrivals uniform on the window;
-* the float keeps the first ``r`` arrivals of the merged, sorted list.
+* the float keeps the first ``r`` arrivals of the merged, sorted list;
+* optionally (:class:`Mismatch`) what real records carry and their files do not state: a float
+  clock running off by ``clock_offset + clock_drift * days`` since launch (every recorded TOA
+  is late by that much), signals travelling at a true sound speed other than the file's
+  ``sound_speed``, written ``source_offset`` values off by ``N(0, offset_error^2)``, and a
+  fraction ``multipath`` of source arrivals delayed by ``Uniform(multipath_delay)`` s.
 
 :func:`dimes_float767` simulates a float on the real DIMES geometry, launched where DIMES
 float 767 was; with its defaults it is the shipped sample ``data/float767.nc``
@@ -23,12 +28,16 @@ float 767 was; with its defaults it is the shipped sample ``data/float767.nc``
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import xarray as xr
 
+from rankmodels.errors import InputError
+from rankmodels.tracking.config import LIMITS
 from rankmodels.tracking.geometry import (
     great_circle_km,
     tangent_offsets,
@@ -40,7 +49,9 @@ __all__ = [
     "BRIDGE_ITERATIONS",
     "DIMES_SOURCES",
     "MAX_DAYS",
+    "MISMATCH_LIMITS",
     "TRAJECTORIES",
+    "Mismatch",
     "SignalSpec",
     "Source",
     "dimes_float767",
@@ -101,6 +112,73 @@ class SignalSpec:
     window_length: float = 1800.0
     sound_speed: float = 1480.0
     ranks: int = 4
+
+
+#: Accepted range of each :class:`Mismatch` setting: (lo, hi, unit, lo_open, hi_open). A
+#: float clock drifts by seconds a year (1 s/day is far beyond any); the true sound speed has
+#: the tracker's range; written offsets are wrong by seconds, not minutes; ``multipath = 1``
+#: would leave no direct arrival.
+MISMATCH_LIMITS: dict[str, tuple[float, float, str, bool, bool]] = {
+    "clock_offset": (-600.0, 600.0, "s", False, False),
+    "clock_drift": (-1.0, 1.0, "s/day", False, False),
+    "true_sound_speed": (LIMITS["sound_speed"].lo, LIMITS["sound_speed"].hi, "m/s", False, False),
+    "offset_error": (0.0, 60.0, "s", False, False),
+    "multipath": (0.0, 1.0, "", False, True),
+}
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    """What a simulated record carries and its file does not state (all off by default).
+
+    ``clock_offset`` (s) and ``clock_drift`` (s/day): the float clock reads
+    ``e(t) = clock_offset + clock_drift * days since launch`` seconds ahead of true time, so its
+    listening window opens ``e(t)`` early and every source arrival is recorded ``e(t)`` s late.
+    ``true_sound_speed`` (m/s): the speed signals travel at (None: the file's
+    ``sound_speed``). ``offset_error`` (s): each written ``source_offset`` is the true one plus
+    ``N(0, offset_error^2)``. ``multipath``: probability that a source arrival is delayed by
+    ``Uniform(multipath_delay)`` s. Raises :class:`~rankmodels.errors.InputError` (``field`` =
+    the setting) for a value outside :data:`MISMATCH_LIMITS`, NaN or infinite.
+    """
+
+    clock_offset: float = 0.0
+    clock_drift: float = 0.0
+    true_sound_speed: float | None = None
+    offset_error: float = 0.0
+    multipath: float = 0.0
+    multipath_delay: tuple[float, float] = (10.0, 60.0)
+
+    def __post_init__(self) -> None:
+        for name, (lo, hi, unit, lo_open, hi_open) in MISMATCH_LIMITS.items():
+            value = getattr(self, name)
+            if name == "true_sound_speed" and value is None:
+                continue
+            ok = isinstance(value, numbers.Real) and not isinstance(value, bool)
+            ok = ok and math.isfinite(value)
+            ok = ok and (value > lo if lo_open else value >= lo)
+            ok = ok and (value < hi if hi_open else value <= hi)
+            if not ok:
+                rng = f"{'(' if lo_open else '['}{lo:g}, {hi:g}{')' if hi_open else ']'}"
+                raise InputError(
+                    f"expected a number in {rng}{' ' + unit if unit else ''}, got {value!r}",
+                    field=name,
+                )
+        lo, hi = self.multipath_delay
+        if not 0.0 <= lo <= hi:
+            raise InputError(
+                f"expected 0 <= lo <= hi, got {self.multipath_delay!r}", field="multipath_delay"
+            )
+
+    @property
+    def any(self) -> bool:
+        """Whether the record departs from its file at all."""
+        return bool(
+            self.clock_offset
+            or self.clock_drift
+            or self.true_sound_speed is not None
+            or self.offset_error
+            or self.multipath
+        )
 
 
 def range_dependent_detection(
@@ -225,6 +303,8 @@ def simulate_record(
     recovery: tuple[float, float, np.datetime64] | None = None,
     float_id: str = "sim",
     progress: Progress | None = None,
+    mismatch: Mismatch | None = None,
+    mismatch_rng: np.random.Generator | None = None,
 ) -> tuple[xr.Dataset, xr.Dataset]:
     """Simulate the float's recorded TOAs along a known track.
 
@@ -233,7 +313,16 @@ def simulate_record(
     ``source_label`` = the true labels, as if hand-labelled perfectly) and the truth
     (``schema.TRUTH``: ``lat``, ``lon``, ``true_label``). ``progress(n)`` is called as ``n``
     more cycles are done (``T`` in all).
+
+    ``mismatch`` (:class:`Mismatch`) makes the signals depart from what the file states; its
+    random draws (offset errors, multipath) come from ``mismatch_rng`` only, so the track,
+    noise, detections and clutter drawn from ``rng`` are those of the same call without it.
+    The truth then also holds the true ``clock_offset``, ``clock_drift``, ``sound_speed``,
+    ``source_offset`` and ``multipath_delay`` (0 for direct arrivals).
     """
+    mismatch = mismatch or Mismatch()
+    if mismatch.any and mismatch_rng is None:
+        raise ValueError("a mismatch needs its own mismatch_rng")
     times = np.asarray(times).astype("datetime64[ns]")
     n_cyc, r = times.size, spec.ranks
     src_lat = np.array([s.lat for s in sources])
@@ -245,7 +334,16 @@ def simulate_record(
     active = (np.isnat(start) | (start <= t)) & (np.isnat(stop) | (t <= stop))
     dist = great_circle_km(lat[:, None], lon[:, None], src_lat[None, :], src_lon[None, :])
     p_d = spec.p_detect(dist) if callable(spec.p_detect) else np.full(dist.shape, spec.p_detect)
-    arrival = dist * 1000.0 / spec.sound_speed + offset + rng.normal(0.0, spec.sigma, dist.shape)
+    speed = mismatch.true_sound_speed or spec.sound_speed
+    arrival = dist * 1000.0 / speed + offset + rng.normal(0.0, spec.sigma, dist.shape)
+    written_offset = offset
+    if mismatch.any:
+        days = (times - np.datetime64(launch[2], "ns")) / DAY
+        clock = mismatch.clock_offset + mismatch.clock_drift * days  # (T,) float clock ahead
+        written_offset = offset + mismatch_rng.normal(0.0, mismatch.offset_error, offset.shape)
+        delayed = mismatch_rng.random(dist.shape) < mismatch.multipath
+        delay = np.where(delayed, mismatch_rng.uniform(*mismatch.multipath_delay, dist.shape), 0.0)
+        arrival = arrival + clock[:, None] + delay
     heard = (
         active & (rng.random(dist.shape) < p_d) & (arrival >= 0) & (arrival <= spec.window_length)
     )
@@ -269,7 +367,7 @@ def simulate_record(
             "toa": (("cycle", "rank"), toa.astype(np.float32)),
             "source_lat": ("source", src_lat),
             "source_lon": ("source", src_lon),
-            "source_offset": ("source", offset),
+            "source_offset": ("source", written_offset),
             "source_start_time": ("source", start),
             "source_end_time": ("source", stop),
             "source_label": (
@@ -309,7 +407,27 @@ def simulate_record(
             "comment": "true track of the SIMULATED record",
         },
     )
+    if mismatch.any:
+        truth["clock_offset"] = ((), float(mismatch.clock_offset))
+        truth["clock_drift"] = ((), float(mismatch.clock_drift))
+        truth["sound_speed"] = ((), float(speed))
+        truth["source_offset"] = ("source", offset)
+        truth["multipath_delay"] = (("cycle", "source"), np.where(active, delay, np.nan))
+        truth.attrs["sim_mismatch"] = _mismatch_text(mismatch)
+        record.attrs["sim_mismatch"] = truth.attrs["sim_mismatch"]
     return annotate(record, FLOAT_RECORD), annotate(truth, TRUTH)
+
+
+def _mismatch_text(mismatch: Mismatch) -> str:
+    """The mismatch in words, for the files' ``sim_mismatch`` attribute."""
+    lo, hi = mismatch.multipath_delay
+    speed = mismatch.true_sound_speed
+    return (
+        f"float clock {mismatch.clock_offset:g} s + {mismatch.clock_drift:g} s/day ahead; "
+        f"true sound speed {'as written' if speed is None else f'{speed:g} m/s'}; "
+        f"written source offsets off by N(0, {mismatch.offset_error:g}^2) s; "
+        f"{mismatch.multipath:g} of source arrivals delayed by Uniform({lo:g}, {hi:g}) s"
+    )
 
 
 TRAJECTORIES = ("drift", "straight", "spiral")
@@ -338,6 +456,7 @@ def dimes_float767(
     days: int = FLOAT767_DAYS,
     trajectory: str = "drift",
     spec: SignalSpec | None = None,
+    mismatch: Mismatch | None = None,
     progress: Progress | None = None,
 ) -> tuple[xr.Dataset, xr.Dataset]:
     """A simulated float on the DIMES source array from DIMES float 767's launch (12 sources,
@@ -357,6 +476,8 @@ def dimes_float767(
     ``days`` is at most :data:`MAX_DAYS`. The record's ``float_id`` is
     :func:`simulated_float_id` and its ``title`` says "simulated TRAJECTORY float".
     ``progress(n)`` is called as work is done (:func:`simulation_steps` in all).
+    ``mismatch`` (:class:`Mismatch`) is drawn from its own generator (seeded ``[seed, 1]``):
+    the same seed gives the same float with and without it.
     """
     if trajectory not in TRAJECTORIES:
         raise ValueError(f"trajectory must be one of {TRAJECTORIES}, got {trajectory!r}")
@@ -401,6 +522,8 @@ def dimes_float767(
         recovery=(fix[0], fix[1], launch_time + days * DAY),
         float_id=simulated_float_id(trajectory, seed, days),
         progress=progress,
+        mismatch=mismatch,
+        mismatch_rng=np.random.default_rng([seed, 1]),
     )
     record.attrs["title"] = (
         f"Simulated {trajectory} RAFOS float (seed {seed}, {days} days) on the DIMES source "
