@@ -318,7 +318,7 @@ def test_one_arrival_says_what_could_not_be_computed():
     _, summary = _track("one arrival")
     checks = _by_name(summary)
     assert checks["clutter_excess"].passed is None
-    assert checks["clutter_excess"].message.startswith("not computed: 1 arrivals")
+    assert checks["clutter_excess"].message.startswith("not computed: 1 arrival, ")
     assert checks["innovation_rms"].passed is None
     assert checks["unassociated_run"].passed is False
     assert checks["unassociated_run"].value == _BASE.sizes["cycle"] - 1
