@@ -183,8 +183,9 @@ def test_cli_bad_usage_exits_2_with_one_line(tmp_path, extra, message):
 def test_simulation_converges_to_the_exact_limit():
     """Figure 4.1 with N = 1000 votes: the probability that each rule ranks A above B matches
     the central limit of the exact per-vote score differences, Phi(mean sqrt(N) / sd), with
-    mean and sd from the exact joint positions of A and B; and the rule order of the limit
-    shows up at w = 0.8 in both experiments."""
+    mean and sd from the exact joint positions of A and B; the rule order of the limit shows
+    up at w = 0.8 in both experiments; and Borda is never the worst at agreeing with the
+    majority."""
     voters, profiles = 1000, 8 * 50
     study = aggregation_study(
         weights=[0.6, 0.8, 1.0], voters=[voters], replicates=8, trials=50, seed=11
@@ -202,6 +203,12 @@ def test_simulation_converges_to_the_exact_limit():
                 got = mean[(e, w, rule)]
                 tolerance = 4 * np.sqrt(predicted * (1 - predicted) / profiles) + 0.03
                 assert abs(got - predicted) < tolerance, (e, w, rule, got, predicted)
+        # agreeing with the mixture's majority (B below w_majority), Borda is never the worst
+        for w in (0.6, 0.8, 1.0):
+            agree = {r: mean[(e, w, r)] for r in STUDY_RULES}
+            if w < float(exact_study([w])["w_majority"].sel(experiment=e)):
+                agree = {r: 1 - v for r, v in agree.items()}
+            assert agree["borda"] > min(agree.values()), (e, w, agree)
     at = {rule: mean[(2, 0.8, rule)] for rule in STUDY_RULES}
     assert min(at["plurality"], at["log"]) > max(at["antiplurality"], at["squared"]) + 0.1
     at = {rule: mean[(1, 0.8, rule)] for rule in STUDY_RULES}

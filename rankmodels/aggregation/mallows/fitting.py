@@ -222,13 +222,20 @@ def _fit_component(
 ) -> _Component:
     """Weighted single-model MLE: Kemeny centre, then ``theta`` by eq. (2)."""
     centre, exact = data.kemeny_centre(weights)
-    D = data.discordance(centre)
-    if previous is not None and not exact and weights @ previous.discordance < weights @ D:
-        centre, D = previous.centre, previous.discordance
+    if previous is not None and np.array_equal(centre, previous.centre):
+        D = previous.discordance  # the usual case after the first iterations
+    else:
+        D = data.discordance(centre)
+        if previous is not None and not exact and weights @ previous.discordance < weights @ D:
+            centre, D = previous.centre, previous.discordance
+    return _Component(centre, _fit_theta_weighted(data, weights, D), D, exact)
+
+
+def _fit_theta_weighted(data: TopKBallots, weights: np.ndarray, D: np.ndarray) -> float:
+    """``theta`` of eq. (2) for ballots weighted by ``weights`` with discordances ``D``."""
     total = weights.sum()
     length_freq = np.bincount(data.lengths, weights=weights, minlength=data.n + 1) / total
-    theta = _fit_theta(float(weights @ D) / total, length_freq, data.n)
-    return _Component(centre, theta, D, exact)
+    return _fit_theta(float(weights @ D) / total, length_freq, data.n)
 
 
 def _as_ballots(data: TopKBallots | Profile | np.ndarray) -> TopKBallots:
