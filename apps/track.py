@@ -44,6 +44,7 @@ _OPTIONS = {
     "sigma": "--sigma",
     "p_detect": "--pd",
     "clutter_rate": "--clutter",
+    "multipath": "--multipath",
     "process_noise": "--process-noise",
     "sound_speed": "--sound-speed",
 }
@@ -228,6 +229,16 @@ def _warnings(summary: TrackSummary) -> list[str]:
     ),
 )
 @click.option(
+    "--multipath",
+    type=float,
+    default=_DEFAULTS.multipath,
+    show_default=True,
+    help=_help(
+        "Share of source arrivals delayed by multipath (exponential delay, mean 30 s).",
+        "multipath",
+    ),
+)
+@click.option(
     "--process-noise",
     type=float,
     default=_DEFAULTS.process_noise,
@@ -269,6 +280,7 @@ def track_float(
     sigma: float,
     p_detect: float,
     clutter_rate: float,
+    multipath: float,
     process_noise: float,
     sound_speed: float | None,
     smooth: bool,
@@ -289,6 +301,7 @@ def track_float(
         sigma=sigma,
         p_detect=p_detect,
         clutter_rate=clutter_rate,
+        multipath=multipath,
         process_noise=process_noise,
         smooth=smooth,
         sound_speed=sound_speed,

@@ -22,8 +22,11 @@ from rankmodels_app.track import track_float
 SPECS = list(ENGINE_REGISTRY)
 #: Models at the corners the constraints speak of: with and without loss and clutter.
 MODEL_GRID = [
-    SignalModel(sigma=4.0, p_detect=pd, clutter_rate=lam, window=100.0)
-    for pd, lam in itertools.product((0.7, 1.0), (0.0, 1.5))
+    *(
+        SignalModel(sigma=4.0, p_detect=pd, clutter_rate=lam, window=100.0)
+        for pd, lam in itertools.product((0.7, 1.0), (0.0, 1.5))
+    ),
+    SignalModel(sigma=4.0, p_detect=1.0, clutter_rate=0.0, window=100.0, multipath=0.05),
 ]
 
 
@@ -116,7 +119,10 @@ def test_every_constraint_is_enforced(rng, spec):
             assert str(err.value) == problem
             with pytest.raises(InputError) as err:
                 TrackConfig(
-                    engine=spec.name, p_detect=model.p_detect, clutter_rate=model.clutter_rate
+                    engine=spec.name,
+                    p_detect=model.p_detect,
+                    clutter_rate=model.clutter_rate,
+                    multipath=model.multipath,
                 )
             assert err.value.field == "engine" and problem in str(err.value)
 

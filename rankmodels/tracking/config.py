@@ -8,6 +8,9 @@ parameter's name (the command line maps it to its option). The ranges:
   beyond that an arrival carries no position information;
 * ``p_detect`` 0 < P_D <= 1; ``clutter_rate`` 0 <= lambda <= 100 arrivals per window (a float
   records a handful of arrivals per cycle);
+* ``multipath`` 0 <= P_M <= 0.5: the share of source arrivals delayed by multipath (mean
+  delay ``SignalModel.multipath_delay``); with more than half delayed the "direct" arrival is
+  not the typical one and the sound speed or offsets are wrong instead;
 * ``process_noise`` 0 < q <= 200 km per day and axis: ocean currents move floats at most a few
   tens of km per day (2 m/s is 173 km/day);
 * ``sound_speed`` 1400 <= v_s <= 1600 m/s: the speed of sound in sea water at any depth,
@@ -76,6 +79,7 @@ LIMITS: dict[str, Limit] = {
     "sigma": Limit(0.0, 600.0, "s", lo_open=True),
     "p_detect": Limit(0.0, 1.0, lo_open=True),
     "clutter_rate": Limit(0.0, 100.0, "per window"),
+    "multipath": Limit(0.0, 0.5),
     "process_noise": Limit(0.0, 200.0, "km/day", lo_open=True),
     "sound_speed": Limit(1400.0, 1600.0, "m/s"),
     "recovery_sigma": Limit(0.0, 1000.0, "km", lo_open=True),
@@ -103,10 +107,11 @@ def _check(name: str, value: object) -> None:
 class TrackConfig:
     """Tracker settings. Defaults are the paper's (sigma = 5 s, P_D = 0.9, P_C = 0.5).
 
-    ``process_noise``: random-walk std per axis of a one-day step (km); ``smooth``: FFBSi with
-    the recovery fix; ``ensemble``: size ``M`` of the smoothed-trajectory / association
-    ensemble; ``recovery_sigma``: std (km) of the recovery fix; ``sound_speed``: m/s, ``None``
-    = the record's ``sound_speed``; ``ess_threshold``: resample when ESS < threshold * N.
+    ``process_noise``: random-walk std per axis of a one-day step (km); ``smooth``: FFBSi with the
+    recovery fix; ``multipath``: ``P_M`` of the signal model; ``ensemble``: size ``M`` of the
+    smoothed-trajectory / association ensemble; ``recovery_sigma``: std (km) of the recovery fix;
+    ``sound_speed``: m/s, ``None`` = the record's ``sound_speed``; ``ess_threshold``: resample when
+    ESS < threshold * N.
 
     Raises :class:`~rankmodels.errors.InputError` (a ``ValueError``; ``field`` = the setting)
     for a value outside :data:`LIMITS`, NaN or infinite, an unknown engine, a negative seed,
@@ -120,6 +125,7 @@ class TrackConfig:
     sigma: float = 5.0
     p_detect: float = 0.9
     clutter_rate: float = 1.0
+    multipath: float = 0.0
     process_noise: float = 8.0
     smooth: bool = True
     ensemble: int = 500

@@ -94,6 +94,7 @@ class _Cycles:
             p_detect=config.p_detect,
             clutter_rate=config.clutter_rate,
             window=float(record["window_length"]),
+            multipath=config.multipath,
         )
         self.engine = config.engine
         self.labels = None
@@ -448,6 +449,8 @@ def _attributes(run: Run) -> dict[str, object]:
         "sigma": config.sigma,
         "p_detect": config.p_detect,
         "clutter_rate": config.clutter_rate,
+        "multipath": config.multipath,
+        "multipath_delay_s": run.cycles.model.multipath_delay,
         "sound_speed": run.cycles.km_per_s * 1000.0,
         "window_length": run.cycles.model.window,
         "process_noise_km": config.process_noise,

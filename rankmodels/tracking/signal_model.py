@@ -5,6 +5,14 @@ Given the float position ``X`` the float hears, in one listening window ``[0, W]
 * from every active source ``i`` a signal with probability ``P_D`` ("detectable"), arriving at
   ``t_i ~ N(pred_i(X), sigma^2)`` (eqs. 5.2, 5.66); with probability ``1 - P_D`` nothing
   ("missing", ``M``);
+* multipath: a source's arrival is direct with probability ``1 - P_M`` and otherwise delayed by
+  ``D ~ Exponential(mean mu_D)`` on top of the Gaussian noise, so its density is the mixture
+  ``p_i(T) = (1 - P_M) N(T; pred_i, sigma^2) + P_M EMG(T; pred_i, sigma, mu_D)`` with the
+  exponentially modified Gaussian ``EMG(T) = (1 / (2 mu_D)) exp(sigma^2 / (2 mu_D^2) -
+  (T - pred_i) / mu_D) erfc((sigma / mu_D - z) / sqrt 2)``, ``z = (T - pred_i) / sigma``, and
+  its survival ``P(t_i > tau) = Q(w) + P_M mu_D EMG(tau)``, ``w = (tau - pred_i) / sigma``,
+  ``Q`` the standard normal tail (integrate the Gaussian against ``P(D > tau - x)``). With
+  ``P_M = 0`` (no multipath) this is the paper's model;
 * ``N ~ Poisson(lambda)`` clutter arrivals, independent and uniform on ``[0, W]``
   (``p_N(T) = 1 / W``; eqs. 5.25-5.27, ``P_C = lambda / (1 + lambda)``);
 
@@ -25,10 +33,13 @@ import math
 import numbers
 from dataclasses import dataclass
 
-__all__ = ["DEFAULT_WINDOW", "SignalModel"]
+__all__ = ["DEFAULT_MULTIPATH_DELAY", "DEFAULT_WINDOW", "SignalModel"]
 
 #: Default listening-window length (s). Long enough for sources ~2,500 km away at 1.5 km/s.
 DEFAULT_WINDOW = 1800.0
+#: Default mean multipath delay (s): delayed arrivals of RAFOS signals trail the direct path
+#: by tens of seconds.
+DEFAULT_MULTIPATH_DELAY = 30.0
 
 
 @dataclass(frozen=True)
@@ -47,12 +58,18 @@ class SignalModel:
     window:
         Listening-window length ``W`` (s); clutter is uniform on ``[0, W]`` and recorded
         arrival times must not exceed ``W``.
+    multipath:
+        ``P_M``, probability that a source's arrival is delayed by multipath (``0 <= P_M < 1``).
+    multipath_delay:
+        ``mu_D``, mean of the exponential multipath delay (s).
     """
 
     sigma: float = 5.0
     p_detect: float = 0.9
     clutter_rate: float = 1.0
     window: float = DEFAULT_WINDOW
+    multipath: float = 0.0
+    multipath_delay: float = DEFAULT_MULTIPATH_DELAY
 
     def __post_init__(self) -> None:
         checks = (
@@ -60,6 +77,8 @@ class SignalModel:
             ("p_detect", self.p_detect, lambda v: 0 < v <= 1, "in (0, 1]"),
             ("clutter_rate", self.clutter_rate, lambda v: v >= 0, ">= 0"),
             ("window", self.window, lambda v: v > 0, "> 0"),
+            ("multipath", self.multipath, lambda v: 0 <= v < 1, "in [0, 1)"),
+            ("multipath_delay", self.multipath_delay, lambda v: v > 0, "> 0"),
         )
         for name, value, ok, expected in checks:
             if not isinstance(value, numbers.Real) or isinstance(value, bool):

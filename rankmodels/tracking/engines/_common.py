@@ -6,7 +6,9 @@ Every engine writes the likelihood of a cycle as (eq. 5.26 with its normalisatio
     P(T_1..T_m | X) = exp(log_poisson) * sum_{associations} prod_i phi_i(S_i) prod_{R_j = C} kappa_j
 
 with the source factors (eq. 5.66) ``phi_i(M) = 1 - P_D``, ``phi_i(L) = P_D P(t_i > tau)``,
-``phi_i(j) = P_D N(T_j; pred_i, sigma^2)``, the clutter factor ``kappa_j = lambda / W`` for
+``phi_i(j) = P_D p_i(T_j)`` with ``p_i`` the direct-or-multipath arrival density of
+:mod:`rankmodels.tracking.signal_model` (``N(T_j; pred_i, sigma^2)`` without multipath), and
+``P(t_i > tau)`` its survival, the clutter factor ``kappa_j = lambda / W`` for
 ``0 <= T_j <= W`` (eq. 5.67 divided by ``1 - P_C``), the "late" threshold ``tau = T_r`` when all
 ``r`` arrivals were recorded and ``tau = W`` otherwise, and the particle-independent Poisson term
 ``log_poisson = -lambda (1 - q)``, ``q = P(clutter > tau) = 1 - tau / W`` (``q = 0`` when
@@ -45,7 +47,11 @@ __all__ = [
     "bipartite_cycle",
     "check_predicted",
     "engine_output",
+    "log_add",
+    "multipath_constants",
+    "log_erfcx",
     "log_gauss_tail",
+    "log_path_scaled",
     "log_source_factors",
     "log_unmatched",
     "message_passing",
@@ -55,6 +61,7 @@ __all__ = [
 ]
 
 LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
+LOG_SQRT_PI = 0.5 * math.log(math.pi)
 INV_SQRT2 = 1.0 / math.sqrt(2.0)
 #: P(Z > z) rounds to 1 below this z.
 _Z_LO = -8.5
@@ -159,6 +166,49 @@ def log_gauss_tail(z: float) -> float:
     return -0.5 * z * z - math.log(z) - LOG_SQRT_2PI + math.log(series)
 
 
+@njit(cache=True)
+def log_erfcx(u: float) -> float:
+    """``log erfcx(u) = log(exp(u^2) erfc(u))`` for any real ``u``, without overflow.
+
+    ``erfc`` is used while it does not underflow (``u < 25``); beyond, the asymptotic series
+    ``erfcx(u) = (1 - x + 3x^2 - 15x^3 + 105x^4 - 945x^5 + 10395x^6) / (u sqrt(pi))``,
+    ``x = 1 / (2u^2)`` (relative error < 1e-16 there).
+    """
+    if u < 25.0:
+        return math.log(math.erfc(u)) + u * u
+    x = 0.5 / (u * u)
+    series = 1.0 - x * (
+        1.0 - 3.0 * x * (1.0 - 5.0 * x * (1.0 - 7.0 * x * (1.0 - 9.0 * x * (1.0 - 11.0 * x))))
+    )
+    return math.log(series) - math.log(u) - LOG_SQRT_PI
+
+
+@njit(cache=True)
+def log_path_scaled(z: float, path_a: float) -> float:
+    """``log(exp(-z^2 / 2) erfcx((a - z) / sqrt 2))`` with ``a = sigma / mu_D``: the
+    exponentially modified Gaussian at ``z = (T - pred) / sigma`` is ``1 / (2 mu_D)`` times its
+    exponential, and ``mu_D EMG(tau)`` (the multipath part of the survival) half of it."""
+    return log_erfcx((path_a - z) * INV_SQRT2) - 0.5 * z * z
+
+
+@njit(cache=True)
+def log_add(a: float, b: float) -> float:
+    """``log(exp(a) + exp(b))`` without overflow (``-inf`` when both are)."""
+    hi = max(a, b)
+    if hi == -math.inf:
+        return hi
+    return hi + math.log1p(math.exp(min(a, b) - hi))
+
+
+def multipath_constants(model: SignalModel) -> tuple[float, float, float]:
+    """``(log(1 - P_M), log(P_M / (2 mu_D)), sigma / mu_D)``: ``log p_i(T)`` is
+    ``log(1 - P_M) + log N(T; pred_i, sigma^2)`` log-added to ``log(P_M / (2 mu_D)) +``
+    :func:`log_path_scaled` (the second ``-inf`` without multipath)."""
+    pm, mu = float(model.multipath), float(model.multipath_delay)
+    log_path0 = math.log(pm / (2.0 * mu)) if pm > 0 else -math.inf
+    return math.log1p(-pm), log_path0, float(model.sigma) / mu
+
+
 def unmatched_weights(model: SignalModel, *, ranked: bool = True) -> tuple[float, float]:
     """``(const, tail_coef)`` with the unmatched weight ``u_i = const + tail_coef * P(t_i > tau)``.
 
@@ -178,6 +228,9 @@ class BipartiteCycle(NamedTuple):
     a match weighs ``log phi_i(j) = log_match0 - (T_j - pred_i)^2 inv_2var``; the unmatched
     weight ``u_i = u_const + u_tail P(Z > (tau - pred_i) inv_sigma)`` comes with the logs of
     ``u_const``, ``u_tail``, their sum and the cut-off ``z_hi`` used by :func:`log_unmatched`.
+    With multipath (``log_path0 > -inf``) a match adds ``log_path0 + log_path_scaled(z,
+    path_a)`` (``log_match0`` then holds ``log(1 - P_M)``) and the survival adds
+    ``exp(log_path_tail0 + log_path_scaled(w, path_a))`` to ``P(Z > w)``.
     """
 
     toa: np.ndarray
@@ -193,6 +246,9 @@ class BipartiteCycle(NamedTuple):
     log_u_tail: float
     log_u_total: float
     z_hi: float
+    log_path0: float
+    log_path_tail0: float
+    path_a: float
 
 
 def bipartite_cycle(cycle: Cycle, model: SignalModel, *, ranked: bool = True) -> BipartiteCycle:
@@ -203,7 +259,11 @@ def bipartite_cycle(cycle: Cycle, model: SignalModel, *, ranked: bool = True) ->
     with a result identical to rounding.
     """
     const, tail = unmatched_weights(model, ranked=ranked)
-    if const > 0 and tail > 0:
+    log_direct, log_path0, path_a = multipath_constants(model)
+    path_tail = log_path0 > -math.inf and tail > 0  # the late weight has a multipath part
+    if path_tail:  # its tail is exponential, not Gaussian: no cut-off
+        z_hi = math.inf
+    elif const > 0 and tail > 0:
         z_hi = -float(ndtri(2.0**-55 * const / tail))
     elif const > 0:
         z_hi = -math.inf
@@ -215,7 +275,7 @@ def bipartite_cycle(cycle: Cycle, model: SignalModel, *, ranked: bool = True) ->
         log_clutter=cycle.log_clutter,
         tau=float(cycle.tau),
         log_poisson=float(cycle.log_poisson),
-        log_match0=math.log(model.p_detect) - math.log(sigma) - LOG_SQRT_2PI,
+        log_match0=math.log(model.p_detect) + log_direct - math.log(sigma) - LOG_SQRT_2PI,
         inv_2var=0.5 / (sigma * sigma),
         inv_sigma=1.0 / sigma,
         u_const=const,
@@ -224,6 +284,9 @@ def bipartite_cycle(cycle: Cycle, model: SignalModel, *, ranked: bool = True) ->
         log_u_tail=math.log(tail) if tail > 0 else -math.inf,
         log_u_total=math.log(const + tail),
         z_hi=z_hi,
+        log_path0=math.log(model.p_detect) + log_path0,
+        log_path_tail0=math.log(0.5 * model.multipath) if path_tail else -math.inf,
+        path_a=path_a,
     )
 
 
@@ -239,6 +302,11 @@ def log_unmatched(z: float, c: BipartiteCycle) -> float:
         return c.log_u_const
     if z <= _Z_LO:
         return c.log_u_total
+    if c.log_path_tail0 > -math.inf:  # survival P(Z > z) + P_M mu_D EMG(tau)
+        log_tail = log_add(log_gauss_tail(z), c.log_path_tail0 + log_path_scaled(z, c.path_a))
+        if c.u_const > 0.0:
+            return math.log(c.u_const + c.u_tail * math.exp(log_tail))
+        return c.log_u_tail + log_tail
     if c.u_const > 0.0:
         return math.log(c.u_const + c.u_tail * 0.5 * math.erfc(z * INV_SQRT2))
     return c.log_u_tail + log_gauss_tail(z)
@@ -247,12 +315,16 @@ def log_unmatched(z: float, c: BipartiteCycle) -> float:
 @njit(cache=True)
 def log_source_factors(c: BipartiteCycle, pred: np.ndarray, log_match, log_u) -> None:
     """One particle's source factors: ``log_match[i, j] = log phi_i(j)`` (s, m) and
-    ``log_u[i] = log u_i`` (s,) for the predicted arrival times ``pred`` (s,) (eq. 5.66)."""
+    ``log_u[i] = log u_i`` (s,) for the predicted arrival times ``pred`` (s,) (eq. 5.66, with
+    the multipath mixture of :mod:`rankmodels.tracking.signal_model`)."""
     for i in range(pred.shape[0]):
         log_u[i] = log_unmatched((c.tau - pred[i]) * c.inv_sigma, c)
         for j in range(c.toa.shape[0]):
             d = c.toa[j] - pred[i]
             log_match[i, j] = c.log_match0 - d * d * c.inv_2var
+            if c.log_path0 > -math.inf:
+                path = c.log_path0 + log_path_scaled(d * c.inv_sigma, c.path_a)
+                log_match[i, j] = log_add(log_match[i, j], path)
 
 
 class MessagePassing(NamedTuple):

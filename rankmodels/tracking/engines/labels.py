@@ -4,7 +4,8 @@ With the source ``R_j`` of every recorded arrival known, a particle's weight is
 
     w(X) = prod_{j: R_j is a source} p_{R_j}(T_j | X),   p_i(T | X) = N(T; pred_i(X), sigma^2),
 
-the paper's "simple particle filter" for hand-labelled data. Arrivals labelled clutter are
+the paper's "simple particle filter" for hand-labelled data (with multipath, ``p_i`` is the
+direct-or-delayed mixture of :mod:`rankmodels.tracking.signal_model`). Arrivals labelled clutter are
 dropped: their density ``lambda / W`` does not depend on ``X``. The association posterior is the
 labels themselves (one-hot).
 """
@@ -14,8 +15,15 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numba import njit
 
-from rankmodels.tracking.engines._common import LOG_SQRT_2PI, Cycle, LikelihoodResult
+from rankmodels.tracking.engines._common import (
+    LOG_SQRT_2PI,
+    Cycle,
+    LikelihoodResult,
+    log_path_scaled,
+    multipath_constants,
+)
 from rankmodels.tracking.schema import CLUTTER, NO_ARRIVAL
 from rankmodels.tracking.signal_model import SignalModel
 
@@ -53,6 +61,16 @@ def check_labels(labels: np.ndarray | None, cycle: Cycle, n_sources: int) -> np.
     return recorded
 
 
+@njit(cache=True)
+def _log_path_scaled_array(z: np.ndarray, path_a: float) -> np.ndarray:
+    """:func:`log_path_scaled` of every entry of ``z`` (N, k)."""
+    out = np.empty_like(z)
+    for p in range(z.shape[0]):
+        for k in range(z.shape[1]):
+            out[p, k] = log_path_scaled(z[p, k], path_a)
+    return out
+
+
 def labels_engine(
     cycle: Cycle,
     predicted: np.ndarray,
@@ -67,7 +85,15 @@ def labels_engine(
     src = np.flatnonzero(recorded >= 0)
     d = cycle.toa[src][None, :] - predicted[:, recorded[src]]
     sigma = float(model.sigma)
-    loglik = -(0.5 / sigma**2) * np.sum(d * d, axis=1) - src.size * (math.log(sigma) + LOG_SQRT_2PI)
+    log_direct, log_path0, path_a = multipath_constants(model)
+    if log_path0 == -math.inf:
+        loglik = -(0.5 / sigma**2) * np.sum(d * d, axis=1) - src.size * (
+            math.log(sigma) + LOG_SQRT_2PI
+        )
+    else:
+        direct = log_direct - 0.5 * (d / sigma) ** 2 - math.log(sigma) - LOG_SQRT_2PI
+        path = log_path0 + _log_path_scaled_array(np.ascontiguousarray(d / sigma), path_a)
+        loglik = np.logaddexp(direct, path).sum(axis=1)
     if not association:
         return LikelihoodResult(loglik, None)
     onehot = np.zeros((cycle.m, s + 1))

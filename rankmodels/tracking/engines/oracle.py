@@ -8,11 +8,13 @@ source took clutter. With ``c`` clutter arrivals its weight is
 
     prod_i f(S_i) * prod_{R_j = C} p_N(T_j) * sum_{N >= c} Pois(N; lambda) N!/(N - c)! q^(N - c)
 
-with ``f(M) = 1 - P_D``, ``f(L) = P_D P(t_i > tau)``, ``f(j) = P_D N(T_j; pred_i, sigma^2)``
-(eq. 5.66), ``p_N`` the uniform density on ``[0, W]``, ``q = P(clutter arrival > tau)``, and
-``tau`` the time after which an arrival goes unrecorded: ``T_r`` when all ``r`` ranks are
-filled, else the window end ``W``. The Poisson sum (eq. 5.25 marginalised over the number ``N``
-of clutter signals) is summed term by term. Plain Python, ``O((m + 2)^s)``: small cases only.
+with ``f(M) = 1 - P_D``, ``f(L) = P_D P(t_i > tau)``, ``f(j) = P_D p_i(T_j)`` (eq. 5.66),
+``p_i`` the mixture ``(1 - P_M) N(pred_i, sigma^2) + P_M`` (the same plus an exponential
+delay of mean ``mu_D``: scipy's ``exponnorm`` with shape ``mu_D / sigma``), ``p_N`` the
+uniform density on ``[0, W]``, ``q = P(clutter arrival > tau)``, and ``tau`` the time after
+which an arrival goes unrecorded: ``T_r`` when all ``r`` ranks are filled, else the window end
+``W``. The Poisson sum (eq. 5.25 marginalised over the number ``N`` of clutter signals) is
+summed term by term. Plain Python, ``O((m + 2)^s)``: small cases only.
 """
 
 from __future__ import annotations
@@ -64,13 +66,23 @@ def enumerate_associations(
     log_p_clutter = clutter.logpdf(recorded)  # (m,)
     q = float(clutter.sf(tau))
 
-    source = stats.norm(loc=pred[:, None], scale=float(model.sigma))
+    sigma = float(model.sigma)
+    direct = stats.norm(loc=pred[:, None], scale=sigma)
+    delayed = stats.exponnorm(float(model.multipath_delay) / sigma, loc=pred[:, None], scale=sigma)
+    pm = float(model.multipath)
     pd = float(model.p_detect)
     with np.errstate(divide="ignore"):
+
+        def log_mix(direct_term: np.ndarray, delayed_term: np.ndarray) -> np.ndarray:
+            log_pm = math.log(pm) if pm > 0 else -math.inf
+            return np.logaddexp(math.log1p(-pm) + direct_term, log_pm + delayed_term)
+
         log_miss = math.log(1.0 - pd) if pd < 1.0 else -math.inf
         log_f = np.empty((s, m + 2))  # columns: arrival j, late, missing
-        log_f[:, :m] = math.log(pd) + source.logpdf(recorded[None, :])
-        log_f[:, m] = math.log(pd) + source.logsf(tau)[:, 0] if ranked else log_miss
+        at = recorded[None, :]
+        log_f[:, :m] = math.log(pd) + log_mix(direct.logpdf(at), delayed.logpdf(at))
+        late = log_mix(direct.logsf(tau), delayed.logsf(tau))[:, 0]
+        log_f[:, m] = math.log(pd) + late if ranked else log_miss
         log_f[:, m + 1] = log_miss
         rate = float(model.clutter_rate)
         log_count = np.log([clutter_count_weight(c, rate, q) for c in range(m + 1)])

@@ -43,6 +43,9 @@ class ModelSettings(Protocol):
     @property
     def clutter_rate(self) -> float: ...
 
+    @property
+    def multipath(self) -> float: ...
+
 
 @dataclass(frozen=True)
 class ModelConstraint:
@@ -93,9 +96,10 @@ class EngineSpec:
         """The message of the first constraint ``settings`` break (with their values), or None."""
         for constraint in self.constraints:
             if not constraint.holds(settings):
+                multipath = f" and multipath = {settings.multipath}" if settings.multipath else ""
                 return (
                     f"{constraint.message(self.name)}, got p_detect = {settings.p_detect} and "
-                    f"clutter_rate = {settings.clutter_rate}"
+                    f"clutter_rate = {settings.clutter_rate}{multipath}"
                 )
         return None
 
@@ -150,6 +154,11 @@ ENGINE_REGISTRY.register(
                 "p_detect = 1 and clutter_rate = 0",
                 "is the no-loss, no-clutter model of section 5.2",
                 lambda settings: settings.p_detect == 1 and settings.clutter_rate == 0,
+            ),
+            ModelConstraint(
+                "multipath = 0",
+                "has Gaussian arrivals only (section 5.2)",
+                lambda settings: settings.multipath == 0,
             ),
         ),
     )
