@@ -380,6 +380,22 @@ def test_the_shipped_sample_passes(repo_data):
     assert all(c.passed for c in summary.quality), [c.message for c in summary.quality]
 
 
+def test_the_issue_one_arrival_sample_fails_where_it_can_be_checked(repo_data):
+    """The issue's second record: the sample with a single arrival used to pass as a track."""
+    record = read_float(repo_data / "float767.nc").drop_vars("source_label", errors="ignore")
+    toa = np.full(record["toa"].shape, np.nan)
+    toa[0, 0] = record["toa"].values[0, 0]
+    record = validate_float(record.assign(toa=(("cycle", "rank"), toa)))
+    _, summary = track_float(record, TrackConfig(particles=1000))
+    status = {c.name: c.passed for c in summary.quality}
+    assert status == {
+        "recovery_distance": False,
+        "clutter_excess": None,
+        "innovation_rms": None,
+        "unassociated_run": False,
+    }
+
+
 @pytest.mark.slow
 def test_the_issue_record_fails_every_check(repo_data):
     """The issue: the sample with its first 100 cycles' TOAs NaN ended 1,166 km from the
