@@ -12,6 +12,8 @@ clutter. The pieces, one job each:
 * :mod:`~rankmodels.tracking.dynamics` -- the random-walk motion model (eq. 5.1);
 * :mod:`~rankmodels.tracking.filter` -- the particle filter (Algorithm 2);
 * :mod:`~rankmodels.tracking.smoother` -- backward-simulation particle smoother;
+* :mod:`~rankmodels.tracking.calibration` -- clock, sound speed and source offset corrections
+  (the weighted least-squares M-step; the EM loop around the smoother is still to come);
 * :mod:`~rankmodels.tracking.pipeline` -- :func:`track_float`: record in, track out;
 * :mod:`~rankmodels.tracking.output` -- the track dataset;
 * :mod:`~rankmodels.tracking.simulate` -- simulated floats with known truth;
