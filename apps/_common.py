@@ -14,6 +14,7 @@ from typing import IO, Any, TypeVar
 import click
 
 from rankmodels.errors import InputError
+from rankmodels.text import printable
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -21,20 +22,27 @@ EXIT_BAD_INPUT = 2
 
 
 class BadInput(click.ClickException):
-    """A one-line error for bad input: printed as ``Error: ...`` and exit status 2."""
+    """A one-line error for bad input: printed as ``Error: ...`` and exit status 2.
+
+    Control characters in the message (a file name holding a newline, say) are shown as
+    spaces or U+FFFD (:func:`rankmodels.text.printable`), so the message stays one line.
+    """
 
     exit_code = EXIT_BAD_INPUT
+
+    def format_message(self) -> str:
+        return printable(self.message)
 
 
 @contextlib.contextmanager
 def _one_line_usage_errors() -> Iterator[None]:
-    """Re-raise Click's usage errors (bad option value, missing argument, unknown command) as
-    :class:`BadInput`: the same exit status 2, without the usage and help-hint lines."""
+    """Re-raise Click's usage errors (bad option value, missing argument, unknown command) and
+    file errors as :class:`BadInput`: exit status 2, without the usage and help-hint lines."""
     try:
         yield
     except click.exceptions.NoArgsIsHelpError:
         raise  # a bare group prints its help
-    except click.UsageError as err:
+    except (click.UsageError, click.FileError) as err:  # FileError: a click.File cannot open
         raise BadInput(err.format_message()) from None
 
 

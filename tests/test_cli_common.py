@@ -20,6 +20,7 @@ from rankmodels.tracking.simulate import dimes_float767
 from rankmodels_app._common import (
     MAX_SEED,
     BadInput,
+    OneLineCommand,
     atomic_output,
     atomic_path,
     refuse_to_overwrite,
@@ -95,6 +96,19 @@ def test_output_paths_the_file_system_refuses_are_one_line_errors(tmp_path, belo
     )
 
 
+def test_control_characters_in_a_message_keep_it_one_line():
+    @click.command(cls=OneLineCommand)
+    @click.argument("path", type=click.File("r"))
+    @reports_bad_input
+    def cmd(path) -> None:
+        raise InputError("bad", path="a\nb\x1b.csv", field="ranking")
+
+    line = _one_error_line(CliRunner().invoke(cmd, ["missing\nfile.csv"]))
+    assert line.startswith("Error: ") and "missing file.csv" in line  # click.FileError: exit 2
+    line = _one_error_line(CliRunner().invoke(cmd, [os.devnull]))  # opens: InputError
+    assert line == "Error: a b\ufffd.csv: ranking: bad"
+
+
 def _one_error_line(result) -> str:
     """The single ``Error: ...`` line of a failed invocation (asserts there is only that)."""
     assert result.exit_code == 2, result.output
@@ -121,8 +135,8 @@ def test_usage_errors_are_one_line(args, expected):
 
 
 def test_standalone_commands_have_one_line_usage_errors():
-    line = _one_error_line(CliRunner().invoke(track_float, ["x.nc", "--pd", "0"]))
-    assert "'--pd'" in line
+    line = _one_error_line(CliRunner().invoke(track_float, ["x.nc", "--engine", "magic"]))
+    assert "'--engine'" in line and "'magic' is not one of" in line
 
 
 def test_a_bare_group_still_shows_its_help():
