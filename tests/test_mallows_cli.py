@@ -153,6 +153,9 @@ def test_bad_sample_options_are_one_line_errors(tmp_path):
     assert "--phi" in one_line_error(invoke("sample", "--centre", "A,B", "--phi", 0))
     assert "--top" in one_line_error(invoke("sample", "--centre", "A,B", "--phi", 0.5, "--top", 3))
     assert "--mixture" in one_line_error(invoke("sample"))
+    assert "cannot be written to a votes CSV" in one_line_error(
+        invoke("sample", "--centre", "A>B,C", "--phi", 0.5)
+    )
     missing = tmp_path / "missing.json"
     assert str(missing) in one_line_error(invoke("sample", "--mixture", missing))
 

@@ -302,6 +302,8 @@ def _seed_centres(data: TopKBallots, k: int, rng: np.random.Generator) -> list[n
 def _em(
     data: TopKBallots, k: int, rng: np.random.Generator, max_iter: int, tol: float
 ) -> tuple[list[_Component], np.ndarray, list[float], bool]:
+    """One EM run from seeded centres and hard assignments: components, weights, the
+    log-likelihood after each iteration, and whether the relative gain fell below ``tol``."""
     counts = data.counts
     start = _seed_centres(data, k, rng)
     D0 = np.stack([data.discordance(c) for c in start], axis=1)
