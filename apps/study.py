@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -118,6 +118,38 @@ def _comparison(result: StudyResult) -> str:
     return table.to_string(index=False, float_format=lambda x: f"{x:.3g}")
 
 
+_EXECUTION_OPTIONS = (
+    click.option(
+        "--workers",
+        type=click.IntRange(min=1),
+        default=None,
+        help="Run on a local Dask cluster of this many worker processes.",
+    ),
+    click.option(
+        "--scheduler",
+        metavar="ADDRESS",
+        default=None,
+        help="Run on the Dask scheduler at ADDRESS (e.g. tcp://10.0.0.5:8786).",
+    ),
+    seed_option(help="Root seed of every task seed."),
+    click.option(
+        "--out",
+        type=click.Path(path_type=Path, file_okay=False),
+        default=Path("study"),
+        show_default=True,
+        help="Folder for the tables and the figure.",
+    ),
+    quiet_option,
+)
+
+
+def _execution_options(command: Callable[..., None]) -> Callable[..., None]:
+    """--workers, --scheduler, --seed, --out and --quiet: where and how every study runs."""
+    for option in reversed(_EXECUTION_OPTIONS):
+        command = option(command)
+    return command
+
+
 @click.group("study")
 def study_group() -> None:
     """Simulation studies that reproduce the papers' experiments.
@@ -171,27 +203,7 @@ def study_group() -> None:
     show_default=True,
     help="straight (Fig. 5.6, 5.8) and/or spiral (Fig. 5.7).",
 )
-@click.option(
-    "--workers",
-    type=click.IntRange(min=1),
-    default=None,
-    help="Run on a local Dask cluster of this many worker processes.",
-)
-@click.option(
-    "--scheduler",
-    metavar="ADDRESS",
-    default=None,
-    help="Run on the Dask scheduler at ADDRESS (e.g. tcp://10.0.0.5:8786).",
-)
-@seed_option(help="Root seed of every task seed.")
-@click.option(
-    "--out",
-    type=click.Path(path_type=Path, file_okay=False),
-    default=Path("study"),
-    show_default=True,
-    help="Folder for the tables and the figure.",
-)
-@quiet_option
+@_execution_options
 def tracking_clutter(
     replicates: int,
     particles: int,
@@ -283,27 +295,7 @@ def tracking_clutter(
     show_default=True,
     help="Sampled profiles per replicate.",
 )
-@click.option(
-    "--workers",
-    type=click.IntRange(min=1),
-    default=None,
-    help="Run on a local Dask cluster of this many worker processes.",
-)
-@click.option(
-    "--scheduler",
-    metavar="ADDRESS",
-    default=None,
-    help="Run on the Dask scheduler at ADDRESS (e.g. tcp://10.0.0.5:8786).",
-)
-@seed_option(help="Root seed of every task seed.")
-@click.option(
-    "--out",
-    type=click.Path(path_type=Path, file_okay=False),
-    default=Path("study"),
-    show_default=True,
-    help="Folder for the tables and the figure.",
-)
-@quiet_option
+@_execution_options
 def aggregation(
     weights: list[float],
     voters: list[float],
