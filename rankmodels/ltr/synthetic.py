@@ -18,7 +18,7 @@ import numpy as np
 
 from rankmodels.ltr.letor import LetorData, format_letor
 
-__all__ = ["SAMPLE", "sample_text", "synthetic_letor"]
+__all__ = ["SAMPLE", "pirank_synthetic", "sample_text", "synthetic_letor"]
 
 SAMPLE: dict[str, object] = {
     "n_queries": 40,
@@ -56,6 +56,49 @@ def synthetic_letor(
     relevance = np.where(mask, np.digitize(utility, cuts), 0).astype(float)
     qids = np.array([str(b + 1) for b in range(n_queries)], dtype=object)
     return LetorData(features, relevance, lengths.astype(np.int64), qids), w_true
+
+
+def pirank_synthetic(
+    n_queries: int = 100,
+    docs: tuple[int, int] = (10, 20),
+    n_doc_features: int = 6,
+    n_query_features: int = 3,
+    labels: tuple[int, int] = (0, 4),
+    seed: int | np.random.Generator = 0,
+) -> LetorData:
+    """PiRank appendix E's synthetic queries: not linear in the features.
+
+    For query ``i``: documents ``x_ij ~ N(0, I_{m_d})`` (``n_i`` uniform on ``docs``);
+    ``m_q`` distinct feature columns ``c`` drawn without replacement; query features
+    ``gamma ~ N(0, I_{m_q})``; label ``y_ij = max(l, min(h, sum_k gamma_k x_ij,c_k))``,
+    here rounded to the nearest integer grade; the features are ``x_ij`` followed by
+    ``gamma`` (``m_d + m_q`` columns). The relevant direction changes from query to query
+    through ``gamma``, so a linear ranker cannot fit it.
+    """
+    if not 1 <= n_query_features <= n_doc_features or n_queries < 1:
+        raise ValueError("need n_queries >= 1 and 1 <= n_query_features <= n_doc_features")
+    if not 1 <= docs[0] <= docs[1] or not labels[0] < labels[1]:
+        raise ValueError("need 1 <= docs[0] <= docs[1] and labels[0] < labels[1]")
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(docs[0], docs[1], endpoint=True, size=n_queries)
+    mask = np.arange(docs[1])[None, :] < lengths[:, None]
+    x = rng.normal(size=(n_queries, docs[1], n_doc_features))
+    columns = np.stack(
+        [rng.choice(n_doc_features, n_query_features, replace=False) for _ in range(n_queries)]
+    )
+    gamma = rng.normal(size=(n_queries, n_query_features))
+    utility = np.einsum("bnk,bk->bn", np.take_along_axis(x, columns[:, None, :], axis=2), gamma)
+    grades = np.rint(np.clip(utility, *labels))
+    features = np.concatenate(
+        [x, np.broadcast_to(gamma[:, None, :], (*mask.shape, n_query_features))], axis=2
+    )
+    qids = np.array([str(b + 1) for b in range(n_queries)], dtype=object)
+    return LetorData(
+        np.where(mask[:, :, None], features, 0.0),
+        np.where(mask, grades, 0.0),
+        lengths.astype(np.int64),
+        qids,
+    )
 
 
 def sample_text() -> str:

@@ -28,9 +28,9 @@ import numpy as np
 from scipy.optimize import minimize
 
 from rankmodels.errors import InputError
-from rankmodels.ltr import metrics
 from rankmodels.ltr.letor import LetorData
 from rankmodels.ltr.losses import LOSSES, LossSpec
+from rankmodels.ltr.models import LINEAR, LinearRanker, Ranker, ScoreModel
 
 __all__ = [
     "LinearRanker",
@@ -39,6 +39,7 @@ __all__ = [
     "check_learnable",
     "fit_linear_ranker",
     "ridge_ranker",
+    "standardisation",
     "training_objective",
 ]
 
@@ -48,36 +49,19 @@ class TrainingError(ValueError):
     loss), so the options cannot be trained as given."""
 
 
-@dataclass(frozen=True)
-class LinearRanker:
-    """``score = ((x - mean) / scale) . weights``; all three are ``(F,)``."""
-
-    weights: np.ndarray
-    mean: np.ndarray
-    scale: np.ndarray
-
-    def design(self, data: LetorData) -> np.ndarray:
-        """``(B, n_max, F)`` standardised features of ``data``, zero on padding."""
-        return np.where(data.mask[:, :, None], (data.features - self.mean) / self.scale, 0.0)
-
-    def scores(self, data: LetorData) -> np.ndarray:
-        """``(B, n_max)`` scores of the documents of ``data`` (0 on padding)."""
-        return self.design(data) @ self.weights
-
-    def ndcg(self, data: LetorData, k: int = 10) -> float:
-        """Mean NDCG@k over the queries (a query without relevant documents counts 1, as
-        in LightGBM: every order of it is ideal)."""
-        return float(
-            np.mean(metrics.ndcg(data.relevance, self.scores(data), lengths=data.lengths, k=k))
-        )
+def standardisation(data: LetorData) -> tuple[np.ndarray, np.ndarray]:
+    """``(mean, scale)`` ``(F,)`` of the features over the real documents of ``data``
+    (population std; a constant feature gets scale 1)."""
+    docs = data.features[data.mask]
+    scale = docs.std(axis=0)
+    return docs.mean(axis=0), np.where(scale > 0, scale, 1.0)
 
 
 def ridge_ranker(data: LetorData, l2: float = 1.0) -> LinearRanker:
     """Ridge regression of the labels on the standardised features (pointwise baseline):
     ``w = (Z^T Z + l2 I)^{-1} Z^T r`` over the documents ``Z`` ``(N, F)``."""
-    docs = data.features[data.mask]
-    scale = docs.std(axis=0)
-    unit = LinearRanker(np.zeros(docs.shape[1]), docs.mean(axis=0), np.where(scale > 0, scale, 1.0))
+    mean, scale = standardisation(data)
+    unit = LinearRanker(np.zeros(mean.shape[0]), mean, scale)
     flat = unit.design(data)[data.mask]
     w = np.linalg.solve(
         flat.T @ flat + l2 * np.eye(flat.shape[1]), flat.T @ data.relevance[data.mask]
@@ -90,7 +74,9 @@ class TrainingObjective:
     """``w -> (F(w), grad F(w))`` of the module docstring for one loss and its options.
 
     ``design`` ``(B, n_max, F)`` standardised features (zero on padding), ``relevance``
-    ``(B, n_max)``, ``lengths`` ``(B,)``.
+    ``(B, n_max)``, ``lengths`` ``(B,)``. With a ``model`` other than linear the scores are
+    ``s_b = f(X_b; w)`` and ``grad F(w) = (1/B) sum_b (ds_b/dw)^T g_b + 2 l2 w`` (the
+    model's back-propagation, :mod:`rankmodels.ltr.models`), ``w`` all its parameters.
     """
 
     design: np.ndarray
@@ -99,18 +85,19 @@ class TrainingObjective:
     loss: LossSpec
     options: Mapping[str, object]
     l2: float
+    model: ScoreModel = LINEAR
 
     def __call__(self, w: np.ndarray) -> tuple[float, np.ndarray]:
         """``(F(w), grad F(w))``; ``(inf, 0)`` where the scores overflow (a line search
         backs off from there)."""
         with np.errstate(over="ignore", invalid="ignore"):
-            scores = self.design @ w
+            scores = self.model.scores(w, self.design)
         if not np.all(np.isfinite(scores)):
             return np.inf, np.zeros_like(w)
         res = self.loss.function(scores, self.relevance, self.lengths, **self.options)
         n_queries = self.design.shape[0]
         value = float(np.mean(res.value)) + self.l2 * float(w @ w)
-        grad = np.einsum("bnf,bn->f", self.design, res.grad) / n_queries + 2.0 * self.l2 * w
+        grad = self.model.backward(w, self.design, res.grad) / n_queries + 2.0 * self.l2 * w
         return value, grad
 
 
@@ -120,18 +107,20 @@ def training_objective(
     *,
     options: Mapping[str, object] | None = None,
     l2: float = 1e-3,
-    standardisation: LinearRanker | None = None,
+    standardisation: Ranker | None = None,
+    model: ScoreModel = LINEAR,
 ) -> TrainingObjective:
-    """The objective :func:`fit_linear_ranker` minimises: ``loss`` (a name in ``LOSSES``)
+    """The objective :func:`fit_linear_ranker` (and, with an MLP ``model``,
+    :func:`rankmodels.ltr.mlp.fit_mlp_ranker`) minimises: ``loss`` (a name in ``LOSSES``)
     with its training options (PiRank: relaxed value, ``straight_through`` off, so that
-    L-BFGS sees a value consistent with the gradient) overridden by ``options``, on the
-    features standardised as ``standardisation`` does (the ridge start's when omitted)."""
+    the optimiser sees a value consistent with the gradient) overridden by ``options``, on
+    the features standardised as ``standardisation`` does (the ridge start's when omitted)."""
     spec = LOSSES[loss]
     if not 0 <= l2 < np.inf:
         raise ValueError(f"l2 must be finite and >= 0, got {l2}")
     opts = spec.validate({**spec.fit_options, **(options or {})})
     unit = ridge_ranker(data) if standardisation is None else standardisation
-    return TrainingObjective(unit.design(data), data.relevance, data.lengths, spec, opts, l2)
+    return TrainingObjective(unit.design(data), data.relevance, data.lengths, spec, opts, l2, model)
 
 
 def check_learnable(data: LetorData, path: str | os.PathLike[str] | None = None) -> None:
