@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 from scipy.stats import chisquare
 
-from rankmodels.aggregation import Profile, aggregate
+from rankmodels.aggregation import Profile, aggregate, score_vector
+from rankmodels.aggregation.axioms import profile_axiom_report
 from rankmodels.aggregation.mallows import (
     DistributionMarginals,
     Mallows,
@@ -199,6 +200,16 @@ def test_mixture_is_aggregated_as_a_distribution(rule):
     assert [t.tolist() for t in exact.ties] == [t.tolist() for t in brute.ties]
     if brute.scores is not None:
         assert np.allclose(exact.scores, brute.scores)
+    h = score_vector(rule, 5)
+    report, expected = (
+        profile_axiom_report(p, r, h)
+        for p, r in ((mix.marginals(names), exact), (histogram, brute))
+    )
+    assert report["condorcet_winner"] == expected["condorcet_winner"]
+    assert report["majority_winner"] == expected["majority_winner"]
+    assert [d["p"] for d in report["pairwise"]] == pytest.approx(
+        [d["p"] for d in expected["pairwise"]]
+    )
 
 
 def test_marginals_refuse_the_mode_rule_and_bad_matrices():

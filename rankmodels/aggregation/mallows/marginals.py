@@ -18,7 +18,7 @@ item, ``O(n^3)`` for the matrix. The joint positions of two items ``u = W[i]``, 
 ``P(both move) = c(min)``, ``P(only the lower one moves) = c(max) - c(min)`` -- ``O(n^3)``
 for the ``(n, n)`` table ``J[a, b] = P(u at a, v at b)``.
 
-Pairwise marginals (Fligner and Verducci 1986; also Lu and Boutilier 2014): for centre
+Pairwise marginals (Fligner and Verducci 1986): for centre
 positions ``i < j`` and ``d = j - i``,
 
     P(W[i] above W[j]) = g(d) = (d+1) / (1 - phi**(d+1)) - d / (1 - phi**d)             (2)
