@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 import os
 import sys
 import tempfile
@@ -170,6 +171,16 @@ class _SilentBar:
 
     def update(self, n_steps: int) -> None:
         return None
+
+
+class NumberRange(click.FloatRange):
+    """A :class:`click.FloatRange` that refuses ``nan`` too (it passes every comparison)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if math.isnan(number):
+            self.fail(f"{value!r} is not a number.", param, ctx)
+        return number
 
 
 quiet_option = click.option(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -26,6 +25,7 @@ from rankmodels.ltr.train import (
 )
 from rankmodels_app._common import (
     BadInput,
+    NumberRange,
     OneLineGroup,
     atomic_output,
     progressbar,
@@ -88,16 +88,6 @@ def _read(path: Path, n_features: int = 0) -> LetorData:
     return data
 
 
-class _NumberRange(click.FloatRange):
-    """A :class:`click.FloatRange` that refuses ``nan`` too (it passes every comparison)."""
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        number = super().convert(value, param, ctx)
-        if math.isnan(number):
-            self.fail(f"{value!r} is not a number.", param, ctx)
-        return number
-
-
 _data_argument = click.argument(
     "data", type=click.Path(exists=True, dir_okay=False, path_type=Path)
 )
@@ -149,14 +139,14 @@ def ltr_losses() -> None:
 )
 @click.option(
     "--test-fraction",
-    type=_NumberRange(0.0, 0.9),
+    type=NumberRange(0.0, 0.9),
     default=0.3,
     show_default=True,
     help="Fraction of queries held out for testing.",
 )
 @click.option(
     "--l2",
-    type=_NumberRange(min=0.0, max=1e6),
+    type=NumberRange(min=0.0, max=1e6),
     default=1e-3,
     show_default=True,
     help="L2 penalty on the weights.",

@@ -20,11 +20,12 @@ from rankmodels.aggregation.mallows import (
     fit_mixture,
     select_components,
 )
-from rankmodels.aggregation.mallows.io import mixture_to_json, read_mixture
+from rankmodels.aggregation.mallows.io import MAX_THETA, mixture_to_json, read_mixture
 from rankmodels.errors import InputError
 from rankmodels.text import printable
 from rankmodels_app._common import (
     BadInput,
+    NumberRange,
     OneLineGroup,
     atomic_output,
     progressbar,
@@ -33,6 +34,9 @@ from rankmodels_app._common import (
     reports_bad_input,
     seed_option,
 )
+
+MAX_VOTES = 10**8
+"""Largest ``mallows sample -n`` (the votes are held in memory: 8 n bytes each)."""
 
 
 @click.group("mallows", cls=OneLineGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -79,10 +83,8 @@ def _ballots(orders: np.ndarray, top: int | None, names: tuple[str, ...]) -> Pro
 
 @mallows_group.command("sample")
 @click.option("--centre", default=None, help="Centre ranking, best first: A,B,C,D.")
-@click.option(
-    "--phi", type=click.FloatRange(0, 1, min_open=True), default=None, help="Dispersion phi."
-)
-@click.option("--theta", type=click.FloatRange(min=0), default=None, help="Or theta = -log(phi).")
+@click.option("--phi", type=NumberRange(0, 1, min_open=True), default=None, help="Dispersion phi.")
+@click.option("--theta", type=NumberRange(0, MAX_THETA), default=None, help="Or theta = -log(phi).")
 @click.option(
     "--mixture",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -90,7 +92,7 @@ def _ballots(orders: np.ndarray, top: int | None, names: tuple[str, ...]) -> Pro
     help="Mixture JSON (the output of `mallows fit --format json`) instead of --centre.",
 )
 @click.option(
-    "-n", "--voters", type=click.IntRange(min=1), default=1000, show_default=True,
+    "-n", "--voters", type=click.IntRange(1, MAX_VOTES), default=1000, show_default=True,
     help="Number of votes.",
 )  # fmt: skip
 @click.option(

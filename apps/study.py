@@ -20,6 +20,7 @@ from rankmodels.studies.tracking_clutter import (
 )
 from rankmodels_app._common import (
     BadInput,
+    NumberRange,
     atomic_output,
     atomic_path,
     progressbar,
@@ -276,7 +277,7 @@ def tracking_clutter(
 )
 @click.option(
     "--phi",
-    type=click.FloatRange(0, 1, min_open=True),
+    type=NumberRange(0, 1, min_open=True),
     default=agg_study.PHI,
     show_default=True,
     help="Mallows dispersion of both components.",
@@ -330,7 +331,7 @@ def aggregation(
             seed=seed,
         )
     except ValueError as err:
-        raise BadInput(f"--weights: {err}") from None
+        raise BadInput(str(err)) from None
     client = _client(workers, scheduler)
     result = _run(study, client, scheduler or "local cluster", quiet)
     paths = _write(result, out, study.name)

@@ -261,18 +261,6 @@ class KnownFailure:
 
 KNOWN_FAILURES: list[KnownFailure] = [
     KnownFailure(
-        ("mallows", "sample", "--centre", "A,B,C", "--phi", "nan"),
-        "ValueError",
-        "rankmodels/aggregation/mallows/model.py:theta_from_phi",
-        "--phi nan passes the FloatRange check; the library's ValueError is not caught",
-    ),
-    KnownFailure(
-        ("mallows", "sample", "--centre", "A,B,C", "--theta", "nan"),
-        "ValueError",
-        "rankmodels/aggregation/mallows/model.py:_check_theta",
-        "--theta nan passes the FloatRange check; the library's ValueError is not caught",
-    ),
-    KnownFailure(
         ("study", "tracking-clutter", "--lambdas", "1,1.0", "--replicates", "1", "--cycles", "2"),
         "ValueError",
         "rankmodels/studies/study.py:__post_init__",

@@ -128,6 +128,8 @@ def component(centre=("A", "B"), **fields):
         ([component()], r"components\[0\]: expected phi or theta"),
         ([component(phi=0.5, weight=-1)], r"components\[0\]\.weight"),
         ([component(phi=0.5, theta=2.0)], "disagree"),
+        ([component(theta=1e6)], r"components\[0\]\.theta: expected a number in \[0, 700\]"),
+        ([component(phi=0.5, weight=1e308)] * 2, "weights add up to more than the largest"),
         (
             [component(phi=0.5), component(("A", "C"), phi=0.5)],
             r"components\[1\]\.centre: expected the candidates of components\[0\]",
@@ -150,7 +152,9 @@ def test_bad_sample_options_are_one_line_errors(tmp_path):
     assert "exactly one of --phi and --theta" in one_line_error(
         invoke("sample", "--centre", "A,B", "--phi", 0.5, "--theta", 1)
     )
-    assert "--phi" in one_line_error(invoke("sample", "--centre", "A,B", "--phi", 0))
+    for option, value in [("--phi", 0), ("--phi", "nan"), ("--theta", "nan"), ("--theta", "inf")]:
+        assert option in one_line_error(invoke("sample", "--centre", "A,B", option, value))
+    assert "-n" in one_line_error(invoke("sample", "--centre", "A,B", "--phi", 0.5, "-n", 10**9))
     assert "--top" in one_line_error(invoke("sample", "--centre", "A,B", "--phi", 0.5, "--top", 3))
     assert "--mixture" in one_line_error(invoke("sample"))
     assert "cannot be written to a votes CSV" in one_line_error(

@@ -168,6 +168,8 @@ def test_cli_aggregation_end_to_end(tmp_path):
         (["--weights", "0.6,1.5"], "weights must be in [0, 1]"),
         (["--voters", "2.5"], "--voters: expected positive integers"),
         (["--phi", "0"], "--phi"),
+        (["--phi", "nan"], "--phi"),
+        (["--voters", "1000000", "--trials", "1000"], "voters x trials must be at most"),
         (["--trials", "0"], "--trials"),
     ],
 )

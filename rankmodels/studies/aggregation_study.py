@@ -56,6 +56,7 @@ __all__ = [
     "DEFAULT_WEIGHTS",
     "EXACT_WEIGHTS",
     "EXPERIMENTS",
+    "MAX_VOTES_PER_TASK",
     "PHI",
     "STUDY_RULES",
     "aggregation_study",
@@ -78,6 +79,7 @@ DEFAULT_WEIGHTS = (0.51, *np.round(np.arange(0.55, 1.0001, 0.05), 2).tolist())
 DEFAULT_VOTERS = (25, 100, 1000)
 EXACT_WEIGHTS = tuple(np.round(np.arange(0.51, 1.0001, 0.01), 2).tolist())
 """The fine grid of the exact part (cheap: no sampling)."""
+MAX_VOTES_PER_TASK = 10**8
 _A, _B = 0, 1
 _TIE_RTOL = 1e-9  # score gaps below this fraction of Omega_h are ties (as in the rules)
 
@@ -256,7 +258,7 @@ def aggregation_study(
 ) -> Study:
     """Part (b), Figure 4.1: grid ``experiment x voters x weight``, ``replicates`` paired seeds
     of ``trials`` profiles each. ValueError for weights outside [0, 1], ``phi`` outside
-    (0, 1], or non-positive sizes."""
+    (0, 1], non-positive sizes, or more than ``MAX_VOTES_PER_TASK`` votes in one task."""
     if any(not 0.0 <= w <= 1.0 for w in weights):
         raise ValueError(f"weights must be in [0, 1], got {list(weights)}")
     if not 0.0 < phi <= 1.0:
@@ -264,6 +266,11 @@ def aggregation_study(
     if any(int(v) != v or v < 1 for v in voters) or trials < 1:
         raise ValueError(
             f"voters and trials must be positive integers, got {list(voters)}, {trials}"
+        )
+    if max(voters) * trials > MAX_VOTES_PER_TASK:
+        raise ValueError(
+            f"voters x trials must be at most {MAX_VOTES_PER_TASK:,} (the votes one task holds in "
+            f"memory), got {int(max(voters))} x {trials}"
         )
     return Study(
         name="aggregation",

@@ -19,7 +19,10 @@ import numpy as np
 from rankmodels.aggregation.mallows.model import Mallows, MallowsMixture
 from rankmodels.errors import InputError
 
-__all__ = ["mixture_from_json", "mixture_to_json", "read_mixture"]
+__all__ = ["MAX_THETA", "mixture_from_json", "mixture_to_json", "read_mixture"]
+
+MAX_THETA = 700.0
+"""Largest ``theta`` accepted (``phi = e^-700 ~ 1e-304`` is still a positive float)."""
 
 
 def read_mixture(path: str | os.PathLike[str]) -> tuple[tuple[str, ...], MallowsMixture]:
@@ -49,9 +52,10 @@ def _dispersion(comp: dict[str, Any], field: str) -> float:
         if not 0 < phi <= 1:
             raise InputError(f"expected a number in (0, 1], got {phi!r}", field=f"{field}.phi")
     if "theta" in comp:
-        theta = _number(comp["theta"], f"{field}.theta", "a number >= 0")
-        if theta < 0:
-            raise InputError(f"expected a number >= 0, got {theta!r}", field=f"{field}.theta")
+        what = f"a number in [0, {MAX_THETA:g}]"
+        theta = _number(comp["theta"], f"{field}.theta", what)
+        if not 0 <= theta <= MAX_THETA:
+            raise InputError(f"expected {what}, got {theta!r}", field=f"{field}.theta")
     if phi is None and theta is None:
         raise InputError("expected phi or theta", field=field)
     if (
@@ -99,8 +103,10 @@ def mixture_from_json(document: Any) -> tuple[tuple[str, ...], MallowsMixture]:
         models.append(Mallows(np.array([index[c] for c in centre]), phi))
         weights.append(weight)
     assert names is not None
-    w = np.array(weights)
-    return names, MallowsMixture(w / w.sum(), tuple(models))
+    total = sum(weights)  # Python floats: an overflow is inf, without a warning
+    if not math.isfinite(total):
+        raise InputError("the weights add up to more than the largest float", field="components")
+    return names, MallowsMixture(np.array(weights) / total, tuple(models))
 
 
 def mixture_to_json(candidates: tuple[str, ...], mixture: MallowsMixture) -> dict[str, Any]:
