@@ -99,8 +99,8 @@ def _random_ndcg(data, rng, draws=20) -> float:
 
 @pytest.mark.parametrize("loss", LOSSES.names)
 def test_mlp_with_every_loss_raises_validation_ndcg_well_above_random(rng, loss):
-    data, _ = synthetic_letor(n_queries=60, n_features=4, docs=(6, 10), seed=5)
-    valid, w_true = synthetic_letor(n_queries=30, n_features=4, docs=(6, 10), seed=6)
+    every, w_true = synthetic_letor(n_queries=90, n_features=4, docs=(6, 10), seed=5)
+    data, valid = every.subset(np.arange(60)), every.subset(np.arange(60, 90))
     model = fit_mlp_ranker(data, loss, valid=valid, hidden=(8,), epochs=15, lr=1e-2, seed=1)
     chance = _random_ndcg(valid, rng)
     truth = float(
@@ -133,9 +133,9 @@ def test_mlp_is_seeded_and_reports_progress(rng):
 def test_early_stopping_keeps_the_best_validation_epoch(rng):
     """The returned parameters score the best validation NDCG seen at any epoch: running
     every epoch count up to the one returned never beats it."""
-    data, _ = synthetic_letor(n_queries=30, n_features=4, docs=(4, 8), noise=1.0, seed=rng)
-    valid, _ = synthetic_letor(n_queries=15, n_features=4, docs=(4, 8), noise=1.0, seed=rng)
-    kw = dict(valid=valid, hidden=(8,), lr=3e-2, seed=0, patience=1000)
+    every, _ = synthetic_letor(n_queries=45, n_features=4, docs=(4, 8), noise=1.0, seed=rng)
+    data, valid = every.subset(np.arange(30)), every.subset(np.arange(30, 45))
+    kw = dict(valid=valid, hidden=(8,), lr=3e-3, seed=0, patience=1000)
     returned = [fit_mlp_ranker(data, "listnet", epochs=e, **kw).ndcg(valid) for e in range(1, 16)]
     assert returned[-1] == pytest.approx(max(returned))
     assert np.all(np.diff(returned) >= -1e-12)  # never worse with more epochs
