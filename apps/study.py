@@ -14,6 +14,7 @@ from rankmodels.studies import aggregation_study as agg_study
 from rankmodels.studies.tracking_clutter import (
     DEFAULT_ENGINES,
     DEFAULT_LAMBDAS,
+    MIN_CYCLES,
     STUDY_ENGINES,
     TRAJECTORIES,
     tracking_clutter_study,
@@ -43,8 +44,6 @@ class _CommaList(click.ParamType):
         items = [v.strip() for v in str(value).split(",") if v.strip()]
         if not items:
             self.fail("expected a comma-separated list, got nothing", param, ctx)
-        if len(set(items)) != len(items):
-            self.fail(f"repeated values in {value!r}", param, ctx)
         if self.kind is float:
             try:
                 numbers = [float(v) for v in items]
@@ -52,7 +51,11 @@ class _CommaList(click.ParamType):
                 self.fail(f"expected comma-separated numbers, got {value!r}", param, ctx)
             if any(not (x >= 0 and x < float("inf")) for x in numbers):
                 self.fail(f"expected finite numbers >= 0, got {value!r}", param, ctx)
+            if len(set(numbers)) != len(numbers):
+                self.fail(f"repeated values in {value!r}", param, ctx)
             return numbers
+        if len(set(items)) != len(items):
+            self.fail(f"repeated values in {value!r}", param, ctx)
         bad = [v for v in items if v not in self.choices]
         if bad:
             self.fail(f"unknown {bad}; expected some of {', '.join(self.choices)}", param, ctx)
@@ -178,7 +181,7 @@ def study_group() -> None:
 )
 @click.option(
     "--cycles",
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=MIN_CYCLES),
     default=50,
     show_default=True,
     help="Daily cycles per simulated track.",

@@ -261,24 +261,6 @@ class KnownFailure:
 
 KNOWN_FAILURES: list[KnownFailure] = [
     KnownFailure(
-        ("study", "tracking-clutter", "--lambdas", "1,1.0", "--replicates", "1", "--cycles", "2"),
-        "ValueError",
-        "rankmodels/studies/study.py:__post_init__",
-        "--lambdas 1,1.0 repeats a rate the comma-list check (on the text) lets through",
-    ),
-    KnownFailure(
-        ("study", "tracking-clutter", "--replicates", "1", "--particles", "1", "--cycles", "1"),
-        "InputError",
-        "rankmodels/tracking/config.py:_check",
-        "one cycle: the random walk scaled to the path speed exceeds TrackConfig's 200 km/day",
-    ),
-    KnownFailure(
-        ("track-float", "record.nc", "--process-noise", "1e-200", "--no-plots"),
-        "ValueError",
-        "rankmodels/tracking/dynamics.py:log_density",
-        "a tiny --process-noise underflows the variance: log(0) in the smoother's log_density",
-    ),
-    KnownFailure(
         ("aggregate", "--scores", "0.5,2", "votes.csv"),
         "stderr",
         "warning: --scores gives last place more points",

@@ -97,6 +97,9 @@ def test_study_rejects_bad_grids():
         tracking_clutter_study(trajectories=["loop"])
     with pytest.raises(ValueError, match="clutter rates"):
         tracking_clutter_study(lambdas=[0.0, -1.0])
+    with pytest.raises(ValueError, match="cycles must be >= 2"):
+        tracking_clutter_study(cycles=1)
+    tracking_clutter_study(cycles=2)  # the shortest study track: a 150 km/day walk
 
 
 def test_ranked_model_beats_the_baseline_at_high_clutter():
@@ -168,6 +171,8 @@ def test_cli_tracking_clutter_end_to_end(tmp_path):
         (["--lambdas", "0,x"], "comma-separated numbers"),
         (["--lambdas", "0,-1"], ">= 0"),
         (["--lambdas", "1,1"], "repeated"),
+        (["--lambdas", "1,1.0"], "repeated"),  # the same rate spelled twice
+        (["--cycles", "1"], "--cycles"),  # the path in one cycle: a 300 km/day walk
         (["--engines", "exact,nope"], "unknown"),
         (["--trajectories", "loop"], "unknown"),
         (["--workers", "2", "--scheduler", "tcp://127.0.0.1:1"], "not both"),

@@ -21,7 +21,7 @@ DOCUMENTED = {
     "sigma": (0.0, 600.0, True),
     "p_detect": (0.0, 1.0, True),
     "clutter_rate": (0.0, 100.0, False),
-    "process_noise": (0.0, 200.0, True),
+    "process_noise": (0.01, 200.0, False),
     "sound_speed": (1400.0, 1600.0, False),
     "particles": (1, 10_000_000, False),
 }

@@ -86,6 +86,9 @@ RANKS = 4
 N_BEACONS = 10
 PROCESS_NOISE_KM = 6.0  # per cycle and axis, for REFERENCE_CYCLES cycles along the path
 REFERENCE_CYCLES = 50
+#: Fewest cycles of a study track: the path is the same whatever the cycle count, so one cycle
+#: would ask for a 300 km/day random walk, beyond TrackConfig's plausible 200 km/day.
+MIN_CYCLES = 2
 TRAJECTORIES = ("straight", "spiral")
 DEFAULT_LAMBDAS = (0.0, 0.5, 1.0, 2.0, 4.0)
 DEFAULT_ENGINES = ("exact", "bp", "baseline")
@@ -279,8 +282,11 @@ def tracking_clutter_study(
         raise ValueError(f"unknown trajectories {bad}; expected some of {', '.join(TRAJECTORIES)}")
     if any(not (np.isfinite(lam) and lam >= 0) for lam in lambdas):
         raise ValueError(f"clutter rates must be finite and >= 0, got {list(lambdas)}")
-    if cycles < 1 or particles < 1:
-        raise ValueError(f"cycles and particles must be >= 1, got {cycles}, {particles}")
+    if cycles < MIN_CYCLES or particles < 1:
+        raise ValueError(
+            f"cycles must be >= {MIN_CYCLES} (fewer make the walk scaled to the path faster than "
+            f"any float) and particles >= 1, got {cycles}, {particles}"
+        )
     return Study(
         name="tracking_clutter",
         task=tracking_clutter_task,

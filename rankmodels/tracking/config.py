@@ -11,7 +11,8 @@ parameter's name (the command line maps it to its option). The ranges:
 * ``multipath`` 0 <= P_M <= 0.5: the share of source arrivals delayed by multipath (mean
   delay ``SignalModel.multipath_delay``); with more than half delayed the "direct" arrival is
   not the typical one and the sound speed or offsets are wrong instead;
-* ``process_noise`` 0 < q <= 200 km per day and axis: ocean currents move floats at most a few
+* ``process_noise`` 0.01 <= q <= 200 km per day and axis (10 m a day is still; a smaller
+  variance underflows the random walk's density): ocean currents move floats at most a few
   tens of km per day (2 m/s is 173 km/day);
 * ``sound_speed`` 1400 <= v_s <= 1600 m/s: the speed of sound in sea water at any depth,
   temperature and salinity a float meets;
@@ -80,7 +81,7 @@ LIMITS: dict[str, Limit] = {
     "p_detect": Limit(0.0, 1.0, lo_open=True),
     "clutter_rate": Limit(0.0, 100.0, "per window"),
     "multipath": Limit(0.0, 0.5),
-    "process_noise": Limit(0.0, 200.0, "km/day", lo_open=True),
+    "process_noise": Limit(0.01, 200.0, "km/day"),
     "sound_speed": Limit(1400.0, 1600.0, "m/s"),
     "recovery_sigma": Limit(0.0, 1000.0, "km", lo_open=True),
     "ess_threshold": Limit(0.0, 1.0),
