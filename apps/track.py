@@ -12,6 +12,7 @@ import matplotlib
 import xarray as xr
 
 from rankmodels.errors import InputError
+from rankmodels.tracking.calibration import CALIBRATION_PARAMS
 from rankmodels.tracking.config import LIMITS, TrackConfig
 from rankmodels.tracking.engines import ENGINES
 from rankmodels.tracking.output import write_track
@@ -47,6 +48,7 @@ _OPTIONS = {
     "multipath": "--multipath",
     "process_noise": "--process-noise",
     "sound_speed": "--sound-speed",
+    "calibrate_params": "--calibrate-params",
 }
 
 
@@ -145,6 +147,32 @@ def _quality_line(summary: TrackSummary) -> str:
     return "quality checks: " + ", ".join(parts)
 
 
+def _calibration_line(summary: TrackSummary) -> str:
+    """One line: what was estimated, its values with standard errors, and how the EM ended."""
+    result = summary.calibration
+    if result is None:
+        return "not calibrated (the file's clock, sound speed and source offsets)"
+    cal, first = result.calibration, result.trace[0]
+    parts = []
+    if "speed" in result.params:
+        parts.append(
+            f"sound speed {cal.sound_speed:.1f} ± {cal.sound_speed_std:.1f} m/s "
+            f"(file {first.sound_speed:g})"
+        )
+    if "drift" in result.params:
+        parts.append(
+            f"clock offset {cal.clock_offset:+.1f} ± {cal.clock_offset_std:.1f} s, "
+            f"drift {cal.clock_drift:+.4f} ± {cal.clock_drift_std:.4f} s/day"
+        )
+    if "offsets" in result.params:
+        largest = float(abs(cal.source_offset_correction).max())
+        parts.append(f"source offset corrections up to {largest:.1f} s")
+    return (
+        f"calibrated: {'; '.join(parts)} (EM iteration {result.best} of "
+        f"{len(result.loglik) - 1} at {result.particles} particles kept; {result.stop})"
+    )
+
+
 def _summary_lines(summary: TrackSummary, out: Path, written: list[str]) -> list[str]:
     smooth = "smoothed" if summary.smoothed else "filtered only"
     if summary.recovery_used:
@@ -159,6 +187,7 @@ def _summary_lines(summary: TrackSummary, out: Path, written: list[str]) -> list
         f"mean ESS {summary.mean_ess:.0f} "
         f"({100 * summary.mean_ess / summary.particles:.0f}%), arrivals called clutter "
         f"{100 * summary.clutter_fraction:.1f}%, collapsed cycles {len(summary.collapsed_cycles)}",
+        _calibration_line(summary),
         _quality_line(summary),
         f"{timing}; wrote {out}/: {', '.join(written)}",
     ]
@@ -252,6 +281,20 @@ def _warnings(summary: TrackSummary) -> list[str]:
     help=_help("Sound speed (m/s); default: the record's sound_speed, else 1500.", "sound_speed"),
 )
 @click.option(
+    "--calibrate/--no-calibrate",
+    default=True,
+    show_default=True,
+    help="Estimate the float clock (offset, drift), the sound speed and the source offset "
+    "corrections with the track (Monte Carlo EM; see docs/tracking.md).",
+)
+@click.option(
+    "--calibrate-params",
+    default=",".join(CALIBRATION_PARAMS),
+    show_default=True,
+    help="What --calibrate estimates: a comma-separated subset of drift (clock offset and "
+    "drift), speed, offsets.",
+)
+@click.option(
     "--smooth/--no-smooth",
     default=True,
     show_default=True,
@@ -283,6 +326,8 @@ def track_float(
     multipath: float,
     process_noise: float,
     sound_speed: float | None,
+    calibrate: bool,
+    calibrate_params: str,
     smooth: bool,
     plots: bool,
     strict: bool,
@@ -290,8 +335,9 @@ def track_float(
 ) -> None:
     """Track the RAFOS float recorded in FILE (NetCDF float record).
 
-    Writes OUT/track.nc (positions, uncertainty, per-arrival source association, track
-    quality checks) and, with --plots, a map, a TOA diagram, diagnostics and an HTML report.
+    Writes OUT/track.nc (positions, uncertainty, per-arrival source association, the
+    calibrated clock, sound speed and source offsets, track quality checks) and, with --plots,
+    a map, a TOA diagram, diagnostics and an HTML report.
     Prints a short summary; failed quality checks are warnings (errors with --strict).
     """
     config = _config(
@@ -305,6 +351,8 @@ def track_float(
         process_noise=process_noise,
         smooth=smooth,
         sound_speed=sound_speed,
+        calibrate=calibrate,
+        calibrate_params=calibrate_params,
     )
     out = Path(file.stem) if out is None else out
     outputs = [TRACK_FILE, *((*IMAGES.values(), REPORT_FILE) if plots else ())]

@@ -1,11 +1,12 @@
 """Self-calibration of track-float (issue 8): the simulator's mismatch options (float clock
 offset and drift, true sound speed, source offset errors, multipath) and the records they
-write."""
+write; the M-step; the Monte Carlo EM around the smoother, its outputs and the command line."""
 
 from __future__ import annotations
 
 import filecmp
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -13,11 +14,27 @@ import xarray as xr
 from click.testing import CliRunner
 
 from rankmodels.errors import InputError
-from rankmodels.tracking.calibration import CALIBRATION_PARAMS, m_step, parse_calibrate_params
+from rankmodels.tracking.calibration import (
+    CALIBRATION_PARAMS,
+    Calibration,
+    m_step,
+    parse_calibrate_params,
+)
+from rankmodels.tracking.config import TrackConfig
+from rankmodels.tracking.evaluate import score_track
 from rankmodels.tracking.geometry import great_circle_km
-from rankmodels.tracking.records import validate_float
+from rankmodels.tracking.pipeline import (
+    associate,
+    prepare,
+    run_filter,
+    smooth,
+    track_float,
+    track_pass,
+)
+from rankmodels.tracking.records import read_float, validate_float, write_float
 from rankmodels.tracking.simulate import DAY, Mismatch, dimes_float767
 from rankmodels_app.simulate import simulate_float
+from rankmodels_app.track import track_float as track_float_command
 
 MISMATCH = Mismatch(
     clock_offset=3.0, clock_drift=0.05, true_sound_speed=1485.0, offset_error=2.0, multipath=0.2
@@ -233,3 +250,182 @@ def test_calibrate_params_are_parsed_strictly():
     with pytest.raises(ValueError, match="expected a comma-separated list of drift, speed, "
                        "offsets, got 'foo'"):  # fmt: skip
         parse_calibrate_params("speed,foo")
+
+
+def test_m_step_over_identical_trajectories_is_the_one_track_solve(rng):
+    """M copies of one track carry no position uncertainty: Louis' missing information is 0
+    and the Newton step from any start lands on the one-track weighted least squares."""
+    dist, day, src, y, _ = _pairs(rng, n=500)
+    kw = {"n_sources": 6, "sound_speed": 1500.0, "sigma": 5.0, "offset_prior_std": 2.0}
+    one = m_step(dist, day, src, y, np.ones_like(y), **kw)
+    start = Calibration.nominal(6, 1470.0)
+    many = m_step(np.tile(dist, (8, 1)), day, src, y, np.ones_like(y), start=start, **kw)
+    assert many.sound_speed == pytest.approx(one.sound_speed, rel=1e-9)
+    assert many.clock_drift == pytest.approx(one.clock_drift, abs=1e-9)
+    np.testing.assert_allclose(
+        many.source_offset_correction, one.source_offset_correction, atol=1e-7
+    )
+    assert many.sound_speed_std == pytest.approx(one.sound_speed_std, rel=1e-6)
+
+
+# --- the EM loop and track-float --calibrate ---
+
+CLOCK_AND_SPEED = Mismatch(clock_drift=0.05, true_sound_speed=1495.0)  # file: 1480 m/s
+FAST = {"particles": 1000, "calibration_particles": 1000, "ensemble": 200, "seed": 2}
+
+
+@pytest.fixture(scope="module")
+def drifting():
+    """A 120-day float whose clock drifts 0.05 s/day and whose signals travel at 1495 m/s
+    while its file says 1480 m/s, tracked without and with calibration of the drift and
+    speed."""
+    record, truth = dimes_float767(seed=5, days=120, mismatch=CLOCK_AND_SPEED)
+    plain, _ = track_float(record, TrackConfig(**FAST))
+    calibrated, summary = track_float(
+        record, TrackConfig(**FAST, calibrate=True, calibrate_params="drift,speed")
+    )
+    return record, truth, plain, calibrated, summary
+
+
+def test_calibration_recovers_a_known_drift_and_sound_speed(drifting):
+    """Tolerance: speed within 4 m/s, drift within 0.01 s/day, clock offset within 2 s (the
+    M-step's standard errors on this record are about 2 m/s, 0.005 s/day and 1 s); each
+    within 3 stated standard errors; the track's median error falls by a quarter or more
+    (6.4 -> 4.2 km when written)."""
+    _, truth, plain, calibrated, summary = drifting
+    cal = summary.calibration.calibration
+    assert abs(cal.sound_speed - 1495.0) < 4.0
+    assert abs(cal.clock_drift - 0.05) < 0.01
+    assert abs(cal.clock_offset) < 2.0
+    assert abs(cal.sound_speed - 1495.0) < 3 * cal.sound_speed_std
+    assert abs(cal.clock_drift - 0.05) < 3 * cal.clock_drift_std
+    assert not cal.source_offset_correction.any()  # not estimated
+    before, after = score_track(plain, truth), score_track(calibrated, truth)
+    assert after["median_km"] < 0.75 * before["median_km"]
+    assert after["arrivals_right"] > before["arrivals_right"]
+
+
+def test_the_em_keeps_its_best_iterate_and_writes_its_trace(drifting):
+    record, _, _, track, summary = drifting
+    result = summary.calibration
+    loglik = np.array(result.loglik)
+    assert result.best == int(np.argmax(loglik)) and result.best > 0
+    assert np.all(np.diff(loglik[: result.best + 1]) > 0)  # it rose up to the iterate kept
+    assert result.stop == "no longer rising" or len(loglik) == 6
+    assert np.array_equal(track["calibration_loglik"], loglik)
+    assert track["calibration_sound_speed"][0] == 1480.0 == track.attrs["sound_speed"]
+    assert float(track["sound_speed"]) == result.calibration.sound_speed
+    assert float(track["clock_drift_std"]) == result.calibration.clock_drift_std
+    assert np.isnan(track["source_offset_correction_std"]).all()
+    assert track.attrs["calibrated"] == "drift,speed"
+    assert track.attrs["calibration_best_iteration"] == result.best
+    assert track["clock_drift"].attrs["units"] == "s day-1"
+    # the predictions (and so the TOA diagram's lines) use the calibrated parameters
+    cal = result.calibration
+    day = (record["time"].values - record["launch_time"].values) / DAY
+    dist = great_circle_km(
+        track["lat"].values[:, None], track["lon"].values[:, None],
+        record["source_lat"].values[None, :], record["source_lon"].values[None, :],
+    )  # fmt: skip
+    expected = (
+        dist * 1000.0 / cal.sound_speed
+        + record["source_offset"].values
+        + (cal.clock_offset + cal.clock_drift * day)[:, None]
+    )
+    predicted = track["predicted_toa"].values
+    active = np.isfinite(predicted)
+    np.testing.assert_allclose(predicted[active], expected[active], atol=1e-6)
+
+
+def test_calibration_with_the_full_count_only_in_the_final_pass(drifting):
+    """calibration_particles below particles: the EM runs at the lower count and the final
+    pass with the parameters kept equals a run with those parameters from the start."""
+    record = drifting[0]
+    config = TrackConfig(**{**FAST, "calibration_particles": 300}, calibrate=True)
+    track, summary = track_float(record, config)
+    assert summary.calibration.particles == 300 and summary.particles == 1000
+    run = prepare(record, replace(config, calibrate=False))
+    run.cycles.calibrate(summary.calibration.calibration)
+    direct = track_pass(run)
+    assert np.array_equal(track["lat"], direct.mean[:, 0])
+    assert np.array_equal(track["loglik"], direct.filt.loglik[: run.n_cycles])
+
+
+def _cli_track(path, out, *args):
+    res = CliRunner().invoke(
+        track_float_command,
+        [str(path), "--out", str(out), "--particles", "300", "--seed", "7", "-q", *args],
+    )
+    assert res.exit_code == 0, res.output
+    return res, xr.load_dataset(out / "track.nc")
+
+
+def test_no_calibrate_reproduces_the_uncalibrated_tracker(tmp_path):
+    """--no-calibrate: the track of the pre-calibration pipeline (one pass of the filter,
+    smoother and association with a generator seeded --seed, the file's parameters), value
+    for value."""
+    record, _ = dimes_float767(seed=5, days=40, mismatch=CLOCK_AND_SPEED)
+    path = tmp_path / "f.nc"
+    write_float(record, path)
+    res, track = _cli_track(path, tmp_path / "o", "--no-calibrate", "--no-plots")
+    assert "not calibrated" in res.output
+    config = TrackConfig(particles=300, seed=7)
+    run = prepare(read_float(path), config)
+    rng = np.random.default_rng(7)
+    filt = run_filter(run, rng)
+    ensembles, mean, cov = smooth(run, filt, rng)
+    assoc = associate(run, ensembles, mean)
+    n = run.n_cycles
+    for name, value in {
+        "lat": mean[:, 0], "lon": mean[:, 1], "position_cov": cov,
+        "lat_filtered": filt.mean[:n, 0], "association_posterior": assoc.posterior,
+        "predicted_toa": assoc.predicted_toa, "loglik": filt.loglik[:n], "ess": filt.ess[:n],
+    }.items():  # fmt: skip
+        np.testing.assert_array_equal(track[name].values, value, err_msg=name)
+    assert track.attrs["calibrated"] == "" and float(track["sound_speed"]) == 1480.0
+    assert float(track["clock_drift"]) == 0.0 and np.isnan(float(track["clock_drift_std"]))
+    assert "calibration_loglik" not in track
+
+
+def test_calibrate_end_to_end_summary_and_report(tmp_path):
+    record, _ = dimes_float767(seed=5, days=40, mismatch=CLOCK_AND_SPEED)
+    path = tmp_path / "f.nc"
+    write_float(record, path)
+    res, track = _cli_track(path, tmp_path / "o", "--calibrate-params", "speed")
+    line = next(x for x in res.output.splitlines() if x.startswith("calibrated: "))
+    assert f"sound speed {float(track['sound_speed']):.1f} ± " in line and "drift" not in line
+    assert track.attrs["calibrated"] == "speed" and float(track["clock_drift"]) == 0.0
+    report = (tmp_path / "o" / "report.html").read_text()
+    assert "Sound speed used (m/s)" in report and f"{float(track['sound_speed']):.1f} ± " in report
+    assert "Float clock drift (s/day)" in report and "+0.0000 (not estimated)" in report
+
+
+@pytest.mark.parametrize(
+    ("value", "words"),
+    [
+        ("foo", "--calibrate-params: expected a comma-separated list of drift, speed, offsets, "
+         "got 'foo'"),
+        ("speed,", "--calibrate-params: expected a comma-separated list of drift, speed, "
+         "offsets, got ''"),
+    ],
+)  # fmt: skip
+def test_bad_calibrate_params_is_a_one_line_error(tmp_path, value, words):
+    record, _ = dimes_float767(seed=5, days=5)
+    path = tmp_path / "f.nc"
+    write_float(record, path)
+    res = CliRunner().invoke(
+        track_float_command, [str(path), "--out", str(tmp_path / "o"), "--calibrate-params", value]
+    )
+    assert res.exit_code == 2 and res.output == f"Error: {words}\n"
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("calibrate_params", "speed,foo"), ("calibration_particles", 0),
+     ("calibration_iterations", 51), ("calibration_iterations", 2.0)],
+)  # fmt: skip
+def test_calibration_settings_are_checked(field, value):
+    with pytest.raises(InputError) as err:
+        TrackConfig(**{field: value})
+    assert err.value.field == field

@@ -39,9 +39,10 @@ def test_track_float_writes_the_track(small, tmp_path):
     res = _run([small, "--out", out, "--particles", 400, "--seed", 3, "--quiet"])
     assert res.exit_code == 0, res.output
     lines = res.output.strip().splitlines()
-    assert len(lines) == 4 and "29 cycles" in lines[0] and "mean ESS" in lines[1]
-    assert "arrivals called clutter" in lines[1] and "run time" in lines[3]
-    assert lines[2].startswith("quality checks: ")
+    assert len(lines) == 5 and "29 cycles" in lines[0] and "mean ESS" in lines[1]
+    assert "arrivals called clutter" in lines[1] and "run time" in lines[4]
+    assert lines[2].startswith("calibrated: sound speed ")
+    assert lines[3].startswith("quality checks: ")
     for name in ("track.nc", "map.png", "toa.png", "report.html"):
         assert (out / name).stat().st_size > 0
     track = xr.load_dataset(out / "track.nc")
@@ -359,7 +360,8 @@ def _broken_record(tmp_path):
 
 def test_failed_quality_checks_are_warnings_and_strict_exits_3(tmp_path):
     path = _broken_record(tmp_path)
-    args = ["--particles", "1000", "--seed", "1", "-q"]
+    # without calibration: calibrating the sound speed repairs this record
+    args = ["--particles", "1000", "--seed", "1", "-q", "--no-calibrate"]
     res = CliRunner().invoke(track_float, [str(path), "--out", str(tmp_path / "a"), *args])
     assert res.exit_code == 0, res.output
     track = xr.load_dataset(tmp_path / "a" / "track.nc")

@@ -25,6 +25,7 @@ from rankmodels.plots.track_summary import (
     attr_flag,
     clutter_fraction,
     collapsed_cycles,
+    source_names,
     source_table,
     truth_comparison,
 )
@@ -248,12 +249,50 @@ def track_summary_rows(track: xr.Dataset) -> dict[str, object]:
         ll = np.asarray(track["loglik"].values, dtype=float)
         total = float(ll.sum()) if np.isfinite(ll).all() else float("-inf")
         rows["Total log-likelihood (nats)"] = total
+    rows.update(calibration_rows(track))
     rows["Arrivals called clutter"] = _percent(clutter_fraction(track))
     rows["Collapsed cycles"] = int(collapsed_cycles(track).sum())
     rows["Simulated data"] = bool(attr_flag(attrs, "simulated"))
     for key, label in (("rankmodels_version", "rankmodels version"), ("created", "Created")):
         if key in attrs:
             rows[label] = attrs[key]
+    return rows
+
+
+def calibration_rows(track: xr.Dataset) -> dict[str, object]:
+    """Rows of the parameters the predictions used (``sound_speed``, ``clock_offset``,
+    ``clock_drift``, ``source_offset_correction``; ± the standard error where estimated) and
+    of the calibration's EM iterations; none for a track without them."""
+    if "sound_speed" not in track.data_vars:
+        return {}
+
+    def value(name: str, digits: int, signed: bool = False) -> str:
+        v, sd = float(track[name]), float(track[f"{name}_std"])
+        text = f"{v:{'+' if signed else ''}.{digits}f}"
+        return f"{text} ± {sd:.{digits}f}" if math.isfinite(sd) else f"{text} (not estimated)"
+
+    names = source_names(track)
+    corrections = np.asarray(track["source_offset_correction"].values, dtype=float)
+    rows: dict[str, object] = {
+        "Sound speed used (m/s)": value("sound_speed", 1),
+        "Float clock offset at launch (s)": value("clock_offset", 2, True),
+        "Float clock drift (s/day)": value("clock_drift", 4, True),
+        "Source offset corrections (s)": ", ".join(
+            f"{name} {c:+.1f}" for name, c in zip(names, corrections, strict=True) if c != 0
+        )
+        or "none",
+    }
+    estimated = str(track.attrs.get("calibrated", ""))
+    if estimated and "calibration_loglik" in track:
+        iterations = track.sizes["iteration"] - 1
+        rows["Calibration"] = (
+            f"{estimated.replace(',', ', ')}: Monte Carlo EM, iteration "
+            f"{track.attrs.get('calibration_best_iteration', '?')} of {iterations} kept "
+            f"({track.attrs.get('calibration_stop', '')}; "
+            f"{track.attrs.get('calibration_particles', '?')} particles)"
+        )
+    else:
+        rows["Calibration"] = "none (the file's values)"
     return rows
 
 

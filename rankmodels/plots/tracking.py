@@ -87,7 +87,8 @@ def toa_diagram(record: xr.Dataset, track: xr.Dataset) -> Figure:
     Dots: recorded arrivals, in the colour of the source the filter associates them with; the
     opacity grows with the association probability (alpha = 0.15 + 0.85 p). Grey crosses:
     arrivals called clutter. Lines: each source's predicted TOA at the posterior track
-    (``predicted_toa``), gaps where the source is inactive. Sources with no associated arrival
+    (``predicted_toa``, with the calibrated sound speed, clock and source offsets when the
+    track was calibrated), gaps where the source is inactive. Sources with no associated arrival
     are neither drawn nor in the legend; a note below the legend names them. The y range is the
     listening window when ``window_length`` is known.
     """
@@ -183,9 +184,11 @@ def toa_diagram(record: xr.Dataset, track: xr.Dataset) -> Figure:
             fontsize=7.5, color="0.35", va="top", ha="left",
         ).set_gid("silent-sources")  # fmt: skip
     ax.set_title(title(track, record, "arrival times"), fontsize=11, loc="left", pad=16)
+    calibrated = str(track.attrs.get("calibrated", "")).replace(",", ", ")
     ax.annotate(
         "dots: recorded arrivals by most probable source (opacity = association probability); "
-        "lines: predicted TOA at the estimated track",
+        "lines: predicted TOA at the estimated track"
+        + (f" (calibrated: {calibrated})" if calibrated else ""),
         xy=(0.0, 1.0),
         xycoords="axes fraction",
         xytext=(0, 3),

@@ -18,6 +18,16 @@ confounded; ``u`` is separated from them only by the spread of distances, ``c_1`
 the record's length. The prior ``delta_i ~ N(0, tau^2)`` (shrinking towards the file's
 offsets) makes the solve unique: without it (``tau = inf``) and with ``c_0`` estimated, the
 normal equations are singular and :func:`m_step` refuses.
+
+The E-step (:func:`m_step_pairs`) turns what the smoother gives -- the association posterior
+``P(R_tj = i | data)`` of each arrival and the distances along M smoothed trajectories --
+into the pairs the M-step weighs: the expected complete-data log-likelihood
+``sum_tji P(R_tj = i) E[(T_tj - d_ti u - o_i - c_0 - c_1 t - delta_i)^2]`` with the
+expectation over positions taken as the mean over the trajectories (association and position
+treated as independent given the data). :func:`m_step` then takes a Newton step with Louis'
+observed information rather than the plain EM step, which the positions slow down.
+:class:`CalibrationResult` holds the EM iterations (``rankmodels.tracking.pipeline.calibrate``
+runs the loop).
 """
 
 from __future__ import annotations
@@ -30,14 +40,23 @@ import numpy as np
 
 __all__ = [
     "CALIBRATION_PARAMS",
+    "MIN_PAIR_WEIGHT",
+    "OFFSET_PRIOR_STD",
     "Calibration",
+    "CalibrationResult",
     "m_step",
+    "m_step_pairs",
     "parse_calibrate_params",
 ]
 
 #: What ``--calibrate-params`` may name: ``drift`` (clock offset and drift), ``speed`` (the
 #: effective sound speed), ``offsets`` (per-source offset corrections).
 CALIBRATION_PARAMS = ("drift", "speed", "offsets")
+#: ``tau`` (s): prior std of each source-offset correction. Source clocks are set and checked
+#: at deployment and recovery; written offsets are trusted to a couple of seconds.
+OFFSET_PRIOR_STD = 2.0
+#: Association probability below which an (arrival, source) pair is left out of the M-step.
+MIN_PAIR_WEIGHT = 1e-3
 
 
 def parse_calibrate_params(text: str | Iterable[str]) -> frozenset[str]:
@@ -72,6 +91,21 @@ class Calibration:
     clock_drift_std: float
     source_offset_correction_std: np.ndarray
 
+    @classmethod
+    def nominal(cls, n_sources: int, sound_speed: float) -> Calibration:
+        """The file's values: ``sound_speed``, no clock error, no corrections (std NaN)."""
+        nan = math.nan
+        return cls(
+            sound_speed=float(sound_speed),
+            clock_offset=0.0,
+            clock_drift=0.0,
+            source_offset_correction=np.zeros(n_sources),
+            sound_speed_std=nan,
+            clock_offset_std=nan,
+            clock_drift_std=nan,
+            source_offset_correction_std=np.full(n_sources, nan),
+        )
+
     def predicted_shift(self, day: np.ndarray, source: np.ndarray) -> np.ndarray:
         """``c_0 + c_1 t + delta_i`` (s) for cycles ``day`` and sources ``source`` (broadcast)."""
         return (
@@ -79,6 +113,11 @@ class Calibration:
             + self.clock_drift * np.asarray(day)
             + self.source_offset_correction[np.asarray(source)]
         )
+
+
+#: Smallest share of the complete-data information an observed-information step keeps in any
+#: direction (:func:`m_step`): the step is at most ``1 / MIN_OBSERVED_SHARE`` times the EM step.
+MIN_OBSERVED_SHARE = 0.3
 
 
 def m_step(
@@ -93,73 +132,111 @@ def m_step(
     sigma: float,
     offset_prior_std: float,
     params: frozenset[str] = frozenset(CALIBRATION_PARAMS),
+    start: Calibration | None = None,
 ) -> Calibration:
-    """Weighted least squares for ``theta`` given K (arrival, source) pairs.
+    """Weighted least squares for ``theta`` given K (arrival, source) pairs, with the float's
+    positions known (``distance_km`` (K,)) or drawn from their posterior (``distance_km``
+    (M, K): M trajectories of the smoother).
 
     Parameters
     ----------
-    distance_km, day, source, residual_toa, weight: (K,) each: the float-to-source distance
-        (km), days since launch, the source index, the recorded TOA minus the file's
-        ``source_offset`` (s), and the pair's weight in ``[0, 1]`` (its association
-        probability; a weight of 0 drops the pair).
+    distance_km: (K,) or (M, K): the float-to-source distance (km) of each pair, for one
+        track or for each of M posterior trajectories.
+    day, source, residual_toa, weight: (K,) each: days since launch, the source index, the
+        recorded TOA minus the file's ``source_offset`` (s), and the pair's weight in
+        ``[0, 1]`` (its association probability; a weight of 0 drops the pair).
     n_sources: ``s``.
     sound_speed: the file's (nominal) sound speed, used when ``"speed"`` is not estimated.
     sigma: TOA noise std (s): the likelihood ``sum_k w_k (y_k - a_k theta)^2 / (2 sigma^2)``.
     offset_prior_std: ``tau`` (s) of the prior ``delta_i ~ N(0, tau^2)``.
     params: which of :data:`CALIBRATION_PARAMS` to estimate; the rest stay at the file's
         values (``v`` nominal, ``c_0 = c_1 = 0``, ``delta = 0``).
+    start: the current parameters ``theta_0`` (default: the file's), where the step starts.
 
-    Returns the posterior mode and the standard errors from the inverse of the normal
-    matrix ``A^T W A / sigma^2 + prior precision`` (the sound speed's by the delta method,
-    ``std_v = 1000 std_u / u^2``). Raises ValueError for mismatched shapes, weights outside
-    ``[0, 1]``, a source index out of range, or normal equations that cannot be solved (too
-    few weighted pairs, or the clock offset without an offset prior).
+    With one track the log posterior is quadratic in ``theta`` and the result is its mode,
+    ``(A^T W A / sigma^2 + P)^-1 A^T W y / sigma^2`` (``P`` the prior precision). With M
+    trajectories (Monte Carlo EM) it is the Newton step ``theta_0 + I_obs^-1 g`` on the
+    observed-data log posterior, with Louis' identity: ``g`` the mean over trajectories of
+    the complete-data score ``S_m = A_m^T W (y - A_m theta_0) / sigma^2 - P theta_0``, and
+    ``I_obs = I_c - Cov_m(S_m)`` (``I_c`` the mean complete-data information
+    ``A_m^T W A_m / sigma^2 + P``). The plain EM step ``theta_0 + I_c^-1 g`` is slow here
+    because the positions absorb part of every error (the fraction of missing information
+    is large); the Newton step removes that, its share of ``I_c`` in any direction floored
+    at :data:`MIN_OBSERVED_SHARE`. Standard errors come from the inverse of ``I_obs`` (the
+    sound speed's by the delta method, ``std_v = 1000 std_u / u^2``), so they include the
+    uncertainty of the positions.
+
+    Raises ValueError for mismatched shapes, weights outside ``[0, 1]``, a source index out
+    of range, or normal equations that cannot be solved (too few weighted pairs, or the
+    clock offset without an offset prior).
     """
-    arrays = [np.asarray(a, dtype=float) for a in (distance_km, day, residual_toa, weight)]
-    dist, t, y, w = arrays
+    arrays = [np.asarray(a, dtype=float) for a in (day, residual_toa, weight)]
+    t, y, w = arrays
+    dist = np.asarray(distance_km, dtype=float)
+    dist = dist[None, :] if dist.ndim == 1 else dist
     src = np.asarray(source)
-    if any(a.shape != dist.shape or a.ndim != 1 for a in (*arrays, src)):
+    if dist.ndim != 2 or any(a.shape != dist.shape[1:] for a in (*arrays, src)):
         raise ValueError("distance_km, day, source, residual_toa and weight must be (K,) alike")
     if not np.all((w >= 0) & (w <= 1)):
         raise ValueError("weight must lie in [0, 1]")
     if src.size and (src.min() < 0 or src.max() >= n_sources):
         raise ValueError(f"source must index 0 .. {n_sources - 1}")
-    if not all(np.isfinite(a).all() for a in arrays):
+    if not all(np.isfinite(a).all() for a in (dist, *arrays)):
         raise ValueError("distance_km, day, residual_toa and weight must be finite")
     params = parse_calibrate_params(params)
-    slowness = 1000.0 / sound_speed
-    columns: list[np.ndarray] = []
-    names: list[str] = []
-    if "speed" in params:
-        columns.append(dist)
-        names.append("u")
-    else:
-        y = y - dist * slowness
+    theta0 = start or Calibration.nominal(n_sources, sound_speed)
+    slowness = 1000.0 / theta0.sound_speed if "speed" in params else 1000.0 / sound_speed
+    fixed: list[np.ndarray] = []  # the columns that do not depend on the position
+    names: list[str] = ["u"] if "speed" in params else []
     if "drift" in params:
-        columns += [np.ones_like(t), t]
+        fixed += [np.ones_like(t), t]
         names += ["c0", "c1"]
     if "offsets" in params:
-        onehot = np.zeros((dist.size, n_sources))
-        onehot[np.arange(dist.size), src] = 1.0
-        columns += list(onehot.T)
+        onehot = np.zeros((t.size, n_sources))
+        onehot[np.arange(t.size), src] = 1.0
+        fixed += list(onehot.T)
         names += [f"delta{i}" for i in range(n_sources)]
-    design = np.column_stack(columns)
+    f_mat = np.column_stack(fixed) if fixed else np.zeros((t.size, 0))
+    start_values = {
+        "u": slowness,
+        "c0": theta0.clock_offset,
+        "c1": theta0.clock_drift,
+        **{f"delta{i}": theta0.source_offset_correction[i] for i in range(n_sources)},
+    }
+    theta = np.array([start_values[n] for n in names])
     prior = np.zeros(len(names))
     if "offsets" in params:
         prior[-n_sources:] = 1.0 / offset_prior_std**2
-    normal = design.T @ (design * (w / sigma**2)[:, None]) + np.diag(prior)
-    rhs = design.T @ (w * y) / sigma**2
-    scale = np.sqrt(np.diag(normal))  # condition judged in correlation form (units aside)
-    if not np.all(scale > 0) or np.linalg.cond(normal / np.outer(scale, scale)) > 1e12:
+    n_fixed = f_mat.shape[1]
+    resid = y - dist * slowness - f_mat @ theta[len(names) - n_fixed :]  # (M, K) at theta_0
+    wr = resid * (w / sigma**2)
+    score = wr @ f_mat  # (M, n_fixed)
+    info_ff = f_mat.T @ (f_mat * (w / sigma**2)[:, None])
+    if "speed" in params:
+        score = np.column_stack([(wr * dist).sum(axis=1), score])
+        wd = dist * (w / sigma**2)
+        cross = (wd @ f_mat).mean(axis=0)
+        info = np.block(
+            [
+                [np.array([[(wd * dist).sum(axis=1).mean()]]), cross[None, :]],
+                [cross[:, None], info_ff],
+            ]
+        )
+    else:
+        info = info_ff
+    info = info + np.diag(prior)
+    scale = np.sqrt(np.diag(info))  # condition judged in correlation form (units aside)
+    if not np.all(scale > 0) or np.linalg.cond(info / np.outer(scale, scale)) > 1e12:
         raise ValueError(
             "calibration is not identifiable from these arrivals (too few, too alike in "
             "distance and time, or the clock offset without a prior on the source offsets)"
         )
-    cov = np.linalg.inv(normal)
-    theta = cov @ rhs
-    std = np.sqrt(np.diag(cov))
-    values = dict(zip(names, theta, strict=True))
-    stds = dict(zip(names, std, strict=True))
+    grad = score.mean(axis=0) - prior * theta
+    if dist.shape[0] > 1:
+        info = _observed_information(info, np.cov(score, rowvar=False).reshape(info.shape))
+    cov = np.linalg.inv(info)
+    values = dict(zip(names, theta + cov @ grad, strict=True))
+    stds = dict(zip(names, np.sqrt(np.diag(cov)), strict=True))
     u = values.get("u", slowness)
     nan = math.nan
     return Calibration(
@@ -174,3 +251,69 @@ def m_step(
             [stds.get(f"delta{i}", nan) for i in range(n_sources)]
         ),
     )
+
+
+def _observed_information(complete: np.ndarray, missing: np.ndarray) -> np.ndarray:
+    """Louis' ``I_obs = I_c - I_miss``, its share of ``I_c`` clipped to
+    ``[MIN_OBSERVED_SHARE, 1]`` in every direction: with ``I_c = L L^T`` the eigenvalues of
+    ``L^-1 I_obs L^-T`` are clipped (a Monte Carlo ``I_miss`` can exceed ``I_c``)."""
+    chol = np.linalg.cholesky(complete)
+    inv = np.linalg.inv(chol)
+    share, vectors = np.linalg.eigh(inv @ (complete - missing) @ inv.T)
+    share = np.clip(share, MIN_OBSERVED_SHARE, 1.0)
+    return chol @ (vectors * share) @ vectors.T @ chol.T
+
+
+def m_step_pairs(
+    toa: np.ndarray,
+    posterior: np.ndarray,
+    distance_km: np.ndarray,
+    day: np.ndarray,
+    offset: np.ndarray,
+) -> dict[str, np.ndarray]:
+    """The E-step: :func:`m_step`'s (arrival, source) pairs from the smoother's output.
+
+    ``toa (T, r)`` recorded TOAs (NaN: none), ``posterior (T, r, s + 1)`` association
+    posteriors (sources then clutter; NaN rows where nothing was recorded),
+    ``distance_km (M, T, s)`` the distance to each source along each of M posterior
+    trajectories (NaN where inactive), ``day (T,)`` days since launch, ``offset (s,)`` the
+    file's ``source_offset``. Returns ``distance_km`` (M, K) and ``day``, ``source``,
+    ``residual_toa`` (``T_tj - o_i``) and ``weight`` (``P(R_tj = i)``, pairs below
+    :data:`MIN_PAIR_WEIGHT` left out), each (K,).
+    """
+    weight = np.nan_to_num(np.asarray(posterior, dtype=float)[:, :, :-1], nan=0.0)
+    dist = np.asarray(distance_km, dtype=float)
+    keep = (weight >= MIN_PAIR_WEIGHT) & np.isfinite(dist[0])[:, None, :]
+    t, j, i = np.nonzero(keep)
+    return {
+        "distance_km": dist[:, t, i],
+        "day": np.asarray(day, dtype=float)[t],
+        "source": i,
+        "residual_toa": np.asarray(toa, dtype=float)[t, j] - np.asarray(offset, dtype=float)[i],
+        "weight": np.clip(weight[t, j, i], 0.0, 1.0),
+    }
+
+
+@dataclass(frozen=True)
+class CalibrationResult:
+    """The Monte Carlo EM iterations of a calibrated run.
+
+    ``trace[k]``: the parameters of iteration ``k`` (``trace[0]`` the file's) and
+    ``loglik[k]``, the particle estimate of ``log p(data | parameters)`` from the filter run
+    with them at ``particles`` particles and the same seed (common random numbers).
+    ``best``: the iteration kept (largest ``loglik``); ``params``: what was estimated;
+    ``stop``: why the loop ended (``"no longer rising"``, ``"iteration limit"`` or the
+    M-step's reason, e.g. not identifiable).
+    """
+
+    params: frozenset[str]
+    trace: tuple[Calibration, ...]
+    loglik: tuple[float, ...]
+    best: int
+    stop: str
+    particles: int
+
+    @property
+    def calibration(self) -> Calibration:
+        """The parameters kept (iteration :attr:`best`)."""
+        return self.trace[self.best]

@@ -18,7 +18,10 @@ parameter's name (the command line maps it to its option). The ranges:
   temperature and salinity a float meets;
 * ``particles`` and ``ensemble`` 1 .. :data:`MAX_PARTICLES`; with smoothing the particle
   history must also fit in memory (:func:`check_memory`);
-* ``recovery_sigma`` 0 < s_r <= 1000 km; ``ess_threshold`` 0 .. 1.
+* ``recovery_sigma`` 0 < s_r <= 1000 km; ``ess_threshold`` 0 .. 1;
+* calibration: ``calibrate_params`` a non-empty subset of
+  :data:`~rankmodels.tracking.calibration.CALIBRATION_PARAMS`, ``calibration_particles``
+  1 .. :data:`MAX_PARTICLES`, ``calibration_iterations`` 1 .. :data:`MAX_CALIBRATION_ITERATIONS`.
 """
 
 from __future__ import annotations
@@ -29,11 +32,13 @@ import os
 from dataclasses import dataclass
 
 from rankmodels.errors import InputError
+from rankmodels.tracking.calibration import CALIBRATION_PARAMS, parse_calibrate_params
 from rankmodels.tracking.engines import ENGINE_REGISTRY, ENGINES
 
 __all__ = [
     "HISTORY_BYTES_PER_PARTICLE",
     "LIMITS",
+    "MAX_CALIBRATION_ITERATIONS",
     "MAX_PARTICLES",
     "Limit",
     "TrackConfig",
@@ -46,6 +51,8 @@ __all__ = [
 MAX_PARTICLES = 10_000_000
 #: Bytes the smoother keeps per particle and step: position (16), log weight (8), parent (4).
 HISTORY_BYTES_PER_PARTICLE = 28
+#: Most EM iterations of the calibration (each a filter and smoother run).
+MAX_CALIBRATION_ITERATIONS = 50
 
 
 def _number(value: float) -> str:
@@ -114,6 +121,12 @@ class TrackConfig:
     ``sound_speed``: m/s, ``None`` = the record's ``sound_speed``; ``ess_threshold``: resample when
     ESS < threshold * N.
 
+    ``calibrate``: estimate the clock, sound speed and source offsets with the track
+    (:func:`rankmodels.tracking.pipeline.calibrate`; off here, so that ``TrackConfig()`` is the
+    paper's model; ``track-float`` turns it on), ``calibrate_params`` which of them,
+    ``calibration_particles`` the filter's particles during the EM iterations (the final pass
+    uses ``particles``), ``calibration_iterations`` the most M-steps.
+
     Raises :class:`~rankmodels.errors.InputError` (a ``ValueError``; ``field`` = the setting)
     for a value outside :data:`LIMITS`, NaN or infinite, an unknown engine, a negative seed,
     or settings the engine cannot use (its ``EngineSpec.constraints``, e.g. ``minfactor``
@@ -133,6 +146,10 @@ class TrackConfig:
     recovery_sigma: float = 1.0
     sound_speed: float | None = None
     ess_threshold: float = 0.5
+    calibrate: bool = False
+    calibrate_params: frozenset[str] = frozenset(CALIBRATION_PARAMS)
+    calibration_particles: int = 2_000
+    calibration_iterations: int = 5
 
     def __post_init__(self) -> None:
         if self.engine not in ENGINES:
@@ -146,6 +163,25 @@ class TrackConfig:
             value = getattr(self, name)
             if not (name == "sound_speed" and value is None):  # None: the record's speed
                 _check(name, value)
+        try:
+            object.__setattr__(
+                self, "calibrate_params", parse_calibrate_params(self.calibrate_params)
+            )
+        except ValueError as err:
+            raise InputError(str(err), field="calibrate_params") from None
+        for name, hi in (
+            ("calibration_particles", MAX_PARTICLES),
+            ("calibration_iterations", MAX_CALIBRATION_ITERATIONS),
+        ):
+            value = getattr(self, name)
+            if (
+                not isinstance(value, numbers.Integral)
+                or isinstance(value, bool)
+                or not 1 <= value <= hi
+            ):
+                raise InputError(
+                    f"expected a whole number in [1, {hi:,}], got {value!r}", field=name
+                )
         problem = ENGINE_REGISTRY[self.engine].model_problem(self)
         if problem is not None:
             raise InputError(problem, field="engine")

@@ -2,7 +2,8 @@
 
 :func:`build_track` turns the estimator's arrays into an :class:`xarray.Dataset` with dims
 ``cycle`` (coordinate ``time``), ``rank``, ``source``, ``candidate`` (the sources then
-``"clutter"``) and ``enu`` (``["east", "north"]``); :func:`write_track` writes it compressed.
+``"clutter"``), ``enu`` (``["east", "north"]``) and, after a calibration, ``iteration`` (its
+EM trace); :func:`write_track` writes it compressed.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import numpy as np
 import xarray as xr
 
 from rankmodels import __version__
+from rankmodels.tracking.calibration import CALIBRATION_PARAMS, Calibration, CalibrationResult
 from rankmodels.tracking.geometry import KM_PER_DEGREE
 from rankmodels.tracking.quality import QualityCheck, quality_variables
 from rankmodels.tracking.records import compressed_encoding
@@ -43,17 +45,57 @@ class TrackEstimate:
     collapsed: np.ndarray
 
 
+def calibration_variables(
+    used: Calibration, trace: CalibrationResult | None
+) -> tuple[dict[str, tuple], dict[str, object]]:
+    """Variables and attributes of the parameters ``used`` and of the EM ``trace`` (None: not
+    calibrated): ``sound_speed``, ``clock_offset``, ``clock_drift`` and
+    ``source_offset_correction`` with their ``_std`` (NaN where not estimated), the
+    ``calibration_*`` trace over ``iteration``, and the attributes ``calibrated`` (what was
+    estimated, comma-separated, ``""`` for nothing), ``calibration_best_iteration``,
+    ``calibration_stop`` and ``calibration_particles``."""
+    out: dict[str, tuple] = {}
+    for name in ("sound_speed", "clock_offset", "clock_drift"):
+        out[name] = ((), getattr(used, name))
+        out[f"{name}_std"] = ((), getattr(used, f"{name}_std"))
+    out["source_offset_correction"] = ("source", used.source_offset_correction)
+    out["source_offset_correction_std"] = ("source", used.source_offset_correction_std)
+    if trace is None:
+        return out, {"calibrated": ""}
+    out["calibration_loglik"] = ("iteration", np.array(trace.loglik))
+    for name in ("sound_speed", "clock_offset", "clock_drift"):
+        out[f"calibration_{name}"] = (
+            "iteration",
+            np.array([getattr(c, name) for c in trace.trace]),
+        )
+    out["calibration_source_offset_correction"] = (
+        ("iteration", "source"),
+        np.array([c.source_offset_correction for c in trace.trace]),
+    )
+    attrs = {
+        "calibrated": ",".join(p for p in CALIBRATION_PARAMS if p in trace.params),
+        "calibration_best_iteration": trace.best,
+        "calibration_stop": trace.stop,
+        "calibration_particles": trace.particles,
+    }
+    return out, attrs
+
+
 def build_track(
     record: xr.Dataset,
     est: TrackEstimate,
     attrs: dict[str, object],
     quality: tuple[QualityCheck, ...] = (),
+    calibration: Calibration | None = None,
+    trace: CalibrationResult | None = None,
 ) -> xr.Dataset:
     """The track dataset of ``record`` (a validated float record) from ``est``; ``attrs``
     (model parameters, engine, ...) are added to the standard ones. Variables, units and
     label sentinels: ``schema.TRACK``. The ``quality`` checks become the ``quality_*``
     variables (:func:`~rankmodels.tracking.quality.quality_variables`) and the attribute
-    ``quality_failed`` (how many failed)."""
+    ``quality_failed`` (how many failed). ``calibration``: the parameters the predictions
+    used (:func:`calibration_variables`; None: no such variables), ``trace``: the EM
+    iterations that chose them (None: not calibrated)."""
     post = est.association_posterior
     no_arrival = np.isnan(post).all(axis=2)
     best = np.where(no_arrival, 0, np.argmax(np.nan_to_num(post, nan=-1.0), axis=2))
@@ -103,6 +145,10 @@ def build_track(
     }
     if record.attrs.get("simulated"):
         ds.attrs["simulated"] = 1
+    if calibration is not None:
+        variables, calibration_attrs = calibration_variables(calibration, trace)
+        ds = ds.assign(variables)
+        ds.attrs.update(calibration_attrs)
     if quality:
         ds = ds.merge(quality_variables(quality), combine_attrs="drop_conflicts")
         ds.attrs["quality_failed"] = sum(c.passed is False for c in quality)

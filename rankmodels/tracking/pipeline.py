@@ -9,7 +9,9 @@
 2. :func:`run_filter`: the likelihood of cycle ``t`` at particle ``X`` comes from the chosen
    engine (:func:`rankmodels.tracking.engines.log_likelihood`) with the predicted TOAs
    ``pred_i(X) = d(X, b_i) / v_s + offset_i`` of the sources active at that time
-   (great-circle distance ``d``, sound speed ``v_s``); cycles without arrivals only predict;
+   (great-circle distance ``d``, sound speed ``v_s``; once calibrated, plus
+   ``c_0 + c_1 t + delta_i``, :mod:`~rankmodels.tracking.calibration`); cycles without
+   arrivals only predict;
    with smoothing, the recovery fix (if the record has one) is appended as a final step whose
    likelihood is ``N(recovery; X, s_r^2 I_2)`` in km;
 3. :func:`smooth`: smoothed trajectories drawn backwards
@@ -23,6 +25,10 @@
    association posteriors;
 6. :func:`~rankmodels.tracking.output.build_track` and :func:`summarise`.
 
+With ``config.calibrate``, :func:`calibrate` first runs stages 2-4 as a Monte Carlo EM at
+``config.calibration_particles`` particles and the stages then run once more with the
+parameters kept.
+
 Time spent compiling numba kernels (on a first run, before they are cached) is measured with
 numba's compile events and reported apart from the run time.
 """
@@ -31,13 +37,20 @@ from __future__ import annotations
 
 import time as _time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import xarray as xr
 from numba.core import event as numba_event
 
 from rankmodels.errors import InputError
+from rankmodels.tracking.calibration import (
+    OFFSET_PRIOR_STD,
+    Calibration,
+    CalibrationResult,
+    m_step,
+    m_step_pairs,
+)
 from rankmodels.tracking.config import LIMITS, TrackConfig, check_memory
 from rankmodels.tracking.dynamics import RandomWalk
 from rankmodels.tracking.engines import LikelihoodResult, log_likelihood
@@ -59,6 +72,7 @@ __all__ = [
     "LIMITS",
     "TrackConfig",
     "TrackSummary",
+    "calibrate",
     "progress_steps",
     "track_float",
 ]
@@ -73,9 +87,12 @@ Progress = Callable[[int], None] | None
 
 
 def progress_steps(record: xr.Dataset, config: TrackConfig) -> int:
-    """Number of ``progress(1)`` calls :func:`track_float` makes: filter steps (the cycles and
-    the recovery step, when used) and the association pass."""
-    return 2 * record.sizes["cycle"] + int(config.smooth and "recovery_time" in record)
+    """Total of the ``progress(n)`` calls :func:`track_float` makes: filter steps (the cycles
+    and the recovery step, when used) and the association pass, once per EM iteration (at
+    most ``calibration_iterations + 1``, the rest counted when the loop stops) and once for
+    the final pass."""
+    one_pass = 2 * record.sizes["cycle"] + int(config.smooth and "recovery_time" in record)
+    return one_pass * (1 + (config.calibration_iterations + 1) * config.calibrate)
 
 
 class _Cycles:
@@ -87,8 +104,10 @@ class _Cycles:
         self.active = active_sources(record)
         self.src_xyz = unit_vectors(record["source_lat"].values, record["source_lon"].values)
         self.offset = np.asarray(record["source_offset"].values, dtype=np.float64)
-        speed = config.sound_speed or float(record["sound_speed"])
-        self.km_per_s = speed / 1000.0
+        self.nominal_speed = config.sound_speed or float(record["sound_speed"])
+        self.km_per_s = self.nominal_speed / 1000.0
+        self.day = _days(record["time"].values, record["launch_time"].values)
+        self.shift: np.ndarray | None = None  # (T, s) c_0 + c_1 t + delta_i once calibrated
         self.model = SignalModel(
             sigma=config.sigma,
             p_detect=config.p_detect,
@@ -120,11 +139,21 @@ class _Cycles:
         out[rows, ranks] = column[rows, srcs]
         return out
 
+    def calibrate(self, cal: Calibration) -> None:
+        """Predict with ``cal``'s sound speed, clock and offset corrections from now on."""
+        self.km_per_s = cal.sound_speed / 1000.0
+        self.shift = cal.predicted_shift(self.day[:, None], np.arange(self.offset.size)[None, :])
+
+    def distance(self, t: int, x: np.ndarray) -> np.ndarray:
+        """``(N, s_active)`` great-circle distances (km) to the sources active at cycle ``t``."""
+        act = self.active[t]
+        return pairwise_distance_km(x[:, 0], x[:, 1], src_xyz=self.src_xyz[act])
+
     def predicted(self, t: int, x: np.ndarray) -> np.ndarray:
         """``(N, s_active)`` predicted TOAs (s) of the sources active at cycle ``t``."""
         act = self.active[t]
-        dist = pairwise_distance_km(x[:, 0], x[:, 1], src_xyz=self.src_xyz[act])
-        return dist / self.km_per_s + self.offset[act]
+        pred = self.distance(t, x) / self.km_per_s + self.offset[act]
+        return pred if self.shift is None else pred + self.shift[t, act]
 
     def evaluate(
         self, t: int, x: np.ndarray, *, association: bool, engine: str | None = None
@@ -269,6 +298,16 @@ def smooth(
     return traj, np.array([m for m, _ in moments]), np.array([c for _, c in moments])
 
 
+def _trajectory_distances(run: Run, ensembles: np.ndarray) -> np.ndarray:
+    """``(M, T, s)`` distance (km) from each smoothed trajectory to each active source, NaN
+    where inactive, for the E-step."""
+    cycles = run.cycles
+    out = np.full((ensembles.shape[1], *cycles.active.shape), np.nan)
+    for t in range(run.n_cycles):
+        out[:, t, cycles.active[t]] = cycles.distance(t, ensembles[t])
+    return out
+
+
 @dataclass
 class Association:
     """Stage 4's output: ``posterior (T, r, s + 1)`` and ``predicted_toa (T, s)`` at the
@@ -294,6 +333,104 @@ def associate(
         if progress:
             progress(1)
     return out
+
+
+@dataclass
+class Pass:
+    """Stages 2-4 once: the filter, the smoothed ``ensembles``, ``mean`` and ``cov``, and the
+    association."""
+
+    filt: FilterResult
+    ensembles: np.ndarray
+    mean: np.ndarray
+    cov: np.ndarray
+    assoc: Association
+
+    @property
+    def loglik(self) -> float:
+        """The particle estimate of ``log p(data)``: every filter step, recovery included."""
+        return float(np.sum(self.filt.loglik))
+
+
+def track_pass(run: Run, progress: Progress = None) -> Pass:
+    """Stages 2-4 with a generator seeded ``config.seed``: every pass over the same record
+    draws the same random numbers (common random numbers for the EM iterations)."""
+    rng = np.random.default_rng(run.config.seed)
+    filt = run_filter(run, rng, progress)
+    ensembles, mean, cov = smooth(run, filt, rng)
+    return Pass(filt, ensembles, mean, cov, associate(run, ensembles, mean, progress))
+
+
+def calibrate(
+    record: xr.Dataset, config: TrackConfig, progress: Progress = None
+) -> tuple[CalibrationResult, Pass]:
+    """Monte Carlo EM for the clock, sound speed and source offsets (issue 8).
+
+    Iteration ``k`` runs stages 2-4 with parameters ``theta_k`` (``theta_0``: the file's) at
+    ``min(calibration_particles, particles)`` particles and the same seed (common random
+    numbers, so iterations differ only by ``theta``); the E-step takes the association
+    posteriors and the smoothed ensemble's mean distances
+    (:func:`~rankmodels.tracking.calibration.m_step_pairs`), the M-step the weighted least
+    squares of :func:`~rankmodels.tracking.calibration.m_step` (prior std
+    :data:`~rankmodels.tracking.calibration.OFFSET_PRIOR_STD` on the offset corrections). The
+    loop stops when the particle log-likelihood no longer rises, after
+    ``calibration_iterations`` M-steps, or when the M-step cannot solve; the iterate with the
+    largest log-likelihood is kept. Returns the result and that iterate's pass.
+    """
+    run = prepare(
+        record,
+        replace(config, particles=min(config.calibration_particles, config.particles)),
+    )
+    cycles = run.cycles
+    n_src = cycles.offset.size
+    trace = [Calibration.nominal(n_src, cycles.nominal_speed)]
+    loglik: list[float] = []
+    best: Pass | None = None
+    stop = "iteration limit"
+    for k in range(config.calibration_iterations + 1):
+        if k:
+            cycles.calibrate(trace[k])
+        this = track_pass(run, progress)
+        loglik.append(this.loglik)
+        if k and not loglik[k] > max(loglik[:k]):
+            stop = "no longer rising"
+            break
+        best = this
+        if k == config.calibration_iterations:
+            break
+        pairs = m_step_pairs(
+            cycles.toa,
+            this.assoc.posterior,
+            _trajectory_distances(run, this.ensembles),
+            cycles.day,
+            cycles.offset,
+        )
+        try:
+            theta = m_step(
+                **pairs,
+                n_sources=n_src,
+                sound_speed=cycles.nominal_speed,
+                sigma=config.sigma,
+                offset_prior_std=OFFSET_PRIOR_STD,
+                params=config.calibrate_params,
+                start=trace[k],
+            )
+        except ValueError as err:
+            stop = str(err)
+            break
+        trace.append(theta)
+    skipped = config.calibration_iterations + 1 - len(loglik)
+    if progress and skipped:
+        progress(skipped * (2 * run.n_cycles + int(run.use_recovery)))
+    result = CalibrationResult(
+        params=config.calibrate_params,
+        trace=tuple(trace),
+        loglik=tuple(loglik),
+        best=int(np.argmax(loglik)),
+        stop=stop,
+        particles=run.config.particles,
+    )
+    return result, best  # type: ignore[return-value]
 
 
 def one_step_predictions(run: Run, filt: FilterResult) -> tuple[np.ndarray, np.ndarray]:
@@ -372,10 +509,11 @@ class TrackSummary(Mapping[str, object]):
 
     ``collapsed_cycles``: indices of cycles where every particle had zero likelihood;
     ``run_time_s``: the tracking without ``compile_time_s``, the time numba spent compiling
-    kernels (a first run, before they are cached; 0 after); ``quality``: the quality checks.
+    kernels (a first run, before they are cached; 0 after); ``quality``: the quality checks;
+    ``calibration``: the EM iterations (None without calibration).
 
     Also a read-only mapping of the scalar fields (the report's summary table reads it that
-    way); ``quality`` and ``compile_time_s`` are attributes only.
+    way); ``quality``, ``compile_time_s`` and ``calibration`` are attributes only.
     """
 
     cycles: int
@@ -392,6 +530,7 @@ class TrackSummary(Mapping[str, object]):
     run_time_s: float
     compile_time_s: float
     quality: tuple[QualityCheck, ...]
+    calibration: CalibrationResult | None = None
 
     def __getitem__(self, key: str) -> object:
         if key not in _TABLE_FIELDS:
@@ -417,6 +556,7 @@ def summarise(
     checks: tuple[QualityCheck, ...],
     run_time_s: float,
     compile_time_s: float,
+    calibration: CalibrationResult | None = None,
 ) -> TrackSummary:
     """Stage 6: the run's :class:`TrackSummary`."""
     n_cyc = run.n_cycles
@@ -437,6 +577,7 @@ def summarise(
         run_time_s=run_time_s,
         compile_time_s=compile_time_s,
         quality=checks,
+        calibration=calibration,
     )
 
 
@@ -451,7 +592,7 @@ def _attributes(run: Run) -> dict[str, object]:
         "clutter_rate": config.clutter_rate,
         "multipath": config.multipath,
         "multipath_delay_s": run.cycles.model.multipath_delay,
-        "sound_speed": run.cycles.km_per_s * 1000.0,
+        "sound_speed": run.cycles.nominal_speed,
         "window_length": run.cycles.model.window,
         "process_noise_km": config.process_noise,
         "smoothed": int(config.smooth),
@@ -478,16 +619,25 @@ def track_float(
     run = prepare(record, config)
     compiling: list[float] = []
     started = _time.perf_counter()
+    result, final = None, None
+    used = Calibration.nominal(run.cycles.offset.size, run.cycles.nominal_speed)
     with numba_event.install_timer("numba:compile", compiling.append):
-        rng = np.random.default_rng(config.seed)
-        filt = run_filter(run, rng, progress)
-        ensembles, mean, cov = smooth(run, filt, rng)
-        assoc = associate(run, ensembles, mean, progress)
+        if config.calibrate:
+            result, best = calibrate(record, config, progress)
+            used = result.calibration
+            if result.best:
+                run.cycles.calibrate(used)
+            if result.particles == config.particles:  # the best iterate is the final pass
+                final = best
+                if progress:
+                    progress(progress_steps(record, replace(config, calibrate=False)))
+        final = final or track_pass(run, progress)
+    filt, assoc = final.filt, final.assoc
     checks = assess(run, filt, assoc)
     n_cyc = run.n_cycles
     estimate = TrackEstimate(
-        mean=mean,
-        cov=cov,
+        mean=final.mean,
+        cov=final.cov,
         filtered_mean=filt.mean[:n_cyc],
         association_posterior=assoc.posterior,
         predicted_toa=assoc.predicted_toa,
@@ -495,7 +645,9 @@ def track_float(
         loglik=filt.loglik[:n_cyc],
         collapsed=filt.collapsed[:n_cyc],
     )
-    track = build_track(record, estimate, _attributes(run), quality=checks)
+    track = build_track(
+        record, estimate, _attributes(run), quality=checks, calibration=used, trace=result
+    )
     compile_time = sum(compiling)
     run_time = _time.perf_counter() - started - compile_time
-    return track, summarise(run, filt, track, checks, run_time, compile_time)
+    return track, summarise(run, filt, track, checks, run_time, compile_time, result)

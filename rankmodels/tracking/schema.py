@@ -363,6 +363,67 @@ TRUTH = FileFormat(
     ),
 )
 
+_NOT_ESTIMATED = "NaN when not estimated"
+_TRACE = "one value per EM iteration (the first: the file's values); only when calibrated"
+
+
+def _calibration_variables() -> tuple[Variable, ...]:
+    """The calibration's variables of the track (``rankmodels.tracking.calibration``)."""
+    used = "the value the predictions used"
+    quantities = (
+        (
+            "sound_speed",
+            (),
+            "effective sound speed",
+            "m s-1",
+            f"{used}; the file's when not estimated",
+        ),
+        ("clock_offset", (), "float clock offset at launch (ahead of true time)", "s", used),
+        ("clock_drift", (), "float clock drift", "s day-1", used),
+        (
+            "source_offset_correction",
+            ("source",),
+            "correction added to the file's source_offset",
+            "s",
+            used,
+        ),
+    )
+    out = []
+    for name, dims, long_name, units, notes in quantities:
+        out.append(Variable(name, dims, "real", long_name, notes, units=units))
+        out.append(
+            Variable(
+                f"{name}_std",
+                dims,
+                "real",
+                f"standard error of {name}",
+                _NOT_ESTIMATED,
+                units=units,
+            )
+        )
+    out.append(
+        Variable(
+            "calibration_loglik",
+            ("iteration",),
+            "real",
+            "particle estimate of log p(data | parameters) at the calibration's particles",
+            _TRACE,
+        )
+    )
+    for name, dims, _, units, _ in quantities:
+        out.append(
+            Variable(
+                f"calibration_{name}",
+                ("iteration", *dims),
+                "real",
+                f"{name} of each EM iteration",
+                _TRACE,
+                units=units,
+            )
+        )
+    return tuple(out)
+
+
 TRACK = FileFormat(
     "track",
     (
@@ -458,6 +519,7 @@ TRACK = FileFormat(
         Variable(
             "pressure", ("cycle",), "real", "float pressure", "copied from the input when present"
         ),
+        *_calibration_variables(),
     ),
 )
 
