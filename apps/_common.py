@@ -5,16 +5,16 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
-import os
 import sys
-import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import IO, Any, TypeVar
+from typing import Any, TypeVar
 
 import click
 
 from rankmodels.errors import InputError
+from rankmodels.files import atomic_output as atomic_output  # re-exported for the commands
+from rankmodels.files import atomic_path as atomic_path
 from rankmodels.text import printable
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -103,51 +103,6 @@ def refuse_to_overwrite(output: Path, inputs: Iterable[Path]) -> None:
     for path in inputs:
         if Path(path).resolve() == out:
             raise BadInput(f"{output}: refusing to write an output over the input file")
-
-
-@contextlib.contextmanager
-def atomic_output(path: str | os.PathLike[str], mode: str = "wb") -> Iterator[IO[Any]]:
-    """Open a temporary file beside ``path``; rename it onto ``path`` only on success.
-
-    A crash or an exception leaves any existing ``path`` untouched and no partial file.
-    """
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, mode) as handle:
-            yield handle
-        _publish(tmp, target)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-
-
-@contextlib.contextmanager
-def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
-    """Yield a temporary path beside ``path`` for writers that want a file name
-    (e.g. ``xarray.Dataset.to_netcdf``, ``Figure.savefig``); renamed onto ``path`` on success."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.stem}.", suffix=target.suffix, dir=target.parent)
-    os.close(fd)
-    try:
-        yield Path(tmp)
-        _publish(tmp, target)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-
-
-def _publish(tmp: str | os.PathLike[str], target: Path) -> None:
-    """Give ``tmp`` the permissions a newly created file would have, then rename it onto
-    ``target`` (``mkstemp`` creates files readable by the owner only)."""
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)
-    os.replace(tmp, target)
 
 
 def show_progress(quiet: bool) -> bool:

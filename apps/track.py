@@ -12,6 +12,7 @@ import matplotlib
 import xarray as xr
 
 from rankmodels.errors import InputError
+from rankmodels.plots.run_report import IMAGES, REPORT_FILE, write_run_report
 from rankmodels.tracking.calibration import CALIBRATION_PARAMS
 from rankmodels.tracking.config import LIMITS, TrackConfig
 from rankmodels.tracking.engines import ENGINES
@@ -22,7 +23,6 @@ from rankmodels.tracking.records import InvalidLabelsWarning, read_float
 from rankmodels_app._common import (
     BadInput,
     OneLineCommand,
-    atomic_output,
     atomic_path,
     progressbar,
     quiet_option,
@@ -35,8 +35,6 @@ _DEFAULTS = TrackConfig()
 #: Exit status of ``--strict`` when a track quality check failed.
 EXIT_QUALITY = 3
 TRACK_FILE = "track.nc"
-IMAGES = {"map": "map.png", "toa": "toa.png", "diagnostics": "diagnostics.png"}
-REPORT_FILE = "report.html"
 #: TrackConfig field -> the option that sets it.
 _OPTIONS = {
     "engine": "--engine",
@@ -110,26 +108,11 @@ def _write_figures(
     out: Path,
     truth: xr.Dataset | None,
 ) -> list[str]:
-    """map.png, toa.png, diagnostics.png and report.html (the plots helper's functions), with
-    the true track when ``truth`` is given."""
+    """map.png, toa.png, diagnostics.png and the self-contained report.html
+    (:func:`rankmodels.plots.run_report.write_run_report`), with the true track when ``truth``
+    is given."""
     matplotlib.use("Agg")
-    from rankmodels.plots.cartopy_data import use_shipped_natural_earth
-    from rankmodels.plots.report import tracking_report
-    from rankmodels.plots.tracking import diagnostics, toa_diagram, track_map
-
-    use_shipped_natural_earth()
-    figures = {
-        "map": lambda: track_map(record, track, truth),
-        "toa": lambda: toa_diagram(record, track),
-        "diagnostics": lambda: diagnostics(track, truth),
-    }
-    for name, make in figures.items():
-        fig = make()
-        with atomic_path(out / IMAGES[name]) as tmp:
-            fig.savefig(tmp, dpi=120, format="png")
-    with atomic_output(out / REPORT_FILE, "w") as handle:
-        handle.write(tracking_report(track, summary, IMAGES, truth))
-    return [*IMAGES.values(), REPORT_FILE]
+    return write_run_report(out, record, track, summary, truth)
 
 
 def _quality_line(summary: TrackSummary) -> str:

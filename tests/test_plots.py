@@ -51,10 +51,29 @@ def sample():
     return make_float(n_cycles=90)
 
 
+def spanning(track):
+    """``track`` stretched to cross the whole source array, so every source is on the map."""
+    n = track.sizes["cycle"]
+    return track.assign(
+        lat=("cycle", np.linspace(-55.5, -60.5, n)), lon=("cycle", np.linspace(-110.5, -65.5, n))
+    )
+
+
 @pytest.fixture(scope="module")
 def offline_map(sample):
+    """The sample's map (zoomed to the track, with the overview inset) rendered offline."""
+    return render_offline(*sample)
+
+
+@pytest.fixture(scope="module")
+def array_map(sample):
+    """A map of a track across the whole source array (no inset), rendered offline."""
+    record, track, _ = sample
+    return render_offline(record, spanning(track), None)
+
+
+def render_offline(record, track, truth):
     """A map rendered with every network path of urllib and cartopy's downloader blocked."""
-    record, track, truth = sample
     attempts = []
 
     def refuse(*args, **kwargs):
@@ -145,14 +164,15 @@ def test_feature_clipping_keeps_geometry_inside_the_box_and_wraps_the_antimeridi
     assert (lons > 160).any() and (lons < -170).any()
 
 
-def test_map_renders_offline_without_any_download(offline_map):
-    fig, pixels, png, attempts = offline_map
+@pytest.mark.parametrize("rendered", ["offline_map", "array_map"])
+def test_map_renders_offline_without_any_download(rendered, request):
+    fig, pixels, png, attempts = request.getfixturevalue(rendered)
     assert attempts == []
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_map_draws_land_and_coastline_from_natural_earth(offline_map, sample):
-    fig, pixels, _, _ = offline_map
+def test_map_draws_land_and_coastline_from_natural_earth(array_map):
+    fig, pixels, _, _ = array_map
     ax = map_axes(fig)
     land, coast = one(fig, "land"), one(fig, "coastline")
     land_geoms = list(land._feature.geometries())
@@ -184,9 +204,9 @@ def test_map_draws_land_and_coastline_from_natural_earth(offline_map, sample):
 # ------------------------------------------------------------------------------------------
 
 
-def test_map_sources_are_one_marker_each_at_their_projected_positions(offline_map, sample):
+def test_map_sources_are_one_marker_each_at_their_projected_positions(array_map, sample):
     record, track, _ = sample
-    fig = offline_map[0]
+    fig = array_map[0]
     ax = map_axes(fig)
     sources = one(fig, "sources")
     offsets = np.asarray(sources.get_offsets())
@@ -204,10 +224,13 @@ def test_map_sources_are_one_marker_each_at_their_projected_positions(offline_ma
     # late sources carry their start date
     late = [lbl for lbl in labels if "from " in lbl]
     assert {lbl.split("\n")[0] for lbl in late} == {"US2-1", "US2-2", "UK1-1"}
+    # every source is on the map: no overview inset
+    assert by_gid(fig, "overview-sources") == [] and len(fig.axes) == 2  # map and colour bar
 
 
-def test_map_source_labels_do_not_overlap(offline_map):
-    fig = offline_map[0]
+@pytest.mark.parametrize("rendered", ["offline_map", "array_map"])
+def test_map_source_labels_do_not_overlap(rendered, request):
+    fig = request.getfixturevalue(rendered)[0]
     ax = map_axes(fig)
     renderer = fig.canvas.get_renderer()
     boxes = [t.get_window_extent(renderer) for t in ax.texts]
@@ -244,17 +267,53 @@ def test_map_truth_launch_recovery_and_extent(offline_map, sample):
         launch, projected(ax, [record["launch_lon"].item()], [record["launch_lat"].item()])
     )
     assert len(by_gid(fig, "recovery")) == 1
-    # everything drawn lies inside the map
+    # the map is zoomed to the track, truth, launch and recovery: all inside it
     x0, x1, y0, y1 = ax.get_extent()
     pts = np.concatenate(
         [
             projected(ax, track["lon"].values, track["lat"].values),
-            projected(ax, record["source_lon"].values, record["source_lat"].values),
+            projected(ax, truth["lon"].values, truth["lat"].values),
+            projected(ax, record["recovery_lon"].values[None], record["recovery_lat"].values[None]),
         ]
     )
     assert (pts[:, 0] > x0).all() and (pts[:, 0] < x1).all()
     assert (pts[:, 1] > y0).all() and (pts[:, 1] < y1).all()
     assert isinstance(ax.projection, ccrs.LambertConformal)
+
+
+def test_map_zooms_to_the_track_with_an_overview_of_the_whole_array(offline_map, sample):
+    record, track, _ = sample
+    fig = offline_map[0]
+    ax = map_axes(fig)
+    sxy = projected(ax, record["source_lon"].values, record["source_lat"].values)
+    x0, x1, y0, y1 = ax.get_extent()
+    on_map = (sxy[:, 0] >= x0) & (sxy[:, 0] <= x1) & (sxy[:, 1] >= y0) & (sxy[:, 1] <= y1)
+    assert 0 < on_map.sum() < len(sxy)  # zoomed: some sources are off the main map
+    # exactly the sources on the map are labelled there (besides the scale bar)
+    labels = {t.get_text().split("\n")[0] for t in ax.texts if t.get_gid() != "scale-bar-label"}
+    assert labels == set(record["source"].values[on_map].astype(str))
+    # the inset shows every source (in the map's colours) and the track
+    inset = one(fig, "overview-sources").axes
+    assert inset is not ax and inset in ax.child_axes
+    ix0, ix1, iy0, iy1 = inset.get_extent()
+    ixy = projected(inset, record["source_lon"].values, record["source_lat"].values)
+    assert ((ixy[:, 0] > ix0) & (ixy[:, 0] < ix1) & (ixy[:, 1] > iy0) & (ixy[:, 1] < iy1)).all()
+    np.testing.assert_allclose(np.asarray(one(fig, "overview-sources").get_offsets()), ixy)
+    np.testing.assert_allclose(
+        one(fig, "overview-sources").get_facecolors(), one(fig, "sources").get_facecolors()
+    )
+    # its red outline is the main map's frame: it encloses the track and no off-map source
+    outline = one(fig, "overview-extent")
+    frame = shapely.Polygon(np.c_[outline.get_xdata(), outline.get_ydata()])
+    txy = projected(inset, track["lon"].values, track["lat"].values)
+    assert shapely.contains_xy(frame, txy[:, 0], txy[:, 1]).all()
+    np.testing.assert_array_equal(shapely.contains_xy(frame, ixy[:, 0], ixy[:, 1]), on_map)
+    # the inset sits in a corner holding no track point, the one overview_corner chose
+    renderer = fig.canvas.get_renderer()
+    box = inset.get_window_extent(renderer)
+    pix = ax.transData.transform(projected(ax, track["lon"].values, track["lat"].values))
+    assert not ((pix[:, 0] > box.x0) & (pix[:, 0] < box.x1) & (pix[:, 1] > box.y0)
+                & (pix[:, 1] < box.y1)).any()  # fmt: skip
 
 
 def test_map_uncertainty_band_covers_the_track(offline_map, sample):
@@ -283,7 +342,7 @@ def test_source_inactive_during_the_whole_track_is_hollow(sample):
     end = np.full(track.sizes["source"], np.datetime64("NaT", "ns"))
     end[1] = track["time"].values[10]
     rec["source_end_time"] = ("source", end)
-    fig = tracking.track_map(rec, track.drop_vars("position_cov"))
+    fig = tracking.track_map(rec, spanning(track).drop_vars("position_cov"))
     face = one(fig, "sources").get_facecolors()
     np.testing.assert_allclose(face[0], [1, 1, 1, 1])
     np.testing.assert_allclose(face[1:], style.source_colors(track.sizes["source"])[1:])
@@ -754,7 +813,7 @@ def test_names_with_control_characters_or_dollars_draw_literally(sample):
     names[0] = "a$b\x07"
     tr = tr.assign_coords(source=names, candidate=[*names, "clutter"])
     figs = [
-        tracking.track_map(record, tr.drop_vars("position_cov")),
+        tracking.track_map(record, spanning(tr).drop_vars("position_cov")),
         tracking.toa_diagram(record, tr),
         tracking.diagnostics(tr),
     ]

@@ -16,6 +16,7 @@ from rankmodels.tracking import pipeline, records, simulate
 from rankmodels_app.cli import cli
 from rankmodels_app.track import track_float
 from tests._plots_data import great_circle_km
+from tests._report_check import decoded_images, external_references
 
 
 @pytest.fixture(scope="module")
@@ -41,15 +42,16 @@ def test_figures_and_report_from_a_real_run(run, tmp_path):
     }
     for name, fig in figures.items():
         FigureCanvasAgg(fig).draw()
-        fig.savefig(tmp_path / f"{name}.png", dpi=50)
-        assert (tmp_path / f"{name}.png").stat().st_size > 1000
-        images[name] = f"{name}.png"
+        images[name] = tracking.figure_png(fig, dpi=50)
+        assert len(images[name]) > 1000
     html_text = tracking_report(track, summary, images, truth)
     assert "Comparison with the true track" in html_text
     for name in track["source"].values:
         assert f"<td>{name}</td>" in html_text
-    for src in images.values():
-        assert f'src="{src}"' in html_text
+    assert external_references(html_text) == []
+    shown = decoded_images(html_text)
+    assert [png for png, _ in shown] == list(images.values())
+    assert shown[0][1].size == tuple(round(50 * v) for v in figures["map"].get_size_inches())
     # the map's track is the posterior mean, sources one marker each
     fig = figures["map"]
     (lc,) = [a for a in fig.findobj() if a.get_gid() == "track"]
@@ -121,6 +123,13 @@ def test_track_float_compares_a_simulated_record_with_its_truth(tmp_path):
     assert "warning" not in run.stderr
     report = (tmp_path / "a" / "report.html").read_text()
     assert "Comparison with the true track" in report
+    # the report travels alone: nothing outside it is referred to, and it embeds the very
+    # figures written beside it
+    assert external_references(report) == []
+    embedded = [png for png, _ in decoded_images(report)]
+    assert embedded == [
+        (tmp_path / "a" / f).read_bytes() for f in ("map.png", "toa.png", "diagnostics.png")
+    ]
     track = xr.load_dataset(tmp_path / "a" / "track.nc")
     true = xr.load_dataset(tmp_path / "sim_truth.nc")
     err = great_circle_km(

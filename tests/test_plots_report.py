@@ -1,4 +1,4 @@
-"""HTML report of a tracking run: content, escaping, relative images, well-formedness."""
+"""HTML report of a tracking run: content, escaping, embedded images, well-formedness."""
 
 from __future__ import annotations
 
@@ -15,8 +15,9 @@ from rankmodels.plots.report import track_summary_rows, tracking_report
 from rankmodels.plots.track_summary import collapsed_cycles, source_table
 from rankmodels.text import printable
 from tests._plots_data import great_circle_km, make_float
+from tests._report_check import decoded_images, external_references, tiny_png
 
-IMAGES = {"map": "map.png", "toa": "toa.png", "diagnostics": "diagnostics.png"}
+IMAGES = {name: tiny_png(k) for k, name in enumerate(("map", "toa", "diagnostics"))}
 VOID = {"meta", "img", "br", "hr", "link", "input"}
 
 
@@ -87,11 +88,14 @@ def sample():
     return make_float(n_cycles=60, seed=3)
 
 
-def test_report_is_well_formed_and_references_the_images_relatively(sample):
+def test_report_is_well_formed_and_embeds_the_images(sample):
     _, track, _ = sample
-    page = parse(tracking_report(track, {"Run time (s)": 3.21}, IMAGES))
-    srcs = [attrs["src"] for tag, attrs in page.starts if tag == "img"]
-    assert srcs == list(IMAGES.values())
+    html_text = tracking_report(track, {"Run time (s)": 3.21}, IMAGES)
+    page = parse(html_text)
+    assert external_references(html_text) == []
+    images = decoded_images(html_text)
+    assert [png for png, _ in images] == list(IMAGES.values())  # in order, byte for byte
+    assert [im.size for _, im in images] == [(20 + 10 * k, 20) for k in range(3)]
     assert all(attrs.get("alt") for tag, attrs in page.starts if tag == "img")
     # self-contained: inline CSS, no external stylesheet or script
     tags = {tag for tag, _ in page.starts}
@@ -167,16 +171,35 @@ def test_everything_inserted_is_escaped(sample):
     names[0] = "<img src=x onerror=alert(1)>"
     tr = tr.assign_coords(source=names, candidate=[*names, "clutter"])
     html_text = tracking_report(
-        tr, {"<i>key</i>": "<u>value</u>"}, {"map": 'we"ird <map>.png', "<toa>": "toa.png"}
+        tr, {"<i>key</i>": "<u>value</u>"}, {"map": IMAGES["map"], '<toa> "x"': IMAGES["toa"]}
     )
     assert "<script>" not in html_text and "<b>" not in html_text and "<u>" not in html_text
     assert "<img src=x" not in html_text and "<i>key" not in html_text
     assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in html_text
     page = parse(html_text)
     assert "".join(page.text).count(evil) >= 2  # title and heading show the id verbatim
-    srcs = [attrs["src"] for tag, attrs in page.starts if tag == "img"]
-    assert srcs == ["we%22ird%20%3Cmap%3E.png", "toa.png"]
+    assert [attrs["id"] for tag, attrs in page.starts if tag == "figure"] == [
+        "fig-map",
+        'fig-<toa> "x"',
+    ]
+    assert [png for png, _ in decoded_images(html_text)] == [IMAGES["map"], IMAGES["toa"]]
     assert [r[0] for r in page.tables["sources"][1:]][0] == names[0]
+
+
+@pytest.mark.parametrize(
+    "page",
+    [
+        '<img src="map.png">',
+        '<a href="https://example.org/">x</a>',
+        '<link rel="stylesheet" href="style.css">',
+        "<style>body { background: url('bg.png') }</style>",
+        "<style>@import 'print.css';</style>",
+        '<p style="background:url(http://x/y.png)">x</p>',
+    ],
+)
+def test_the_external_reference_check_finds_each_kind(page):
+    assert external_references(f"<html><body>{page}</body></html>") != []
+    assert external_references('<a href="#quality">x</a><img src="data:image/png;base64,">') == []
 
 
 def test_rows_are_split_into_settings_results_and_provenance(sample):
@@ -266,12 +289,18 @@ def test_truth_of_another_record_is_refused(sample):
 
 
 @pytest.mark.parametrize(
-    "path", ["/tmp/map.png", "file:///etc/passwd", "https://example.org/map.png", "javascript:x"]
+    ("image", "error"),
+    [
+        ("map.png", TypeError),
+        ("https://example.org/map.png", TypeError),
+        (b"GIF89a", ValueError),
+        (b"<svg onload=alert(1)>", ValueError),
+    ],
 )
-def test_non_relative_image_paths_are_refused(sample, path):
+def test_only_png_bytes_are_embedded(sample, image, error):
     _, track, _ = sample
-    with pytest.raises(ValueError, match="relative"):
-        tracking_report(track, {}, {"map": path})
+    with pytest.raises(error, match="'map'.*PNG"):
+        tracking_report(track, {}, {"map": image})
 
 
 def test_collapse_note_lists_the_collapsed_cycles(sample):
@@ -331,7 +360,7 @@ def test_arbitrary_strings_never_become_markup(float_id, source, value):
     tr.attrs = {**_FUZZ_TRACK.attrs, "float_id": float_id}
     names = [source, *map(str, tr["source"].values[1:])]
     tr = tr.assign_coords(source=names, candidate=[*names, "clutter"])
-    html_text = tracking_report(tr, {"note": value}, {"map": "map.png"})
+    html_text = tracking_report(tr, {"note": value}, {"map": IMAGES["map"]})
     assert not _HTML_CONTROLS.search(html_text)
     html_text.encode("utf-8")  # no lone surrogates either
     page = parse(html_text)

@@ -8,7 +8,9 @@ Inputs follow the tracking contract: ``record`` is a validated float record (``s
 
 Artists carrying data have a ``gid``: "land", "coastline", "uncertainty", "track",
 "track-points" (positions without a valid neighbour, which a line cannot show), "truth",
-"sources", "launch", "recovery", "time-marks", "scale-bar" and "scale-bar-label". The graticule
+"sources", "launch", "recovery", "time-marks", "scale-bar", "scale-bar-label" and, in the inset
+overview of the whole source array, "overview-sources", "overview-track" and "overview-extent"
+(the outline of the main map). The graticule
 is labelled with the axes' own ticks, placed where each meridian crosses the bottom edge and
 each parallel the left edge of the frame (on a conic map these are not below / beside the
 points where the lines would cross a rectangle in degrees).
@@ -462,7 +464,8 @@ def _draw_sources(
         f"{name}\n(inactive)" if not active[i] else (f"{name}\n{notes[i]}" if notes[i] else name)
         for i, name in enumerate(shown)
     ]
-    placements = place_labels(sxy, texts, obstacles, markers, frame.per_pt, frame.bounds)
+    anchors = np.where(inside_frame(frame, sxy)[:, None], sxy, np.nan)  # no label off the map
+    placements = place_labels(anchors, texts, obstacles, markers, frame.per_pt, frame.bounds)
     for anchor, text, placement in zip(sxy, texts, placements, strict=True):
         if placement is None:
             continue
@@ -531,6 +534,100 @@ def _draw_endpoint(frame: MapFrame, gid: str, pxy: np.ndarray) -> list[Artist]:
 
 
 # --------------------------------------------------------------------------------------------
+# inset overview of the source array
+# --------------------------------------------------------------------------------------------
+
+OVERVIEW_SIZE = 0.34
+"""Largest width and height of the inset overview, as a fraction of the main map's."""
+_CORNERS = {"NE": (1.0, 1.0), "NW": (0.0, 1.0), "SE": (1.0, 0.0), "SW": (0.0, 0.0)}
+
+
+def inside_frame(frame: MapFrame, xy: np.ndarray) -> np.ndarray:
+    """``(n,)`` whether each projected point ``xy`` ``(n, 2)`` lies inside the map (NaN: no)."""
+    x0, x1, y0, y1 = frame.bounds
+    with np.errstate(invalid="ignore"):
+        return (xy[:, 0] >= x0) & (xy[:, 0] <= x1) & (xy[:, 1] >= y0) & (xy[:, 1] <= y1)
+
+
+def overview_corner(frame: MapFrame, xy: np.ndarray) -> str:
+    """The corner of the map ("NE", "NW", "SE", "SW") whose :data:`OVERVIEW_SIZE` square (in
+    axes fractions) holds the fewest projected track points ``xy`` ``(n, 2)``; ties go in that
+    order, and the lower left, which holds the scale bar, counts one point more."""
+    x0, x1, y0, y1 = frame.bounds
+    fx, fy = (xy[:, 0] - x0) / (x1 - x0), (xy[:, 1] - y0) / (y1 - y0)
+    ok = np.isfinite(fx) & np.isfinite(fy)
+    fx, fy = fx[ok], fy[ok]
+
+    def covered(cx: float, cy: float) -> int:
+        return int(
+            ((np.abs(fx - cx) <= OVERVIEW_SIZE) & (np.abs(fy - cy) <= OVERVIEW_SIZE)).sum()
+        ) + (cx == 0.0 and cy == 0.0)
+
+    return min(_CORNERS, key=lambda name: covered(*_CORNERS[name]))
+
+
+def _draw_overview(
+    frame: MapFrame,
+    src_lat: np.ndarray,
+    src_lon: np.ndarray,
+    lat: np.ndarray,
+    lon: np.ndarray,
+    xy: np.ndarray,
+) -> GeoAxes:
+    """Inset map in the corner of :func:`overview_corner`: land, the sources (triangles in their
+    colours), the track and the outline of the main map, over the sources and track with a
+    margin of 8 % (at least half a degree)."""
+    import cartopy.crs as ccrs
+
+    all_lat, all_lon = np.concatenate([src_lat, lat]), np.concatenate([src_lon, lon])
+    lon0 = center_longitude(all_lon)
+    all_lon = unwrap_longitude(all_lon, lon0)
+    ok = np.isfinite(all_lat) & np.isfinite(all_lon)
+    s, n = all_lat[ok].min(), all_lat[ok].max()
+    w, e = all_lon[ok].min(), all_lon[ok].max()
+    pad_lat, pad_lon = max(0.5, 0.08 * (n - s)), max(0.5, 0.08 * (e - w))
+    s, n = max(-89.0, s - pad_lat), min(89.0, n + pad_lat)
+    corner = overview_corner(frame, xy)
+    cx, cy = _CORNERS[corner]
+    box = [cx * (1.0 - OVERVIEW_SIZE), cy * (1.0 - OVERVIEW_SIZE), OVERVIEW_SIZE, OVERVIEW_SIZE]
+    ax = frame.ax.inset_axes(box, projection=map_projection(s, n, lon0), zorder=10)
+    ax.set_anchor(corner)
+    relative = ccrs.PlateCarree(central_longitude=lon0)
+    ax.set_extent([w - pad_lon - lon0, e + pad_lon - lon0, s, n], relative)
+    ax.set_facecolor(style.OCEAN_COLOR)
+    clip = (w - pad_lon - 2.0, e + pad_lon + 2.0, max(s - 2.0, -90.0), min(n + 2.0, 90.0))
+    land = natural_earth_feature(
+        "land", "110m", extent=clip, facecolor=style.LAND_COLOR, edgecolor=style.COAST_COLOR,
+        linewidth=0.4,
+    )  # fmt: skip
+    ax.add_feature(land, zorder=1)
+    txy = ax.projection.transform_points(ccrs.Geodetic(), lon, lat)
+    (line,) = ax.plot(txy[:, 0], txy[:, 1], color=style.UNCERTAINTY_COLOR, lw=1.2, zorder=3)
+    line.set_gid("overview-track")
+    sxy = ax.projection.transform_points(ccrs.Geodetic(), src_lon, src_lat)
+    ax.scatter(
+        sxy[:, 0], sxy[:, 1], marker="^", s=22, c=style.source_colors(src_lat.size),
+        edgecolors="0.1", linewidths=0.5, zorder=4,
+    ).set_gid("overview-sources")  # fmt: skip
+    x0, x1, y0, y1 = frame.bounds
+    edge = np.linspace(0.0, 1.0, 50)
+    outline = np.concatenate(
+        [
+            np.c_[x0 + (x1 - x0) * edge, np.full_like(edge, y0)],
+            np.c_[np.full_like(edge, x1), y0 + (y1 - y0) * edge],
+            np.c_[x1 - (x1 - x0) * edge, np.full_like(edge, y1)],
+            np.c_[np.full_like(edge, x0), y1 - (y1 - y0) * edge],
+        ]
+    )
+    oxy = ax.projection.transform_points(frame.ax.projection, outline[:, 0], outline[:, 1])
+    (rect,) = ax.plot(oxy[:, 0], oxy[:, 1], color="#d62728", lw=1.1, zorder=5)
+    rect.set_gid("overview-extent")
+    for spine in ax.spines.values():
+        spine.set_edgecolor("0.3")
+    return ax
+
+
+# --------------------------------------------------------------------------------------------
 # the figure
 # --------------------------------------------------------------------------------------------
 
@@ -540,11 +637,16 @@ def track_map(record: xr.Dataset, track: xr.Dataset, truth: xr.Dataset | None = 
     recovery positions, a scale bar and, if given, the true track (dashed). The title and the
     legend say whether the track is smoothed or filtered (``smoothed`` attribute).
 
-    The extent covers sources, track, launch/recovery and truth with a margin (longitudes are
-    unwrapped around their circular mean, so tracks across the antimeridian work); the projection
-    is Lambert conformal conic centred on them (Mercator near the equator). Land and coastlines
-    come from the shipped Natural Earth data: nothing is downloaded. The track is coloured by date
-    (colour bar); sources share their colours with :func:`rankmodels.plots.tracking.toa_diagram`.
+    The extent covers the track, launch/recovery and truth with a margin (longitudes are
+    unwrapped around their circular mean, so tracks across the antimeridian work), so a short
+    track is not a squiggle in a map sized for the whole array; the projection is Lambert
+    conformal conic centred on them (Mercator near the equator). Sources inside that extent are
+    drawn and labelled; when any source lies outside it, an inset overview
+    (:func:`overview_corner`) shows the whole source array, the track and the outline of the
+    main map. A track without any finite position gets the extent of the sources. Land and
+    coastlines come from the shipped Natural Earth data: nothing is downloaded. The track is
+    coloured by date (colour bar); sources share their colours with
+    :func:`rankmodels.plots.tracking.toa_diagram`.
     """
     lat, lon = values(track, "lat"), values(track, "lon")
     if lat is None or lon is None:
@@ -573,12 +675,15 @@ def track_map(record: xr.Dataset, track: xr.Dataset, truth: xr.Dataset | None = 
     if truth is not None and "lat" in truth and "lon" in truth:
         truth_ll = (values(truth, "lat"), values(truth, "lon"))
 
-    pts_lat = [lat, src_lat, *(np.array([p[0]]) for p in ends.values())]
-    pts_lon = [lon, src_lon, *(np.array([p[1]]) for p in ends.values())]
+    pts_lat = [lat, *(np.array([p[0]]) for p in ends.values())]
+    pts_lon = [lon, *(np.array([p[1]]) for p in ends.values())]
     if truth_ll is not None:
         pts_lat.append(truth_ll[0])
         pts_lon.append(truth_ll[1])
-    frame = map_frame(np.concatenate(pts_lat), np.concatenate(pts_lon))
+    zoom_lat, zoom_lon = np.concatenate(pts_lat), np.concatenate(pts_lon)
+    if not (np.isfinite(zoom_lat) & np.isfinite(zoom_lon)).any():
+        zoom_lat, zoom_lon = src_lat, src_lon  # no position at all: show the source array
+    frame = map_frame(zoom_lat, zoom_lon)
     _draw_land_and_grid(frame)
 
     handles = _draw_uncertainty(frame, track, lat, lon)
@@ -598,6 +703,8 @@ def track_map(record: xr.Dataset, track: xr.Dataset, truth: xr.Dataset | None = 
     handles += _draw_sources(frame, record, names, sxy, t, np.concatenate(obstacles), markers)
     for gid, pxy in end_xy.items():
         handles += _draw_endpoint(frame, gid, pxy)
+    if not inside_frame(frame, sxy).all():
+        _draw_overview(frame, src_lat, src_lon, lat, lon, xy)
 
     fig = frame.fig
     ncols = len(handles) if len(handles) <= 5 else (len(handles) + 1) // 2

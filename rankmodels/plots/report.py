@@ -1,20 +1,18 @@
 """Self-contained HTML report of a ``track-float`` run.
 
-One HTML file with inline CSS that refers to the figures by relative paths (written beside it),
-so the run directory can be moved or zipped as a whole. Every string that comes from data, the
-summary or the caller has its control characters replaced (:func:`rankmodels.text.printable`)
-and is escaped with :func:`html.escape`; image paths are additionally
-URL-quoted and must be relative.
+One HTML file with inline CSS and the figures embedded as base64 PNG ``data:`` URIs: it refers
+to nothing outside itself, so it can be mailed or attached to a cruise report on its own. Every
+string that comes from data, the summary or the caller has its control characters replaced
+(:func:`rankmodels.text.printable`) and is escaped with :func:`html.escape`.
 """
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import html
 import math
 from collections.abc import Callable, Mapping
-from pathlib import PurePosixPath
-from urllib.parse import quote, urlsplit
 
 import numpy as np
 import xarray as xr
@@ -194,13 +192,18 @@ def _percent(fraction: float) -> str:
     return f"{100.0 * fraction:.1f} %" if math.isfinite(fraction) else "–"
 
 
-def _image_src(path: str) -> str:
-    """URL-quoted relative image reference; absolute paths and URLs are refused."""
-    text = str(path)
-    parts = urlsplit(text)
-    if parts.scheme or parts.netloc or PurePosixPath(text).is_absolute() or text.startswith("\\"):
-        raise ValueError(f"image path must be relative to the report, got {text!r}")
-    return quote(text.replace("\\", "/"), safe="/")
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def png_data_uri(name: str, png: bytes) -> str:
+    """``data:image/png;base64,...`` of the PNG bytes of figure ``name``; TypeError for
+    anything but bytes, ValueError for bytes that do not start with the PNG signature."""
+    if not isinstance(png, bytes | bytearray | memoryview):
+        raise TypeError(f"image {name!r} must be PNG bytes, got {type(png).__name__}")
+    data = bytes(png)
+    if not data.startswith(PNG_SIGNATURE):
+        raise ValueError(f"image {name!r} is not a PNG (no PNG signature)")
+    return "data:image/png;base64," + base64.b64encode(data).decode("ascii")
 
 
 def track_summary_rows(track: xr.Dataset) -> dict[str, object]:
@@ -401,7 +404,7 @@ def _truth_section(track: xr.Dataset, truth: xr.Dataset | None) -> str:
 def tracking_report(
     track: xr.Dataset,
     summary: object,
-    images: Mapping[str, str],
+    images: Mapping[str, bytes],
     truth: xr.Dataset | None = None,
 ) -> str:
     """The HTML report (a complete document as a string).
@@ -412,7 +415,7 @@ def tracking_report(
     Keys in :data:`SUMMARY_KEYS` replace the row of the same meaning computed from ``track``
     (:func:`track_summary_rows`); other keys are added as given. The rows are shown in three
     tables, settings, results and provenance (:data:`SECTIONS`). ``images``: figure name ->
-    path relative to the report, shown in the given order; the names "map", "toa" and
+    PNG bytes, embedded (:func:`png_data_uri`) in the given order; the names "map", "toa" and
     "diagnostics" get standard captions. ``truth``: the true track of a simulated record
     (``lat``, ``lon``, ``true_label``, same cycles), compared with the track in its own table
     (:func:`rankmodels.plots.track_summary.truth_comparison`).
@@ -425,11 +428,11 @@ def tracking_report(
     simulated = bool(rows.get("Simulated data"))
     badge = '<span class="badge">simulated data</span>' if simulated else ""
     figures = []
-    for name, path in images.items():
+    for name, png in images.items():
         caption = FIGURE_CAPTIONS.get(str(name), str(name))
         figures.append(
             f'<figure id="fig-{_e(name)}">\n'
-            f'<img src="{_e(_image_src(path))}" alt="{_e(caption)}">\n'
+            f'<img src="{png_data_uri(str(name), png)}" alt="{_e(caption)}">\n'
             f"<figcaption>{_e(caption)}</figcaption>\n</figure>"
         )
     tables = split_rows(rows)

@@ -18,6 +18,8 @@ one-cycle record or a value between gaps is drawn too.
 
 from __future__ import annotations
 
+import io
+
 import numpy as np
 import xarray as xr
 from matplotlib.colors import to_rgba
@@ -47,7 +49,10 @@ from rankmodels.plots.track_summary import (
 from rankmodels.plots.uncertainty import CONFIDENCE, ELLIPSE_SCALE, position_covariance_km
 from rankmodels.tracking.evaluate import position_error_km
 
-__all__ = ["diagnostics", "toa_diagram", "track_map"]
+__all__ = ["diagnostics", "figure_png", "toa_diagram", "track_figures_png", "track_map"]
+
+REPORT_DPI = 120
+"""Resolution of the figures written beside and embedded in the ``track-float`` report."""
 
 
 def _arrivals(ax, x, y, probs, rgba, gid: str, **kwargs) -> None:
@@ -294,3 +299,28 @@ def diagnostics(track: xr.Dataset, truth: xr.Dataset | None = None) -> Figure:
         axes[-1].set_xlim(*limits)
     fig.suptitle(title(track, None, f"filter diagnostics ({kind})"), fontsize=11, x=0.01, ha="left")
     return fig
+
+
+# --------------------------------------------------------------------------------------------
+# the figures of a run, as PNG
+# --------------------------------------------------------------------------------------------
+
+
+def figure_png(fig: Figure, dpi: int = REPORT_DPI) -> bytes:
+    """The PNG bytes of ``fig`` at ``dpi``."""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=dpi)
+    return buffer.getvalue()
+
+
+def track_figures_png(
+    record: xr.Dataset, track: xr.Dataset, truth: xr.Dataset | None = None, dpi: int = REPORT_DPI
+) -> dict[str, bytes]:
+    """PNG bytes of the figures of a tracking run, by name: "map" (:func:`track_map`, with the
+    true track when ``truth`` is given), "toa" (:func:`toa_diagram`) and "diagnostics"
+    (:func:`diagnostics`, with the distance to the truth)."""
+    return {
+        "map": figure_png(track_map(record, track, truth), dpi),
+        "toa": figure_png(toa_diagram(record, track), dpi),
+        "diagnostics": figure_png(diagnostics(track, truth), dpi),
+    }
