@@ -1,4 +1,5 @@
-"""``rankmodels ltr``: train and evaluate linear rankers on LETOR / SVMlight files."""
+"""``rankmodels ltr``: train, evaluate, cross-validate and apply rankers (linear, MLP,
+boosted trees) on LETOR / SVMlight files."""
 
 from __future__ import annotations
 
@@ -12,12 +13,14 @@ import click
 import numpy as np
 
 from rankmodels import __version__
-from rankmodels.errors import InputError
 from rankmodels.ltr import metrics
+from rankmodels.ltr.boost import fit_boosted_ranker
 from rankmodels.ltr.letor import LetorData, LetorOrderWarning, read_letor
 from rankmodels.ltr.losses import LOSSES, LossSpec
+from rankmodels.ltr.mlp import fit_mlp_ranker
+from rankmodels.ltr.model_io import MODEL_KINDS, AnyRanker, ranker_to_dict, read_ranker
+from rankmodels.ltr.splits import holdout_split, kfold_indices
 from rankmodels.ltr.train import (
-    LinearRanker,
     TrainingError,
     check_learnable,
     fit_linear_ranker,
@@ -116,26 +119,120 @@ def ltr_losses() -> None:
             click.echo(f"    --anneal lowers {spec.smoothing}")
 
 
+def _training_options(f: F) -> F:
+    """The options ``train`` and ``crossval`` share: loss, its options, model, schedule."""
+    options = [
+        click.option(
+            "--loss",
+            type=click.Choice(LOSSES.names),
+            default="softrank",
+            show_default=True,
+            help="Training loss ('rankmodels ltr losses' lists them with their options).",
+        ),
+        click.option(
+            "--option",
+            "options",
+            multiple=True,
+            metavar="KEY=VALUE",
+            help="Loss option, e.g. --option sigma=0.5 --option k=10 (repeatable).",
+        ),
+        click.option(
+            "--anneal",
+            metavar="V1,V2,...",
+            help="linear only: anneal the smoothing (sigma for sinkprop/softrank, tau for "
+            "pirank) through these.",
+        ),
+        click.option(
+            "--model",
+            "kind",
+            type=click.Choice(MODEL_KINDS),
+            default="linear",
+            show_default=True,
+            help="linear (L-BFGS), mlp (one tanh hidden layer of 32, Adam) or boost "
+            "(listwise gradient boosting of regression trees).",
+        ),
+        click.option(
+            "--l2",
+            type=NumberRange(min=0.0, max=1e6),
+            default=1e-3,
+            show_default=True,
+            help="L2 penalty on the weights (linear, mlp).",
+        ),
+        click.option(
+            "--max-iter",
+            type=click.IntRange(min=1, max=100_000),
+            default=100,
+            show_default=True,
+            help="L-BFGS iterations per annealing stage (linear), epochs (mlp), trees (boost).",
+        ),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+def _fit(
+    train: LetorData,
+    valid: LetorData | None,
+    kind: str,
+    loss: str,
+    opts: dict[str, object],
+    stages: list[dict[str, object]] | None,
+    l2: float,
+    max_iter: int,
+    seed: int,
+    progress: Callable[[int], None],
+    source: Path,
+) -> AnyRanker:
+    """Fit one model; mlp and boost stop early on ``valid`` (20 % of ``train`` if None)."""
+    try:
+        if kind == "linear":
+            return fit_linear_ranker(
+                train,
+                loss,
+                options=opts,
+                stages=stages,
+                l2=l2,
+                max_iter=max_iter,
+                progress=progress,
+            )
+        if kind == "mlp":
+            return fit_mlp_ranker(
+                train,
+                loss,
+                valid=valid,
+                options=opts,
+                l2=l2,
+                epochs=max_iter,
+                seed=seed,
+                progress=progress,
+            )
+        return fit_boosted_ranker(
+            train,
+            loss,
+            valid=valid,
+            options=opts,
+            n_trees=max_iter,
+            seed=seed,
+            progress=progress,
+        )
+    except TrainingError as err:
+        raise BadInput(f"{source}: {err}") from None
+
+
+def _check_anneal(kind: str, anneal: str | None) -> None:
+    if anneal is not None and kind != "linear":
+        raise BadInput(f"--anneal: only the linear model anneals, not --model {kind}")
+
+
 @ltr_group.command("train")
 @_data_argument
+@_training_options
 @click.option(
-    "--loss",
-    type=click.Choice(LOSSES.names),
-    default="softrank",
-    show_default=True,
-    help="Training loss ('rankmodels ltr losses' lists them with their options).",
-)
-@click.option(
-    "--option",
-    "options",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="Loss option, e.g. --option sigma=0.5 --option k=10 (repeatable).",
-)
-@click.option(
-    "--anneal",
-    metavar="V1,V2,...",
-    help="Anneal the smoothing (sigma for sinkprop/softrank, tau for pirank) through these.",
+    "--valid",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Validation queries for early stopping (mlp, boost; default: 20 % of the "
+    "training queries).",
 )
 @click.option(
     "--test-fraction",
@@ -144,26 +241,12 @@ def ltr_losses() -> None:
     show_default=True,
     help="Fraction of queries held out for testing.",
 )
-@click.option(
-    "--l2",
-    type=NumberRange(min=0.0, max=1e6),
-    default=1e-3,
-    show_default=True,
-    help="L2 penalty on the weights.",
-)
-@click.option(
-    "--max-iter",
-    type=click.IntRange(min=1, max=100_000),
-    default=100,
-    show_default=True,
-    help="L-BFGS iterations per annealing stage.",
-)
 @_cutoff_option("Report NDCG at this cut-off.")
 @click.option(
     "--output",
     "-o",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="Write the weights and the scores as JSON here.",
+    help="Write the model and the report as JSON here.",
 )
 @seed_option()
 @quiet_option
@@ -173,15 +256,17 @@ def ltr_train(
     loss: str,
     options: tuple[str, ...],
     anneal: str | None,
-    test_fraction: float,
+    kind: str,
     l2: float,
     max_iter: int,
+    valid: Path | None,
+    test_fraction: float,
     cutoff: int,
     output: Path | None,
     seed: int,
     quiet: bool,
 ) -> None:
-    """Fit a linear ranker on the queries of DATA with LOSS and report NDCG@k.
+    """Fit a ranker on the queries of DATA with LOSS and report NDCG@k.
 
     The queries are split at random (``--seed``) into a training and a test part; the
     ridge-regression start is reported alongside for comparison. A query without relevant
@@ -190,34 +275,33 @@ def ltr_train(
     """
     spec = LOSSES[loss]
     opts = _parse_options(options, spec)
+    _check_anneal(kind, anneal)
     stages = _parse_anneal(anneal, spec, opts)
     if output is not None:
-        refuse_to_overwrite(output, [data])
+        refuse_to_overwrite(output, [data] + ([valid] if valid else []))
     letor = _read(data)
     n_queries = letor.lengths.shape[0]
-    n_test = int(round(test_fraction * n_queries))
-    if n_test >= n_queries:
+    try:
+        train_idx, test_idx = holdout_split(n_queries, test_fraction, seed)
+    except ValueError:
         raise BadInput(
             f"--test-fraction {test_fraction} leaves no training query of the {n_queries} in {data}"
-        )
-    perm = np.random.default_rng(seed).permutation(n_queries)
-    train, test = letor.subset(perm[n_test:]), letor.subset(perm[:n_test])
+        ) from None
+    train, test = letor.subset(train_idx), letor.subset(test_idx)
+    n_test = len(test_idx)
+    n_features = letor.features.shape[2]
+    valid_data = None
+    if valid is not None:
+        valid_data = _read(valid, n_features=n_features)
+        if valid_data.features.shape[2] > n_features:
+            raise BadInput(f"{valid} has more features than {data} ({n_features})")
     check_learnable(train, data)
     ridge = ridge_ranker(train)
     n_stages = len(stages) if stages else 1
-    with progressbar(n_stages * max_iter, f"training {loss}", quiet) as bar:
-        try:
-            model = fit_linear_ranker(
-                train,
-                loss,
-                options=opts,
-                stages=stages,
-                l2=l2,
-                max_iter=max_iter,
-                progress=bar.update,
-            )
-        except TrainingError as err:
-            raise BadInput(f"{data}: {err}") from None
+    with progressbar(n_stages * max_iter, f"training {loss} {kind}", quiet) as bar:
+        model = _fit(
+            train, valid_data, kind, loss, opts, stages, l2, max_iter, seed, bar.update, data
+        )
     report = {
         "loss": loss,
         "options": opts,
@@ -232,12 +316,10 @@ def ltr_train(
             "train": ridge.ndcg(train, cutoff),
             "test": ridge.ndcg(test, cutoff) if n_test else None,
         },
-        "weights": model.weights.tolist(),
-        "feature_mean": model.mean.tolist(),
-        "feature_scale": model.scale.tolist(),
+        **ranker_to_dict(model, n_features),
         "version": __version__,
     }
-    line = f"{loss}: NDCG@{cutoff} train {report[f'ndcg@{cutoff}']['train']:.4f}"
+    line = f"{loss} {kind}: NDCG@{cutoff} train {report[f'ndcg@{cutoff}']['train']:.4f}"
     if n_test:
         line += f", test {report[f'ndcg@{cutoff}']['test']:.4f}"
         line += f" (ridge start: test {report[f'ridge_ndcg@{cutoff}']['test']:.4f})"
@@ -249,70 +331,10 @@ def ltr_train(
             click.echo(f"wrote {output}", err=True)
 
 
-def _read_model(path: Path) -> LinearRanker:
-    """The linear ranker of a JSON file written by ``ltr train -o``."""
-    try:
-        spec = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise InputError(f"not a JSON model file ({err})", path=path) from None
-    if not isinstance(spec, dict):
-        raise InputError("expected a JSON object as written by 'rankmodels ltr train'", path=path)
-    arrays = {}
-    for key in ("weights", "feature_mean", "feature_scale"):
-        try:
-            arr = np.asarray(spec[key], dtype=float)
-        except KeyError:
-            raise InputError("missing", path=path, field=key) from None
-        except (TypeError, ValueError):
-            raise InputError("must be a list of numbers", path=path, field=key) from None
-        n = len(arrays["weights"]) if arrays else None
-        if arr.ndim != 1 or arr.size == 0 or (n is not None and arr.shape != (n,)):
-            raise InputError(
-                "must be a non-empty list of numbers, one per feature"
-                + (f" ({n}, as weights)" if n is not None else ""),
-                path=path,
-                field=key,
-            )
-        if not np.all(np.isfinite(arr)):
-            raise InputError("must hold finite numbers", path=path, field=key)
-        arrays[key] = arr
-    if np.any(arrays["feature_scale"] <= 0):
-        raise InputError("must be positive", path=path, field="feature_scale")
-    return LinearRanker(arrays["weights"], arrays["feature_mean"], arrays["feature_scale"])
-
-
-def _mean_where_defined(values: np.ndarray) -> float | None:
-    """Mean over the queries where a metric is defined (not NaN); None if it is nowhere."""
-    defined = ~np.isnan(values)
-    return float(values[defined].mean()) if defined.any() else None
-
-
-@ltr_group.command("evaluate")
-@_data_argument
-@click.option(
-    "--model",
-    "-m",
-    "model_path",
-    required=True,
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="JSON model written by 'rankmodels ltr train -o'.",
-)
-@_cutoff_option("Cut-off of NDCG, precision and ERR.")
-@click.option(
-    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
-)
-@reports_bad_input
-def ltr_evaluate(data: Path, model_path: Path, cutoff: int, fmt: str) -> None:
-    """Score the queries of DATA with a saved linear ranker and print mean metrics.
-
-    NDCG, precision and ERR are cut at k; MAP, MRR, RBP (alpha 0.8), ARP and OPA use the
-    whole list. A query without relevant documents has NDCG 1 (as LightGBM) and MAP, MRR,
-    precision, ERR and RBP 0; ARP (needs a relevant document) and OPA (needs two different
-    labels) average over the queries where they are defined, and are reported as n/a
-    (JSON null) when they are defined nowhere. Features missing from the sparse file are 0.
-    """
-    model = _read_model(model_path)
-    n_model = model.weights.shape[0]
+def _model_scores(model_path: Path, data: Path) -> tuple[LetorData, np.ndarray]:
+    """The queries of ``data`` and their scores under the saved model (exit 2 on files
+    that do not fit together)."""
+    model, n_model = read_ranker(model_path)
     letor = _read(data, n_features=n_model)
     if letor.features.shape[2] > n_model:
         raise BadInput(
@@ -323,6 +345,43 @@ def ltr_evaluate(data: Path, model_path: Path, cutoff: int, fmt: str) -> None:
         scores = model.scores(letor)
     if not np.all(np.isfinite(scores[letor.mask])):
         raise BadInput(f"{model_path}: its weights give non-finite scores on {data}")
+    return letor, scores
+
+
+def _mean_where_defined(values: np.ndarray) -> float | None:
+    """Mean over the queries where a metric is defined (not NaN); None if it is nowhere."""
+    defined = ~np.isnan(values)
+    return float(values[defined].mean()) if defined.any() else None
+
+
+_model_file_option = click.option(
+    "--model",
+    "-m",
+    "model_path",
+    required=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="JSON model written by 'rankmodels ltr train -o'.",
+)
+
+
+@ltr_group.command("evaluate")
+@_data_argument
+@_model_file_option
+@_cutoff_option("Cut-off of NDCG, precision and ERR.")
+@click.option(
+    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
+@reports_bad_input
+def ltr_evaluate(data: Path, model_path: Path, cutoff: int, fmt: str) -> None:
+    """Score the queries of DATA with a saved ranker and print mean metrics.
+
+    NDCG, precision and ERR are cut at k; MAP, MRR, RBP (alpha 0.8), ARP and OPA use the
+    whole list. A query without relevant documents has NDCG 1 (as LightGBM) and MAP, MRR,
+    precision, ERR and RBP 0; ARP (needs a relevant document) and OPA (needs two different
+    labels) average over the queries where they are defined, and are reported as n/a
+    (JSON null) when they are defined nowhere. Features missing from the sparse file are 0.
+    """
+    letor, scores = _model_scores(model_path, data)
     args = (letor.relevance, scores)
     kw = {"lengths": letor.lengths}
     values = {
@@ -341,3 +400,87 @@ def ltr_evaluate(data: Path, model_path: Path, cutoff: int, fmt: str) -> None:
     else:
         for name, value in means.items():
             click.echo(f"{name:<14}{'n/a' if value is None else f'{value:.4f}'}")
+
+
+@ltr_group.command("predict")
+@_data_argument
+@_model_file_option
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the scores here (default: standard output).",
+)
+@reports_bad_input
+def ltr_predict(data: Path, model_path: Path, output: Path | None) -> None:
+    """Write one score per document of DATA, one per line, in the file's document order
+    (queries grouped by qid as the reader groups them)."""
+    if output is not None:
+        refuse_to_overwrite(output, [data, model_path])
+    letor, scores = _model_scores(model_path, data)
+    text = "".join(f"{v:.17g}\n" for v in scores[letor.mask])
+    if output is None:
+        click.echo(text, nl=False)
+    else:
+        with atomic_output(output, "w") as handle:
+            handle.write(text)
+
+
+@ltr_group.command("crossval")
+@_data_argument
+@_training_options
+@click.option(
+    "--folds", type=click.IntRange(2, 1000), default=5, show_default=True, help="Folds by query."
+)
+@_cutoff_option("Report NDCG at this cut-off.")
+@click.option(
+    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
+@seed_option()
+@quiet_option
+@reports_bad_input
+def ltr_crossval(
+    data: Path,
+    loss: str,
+    options: tuple[str, ...],
+    anneal: str | None,
+    kind: str,
+    l2: float,
+    max_iter: int,
+    folds: int,
+    cutoff: int,
+    fmt: str,
+    seed: int,
+    quiet: bool,
+) -> None:
+    """K-fold cross-validation by query: fit on the other folds, NDCG@k on each fold, and
+    the mean with its standard error (std over folds / sqrt(folds))."""
+    spec = LOSSES[loss]
+    opts = _parse_options(options, spec)
+    _check_anneal(kind, anneal)
+    stages = _parse_anneal(anneal, spec, opts)
+    letor = _read(data)
+    n_queries = letor.lengths.shape[0]
+    if folds > n_queries:
+        raise BadInput(f"--folds {folds} is more than the {n_queries} queries of {data}")
+    values = []
+    n_stages = len(stages) if stages else 1
+    with progressbar(folds * n_stages * max_iter, f"crossval {loss} {kind}", quiet) as bar:
+        for train_idx, test_idx in kfold_indices(n_queries, folds, seed):
+            train, test = letor.subset(train_idx), letor.subset(test_idx)
+            check_learnable(train, data)
+            model = _fit(
+                train, None, kind, loss, opts, stages, l2, max_iter, seed, bar.update, data
+            )
+            values.append(model.ndcg(test, cutoff))
+    mean = float(np.mean(values))
+    se = float(np.std(values, ddof=1) / np.sqrt(folds))
+    key = f"ndcg@{cutoff}"
+    if fmt == "json":
+        click.echo(
+            json.dumps({"loss": loss, "model": kind, "folds": values, key: mean, f"{key}_se": se})
+        )
+    else:
+        for number, value in enumerate(values, start=1):
+            click.echo(f"fold {number:<4}{key} {value:.4f}")
+        click.echo(f"mean     {key} {mean:.4f} ± {se:.4f}")

@@ -1,0 +1,162 @@
+"""Fitted rankers to and from JSON-able dicts (the model files of ``rankmodels ltr``).
+
+Every file has ``"model"`` (``linear`` when absent: files of earlier versions) and
+``"n_features"`` (the feature count it was trained on; earlier linear files: the length
+of ``weights``):
+
+* ``linear``: ``weights``, ``feature_mean``, ``feature_scale`` (``(F,)`` each);
+* ``mlp``: ``hidden`` (layer widths), ``params`` (flat, :class:`~rankmodels.ltr.models.MLP`
+  layout), ``feature_mean``, ``feature_scale``;
+* ``boost``: ``trees``, each ``{"feature", "threshold", "left", "right", "value"}`` node lists
+  (:class:`~rankmodels.ltr.trees.Tree`).
+
+:func:`ranker_from_dict` checks every field and raises
+:class:`~rankmodels.errors.InputError` naming the file and the field.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import numpy as np
+
+from rankmodels.errors import InputError
+from rankmodels.ltr.boost import BoostedRanker
+from rankmodels.ltr.models import MLP, LinearRanker, Ranker
+from rankmodels.ltr.trees import Tree
+
+__all__ = ["MODEL_KINDS", "n_features_of", "ranker_from_dict", "ranker_to_dict", "read_ranker"]
+
+MODEL_KINDS = ("linear", "mlp", "boost")
+
+AnyRanker = Ranker | BoostedRanker
+Path = str | os.PathLike[str] | None
+
+
+def ranker_to_dict(ranker: AnyRanker, n_features: int) -> dict[str, Any]:
+    """The JSON-able fields of ``ranker`` (module docstring)."""
+    if isinstance(ranker, BoostedRanker):
+        trees = [
+            {
+                "feature": t.feature.tolist(),
+                "threshold": [None if np.isnan(v) else float(v) for v in t.threshold],
+                "left": t.left.tolist(),
+                "right": t.right.tolist(),
+                "value": t.value.tolist(),
+            }
+            for t in ranker.trees
+        ]
+        return {"model": "boost", "n_features": n_features, "trees": trees}
+    out: dict[str, Any] = {"model": ranker.model.name, "n_features": n_features}
+    if isinstance(ranker.model, MLP):
+        out |= {"hidden": list(ranker.model.hidden), "params": ranker.params.tolist()}
+    else:
+        out["weights"] = ranker.params.tolist()
+    return out | {"feature_mean": ranker.mean.tolist(), "feature_scale": ranker.scale.tolist()}
+
+
+def _array(
+    spec: dict, key: str, path: Path, size: int | None, kind: type = float, within: str = ""
+) -> np.ndarray:
+    """``spec[key]`` as a 1-d finite array (of ``size`` when given); errors name the field
+    ``within.key``."""
+    field = f"{within}.{key}" if within else key
+    if key not in spec:
+        raise InputError("missing", path=path, field=field)
+    try:
+        arr = np.asarray(spec[key], dtype=kind)
+    except (TypeError, ValueError):
+        raise InputError(f"must be a list of {kind.__name__}s", path=path, field=field) from None
+    if arr.ndim != 1 or (size is not None and arr.shape != (size,)) or arr.size == 0:
+        want = "a non-empty list" if size is None else f"a list of {size} numbers"
+        raise InputError(f"must be {want}", path=path, field=field)
+    if kind is float and not np.all(np.isfinite(arr)):
+        raise InputError("must hold finite numbers", path=path, field=field)
+    return arr
+
+
+def n_features_of(spec: dict, path: Path = None) -> int:
+    """The feature count a model file was trained on."""
+    if "n_features" not in spec and "weights" in spec:
+        return int(_array(spec, "weights", path, None).shape[0])
+    n = spec.get("n_features")
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise InputError("must be a positive integer", path=path, field="n_features")
+    return n
+
+
+def _standardisation(spec: dict, path: Path, n: int) -> tuple[np.ndarray, np.ndarray]:
+    mean = _array(spec, "feature_mean", path, n)
+    scale = _array(spec, "feature_scale", path, n)
+    if np.any(scale <= 0):
+        raise InputError("must be positive", path=path, field="feature_scale")
+    return mean, scale
+
+
+def _tree(node: object, path: Path, where: str, n_features: int) -> Tree:
+    if not isinstance(node, dict):
+        raise InputError("must be an object of node lists", path=path, field=where)
+    feature = _array(node, "feature", path, None, int, where)
+    m = feature.shape[0]
+    raw = node.get("threshold")
+    threshold = np.array(
+        [np.nan if v is None else v for v in raw] if isinstance(raw, list) else [], dtype=float
+    )
+    left, right = (_array(node, key, path, m, int, where) for key in ("left", "right"))
+    value = _array(node, "value", path, m, float, where)
+    inner = feature >= 0
+    ok = (
+        threshold.shape == (m,)
+        and np.all(feature < n_features)
+        and np.all(np.isfinite(threshold[inner]))
+        and np.all((left[inner] > np.flatnonzero(inner)) & (left[inner] < m))
+        and np.all((right[inner] > np.flatnonzero(inner)) & (right[inner] < m))
+    )
+    if not ok:
+        raise InputError(
+            f"is not a tree on {n_features} features (children after their parent, finite "
+            "thresholds on inner nodes)",
+            path=path,
+            field=where,
+        )
+    return Tree(feature, threshold, left, right, value)
+
+
+def ranker_from_dict(spec: object, path: Path = None) -> AnyRanker:
+    """The ranker of a model file's JSON object (module docstring)."""
+    if not isinstance(spec, dict):
+        raise InputError("expected a JSON object as written by 'rankmodels ltr train'", path=path)
+    kind = spec.get("model", "linear")
+    if kind not in MODEL_KINDS:
+        raise InputError(f"must be one of {', '.join(MODEL_KINDS)}", path=path, field="model")
+    n = n_features_of(spec, path)
+    if kind == "boost":
+        trees = spec.get("trees")
+        if not isinstance(trees, list):
+            raise InputError("must be a list of trees", path=path, field="trees")
+        return BoostedRanker(tuple(_tree(t, path, f"trees[{i}]", n) for i, t in enumerate(trees)))
+    mean, scale = _standardisation(spec, path, n)
+    if kind == "linear":
+        return LinearRanker(_array(spec, "weights", path, n), mean, scale)
+    hidden = spec.get("hidden")
+    if not (
+        isinstance(hidden, list)
+        and hidden
+        and all(isinstance(h, int) and not isinstance(h, bool) and h >= 1 for h in hidden)
+    ):
+        raise InputError("must be a list of positive integers", path=path, field="hidden")
+    model = MLP(tuple(hidden))
+    return Ranker(model, _array(spec, "params", path, model.n_params(n)), mean, scale)
+
+
+def read_ranker(path: str | os.PathLike[str]) -> tuple[AnyRanker, int]:
+    """The ranker of a model file and its feature count."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            spec = json.load(handle)
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise InputError(f"not a JSON model file ({err})", path=path) from None
+    ranker = ranker_from_dict(spec, path)
+    return ranker, n_features_of(spec, path)
