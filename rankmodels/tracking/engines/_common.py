@@ -290,7 +290,7 @@ def bipartite_cycle(cycle: Cycle, model: SignalModel, *, ranked: bool = True) ->
     )
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def log_unmatched(z: float, c: BipartiteCycle) -> float:
     """``log u = log(u_const + u_tail * P(Z > z))`` (see :class:`BipartiteCycle`), safe in the
     tails.
@@ -312,15 +312,16 @@ def log_unmatched(z: float, c: BipartiteCycle) -> float:
     return c.log_u_tail + log_gauss_tail(z)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def log_source_factors(c: BipartiteCycle, pred: np.ndarray, log_match, log_u) -> None:
     """One particle's source factors: ``log_match[i, j] = log phi_i(j)`` (s, m) and
     ``log_u[i] = log u_i`` (s,) for the predicted arrival times ``pred`` (s,) (eq. 5.66, with
     the multipath mixture of :mod:`rankmodels.tracking.signal_model`)."""
+    toa = c.toa
     for i in range(pred.shape[0]):
         log_u[i] = log_unmatched((c.tau - pred[i]) * c.inv_sigma, c)
-        for j in range(c.toa.shape[0]):
-            d = c.toa[j] - pred[i]
+        for j in range(toa.shape[0]):
+            d = toa[j] - pred[i]
             log_match[i, j] = c.log_match0 - d * d * c.inv_2var
             if c.log_path0 > -math.inf:
                 path = c.log_path0 + log_path_scaled(d * c.inv_sigma, c.path_a)

@@ -103,7 +103,7 @@ def _excluding(values, out):
 @njit(cache=True)
 def _bp_weights(c, pred, buf):
     """Scaled potentials ``w`` (s, m), ``u`` (s,), ``k`` (m,); return the log of the scale."""
-    w, u, log_u = buf.w, buf.u, buf.log_u
+    w, u, k, log_u, log_clutter = buf.w, buf.u, buf.k, buf.log_u, c.log_clutter
     s, m = w.shape
     log_source_factors(c, pred, w, log_u)
     total = 0.0
@@ -116,12 +116,12 @@ def _bp_weights(c, pred, buf):
             w[i, j] -= row_max
         total += row_max
     for j in range(m):
-        col_max = c.log_clutter[j]
+        col_max = log_clutter[j]
         for i in range(s):
             col_max = max(col_max, w[i, j])
         if col_max == -math.inf:
             return -math.inf
-        buf.k[j] = math.exp(c.log_clutter[j] - col_max)
+        k[j] = math.exp(log_clutter[j] - col_max)
         for i in range(s):
             w[i, j] = math.exp(w[i, j] - col_max)
         total += col_max
@@ -234,17 +234,18 @@ def _bethe(buf, want, out):
 def _bp_range(lo, hi, c, mp, predicted, out):
     """Particles ``lo <= p < hi`` of ``predicted`` (N, s) into ``out``."""
     buf = _scratch(predicted.shape[1], c.toa.shape[0])
+    want, loglik, sweeps = out.want, out.loglik, out.sweeps
     for p in range(lo, hi):
         assoc = assoc_row(out, p)
         offset = _bp_weights(c, predicted[p], buf)
         if offset == -math.inf:
-            out.loglik[p] = -math.inf
-            out.sweeps[p] = 0
-            if out.want:
+            loglik[p] = -math.inf
+            sweeps[p] = 0
+            if want:
                 assoc[:, :] = np.nan
             continue
-        out.sweeps[p] = _sweeps(buf, mp)
-        out.loglik[p] = _bethe(buf, out.want, assoc) + offset + c.log_poisson
+        sweeps[p] = _sweeps(buf, mp)
+        loglik[p] = _bethe(buf, want, assoc) + offset + c.log_poisson
 
 
 @njit(cache=True, parallel=True)

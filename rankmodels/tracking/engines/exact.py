@@ -90,12 +90,13 @@ def _scaled_weights(c, pred, buf):
     ``active[i, :n_active[i]]`` lists the arrivals with ``a_ij > 0``; pairs that underflow
     or fall below ``2^-60 k_j`` (see ``_LOG_EPS``) are set to zero.
     """
-    a, log_scale, log_u = buf.a, buf.log_scale, buf.log_u
+    a, k, log_scale, log_u = buf.a, buf.k, buf.log_scale, buf.log_u
+    active, n_active, log_clutter = buf.active, buf.n_active, c.log_clutter
     s, m = a.shape
     log_source_factors(c, pred, a, log_u)
     total = 0.0
     for j in range(m):
-        log_scale[j] = c.log_clutter[j]
+        log_scale[j] = log_clutter[j]
     for i in range(s):
         total += log_u[i]
         for j in range(m):
@@ -108,18 +109,18 @@ def _scaled_weights(c, pred, buf):
         if cj == -math.inf:
             return -math.inf
         total += cj
-        buf.k[j] = math.exp(c.log_clutter[j] - cj)
+        k[j] = math.exp(log_clutter[j] - cj)
     for i in range(s):
         n = 0
         for j in range(m):
             x = a[i, j] - log_scale[j]
-            if x > max(_LOG_TINY, c.log_clutter[j] - log_scale[j] + _LOG_EPS):
+            if x > max(_LOG_TINY, log_clutter[j] - log_scale[j] + _LOG_EPS):
                 a[i, j] = math.exp(x)
-                buf.active[i, n] = j
+                active[i, n] = j
                 n += 1
             else:
                 a[i, j] = 0.0
-        buf.n_active[i] = n
+        n_active[i] = n
     return total
 
 
@@ -299,31 +300,29 @@ def _log_space_rescaled(c, pred, buf, want, out):
 
 
 @njit(cache=True)
-def _particle(c, pred, buf, want, assoc):
-    """``log P(T | X)`` of one particle (predicted times ``pred`` (s,)); marginals into
-    ``assoc`` (m, s + 1) if ``want`` (NaN where the likelihood is 0)."""
-    offset = _scaled_weights(c, pred, buf)
-    if offset == -math.inf:
-        if want:
-            assoc[:, :] = np.nan
-        return -math.inf
-    z = _forward(buf, want)
-    if z > _UNDERFLOW:
-        if want:
-            _marginals(buf, z, assoc)
-        return math.log(z) + offset + c.log_poisson
-    log_z = _log_space_rescaled(c, pred, buf, want, assoc)
-    if want and log_z == -math.inf:
-        assoc[:, :] = np.nan
-    return log_z + c.log_poisson
-
-
-@njit(cache=True)
 def _exact_range(lo, hi, c, predicted, out):
-    """Particles ``lo <= p < hi`` of ``predicted`` (N, s) into ``out``."""
+    """Particles ``lo <= p < hi`` of ``predicted`` (N, s) into ``out``; association marginals
+    if ``out.want`` (NaN where the likelihood is 0)."""
     buf = _scratch(predicted.shape[1], c.toa.shape[0])
+    want, loglik, assoc = out.want, out.loglik, out.assoc
     for p in range(lo, hi):
-        out.loglik[p] = _particle(c, predicted[p], buf, out.want, assoc_row(out, p))
+        pred = predicted[p]
+        offset = _scaled_weights(c, pred, buf)
+        if offset == -math.inf:
+            loglik[p] = -math.inf
+            if want:
+                assoc[p, :, :] = np.nan
+            continue
+        z = _forward(buf, want)
+        if z > _UNDERFLOW:
+            loglik[p] = math.log(z) + offset + c.log_poisson
+            if want:
+                _marginals(buf, z, assoc[p])
+            continue
+        log_z = _log_space_rescaled(c, pred, buf, want, assoc_row(out, p))
+        loglik[p] = log_z + c.log_poisson
+        if want and log_z == -math.inf:
+            assoc[p, :, :] = np.nan
 
 
 @njit(cache=True, parallel=True)

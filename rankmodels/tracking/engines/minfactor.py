@@ -99,17 +99,17 @@ def _interval_mass(z_lo, z_hi):
 
 
 @njit(cache=True)
-def _step(buf, f, q, i, n_delta):
+def _step(f, q, below, above, atom, i, n_delta):
     """Value of factor ``f``'s message to ``t_i`` on interval ``q`` (odd ``q``: point ``q//2``).
 
     Locations are coded ``2 k`` for the interval just below breakpoint ``k`` and ``2 k + 1``
     for breakpoint ``k`` itself; breakpoint ``f`` is factor ``f``'s threshold.
     """
     if q < 2 * f + 1:
-        return buf.below[i, f]
+        return below[i, f]
     if q > 2 * f + 1:
-        return buf.above[i, f]
-    return buf.atom[i, f] if f < n_delta else 0.0
+        return above[i, f]
+    return atom[i, f] if f < n_delta else 0.0
 
 
 @njit(cache=True)
@@ -119,6 +119,7 @@ def _incoming(i, f, c, buf):
     ``f = -1`` gives the product of all factor messages: ``L + U`` is then ``Z_i``.
     """
     n_fac, n_delta, mass, dens = c.n_fac, c.n_delta, buf.mass, buf.dens
+    below, above, atom = buf.below, buf.above, buf.atom
     low = 0.0
     high = 0.0
     n_bp = mass.shape[1] - 1
@@ -128,7 +129,7 @@ def _incoming(i, f, c, buf):
             continue
         for g in range(n_fac):
             if g != f:
-                v *= _step(buf, g, 2 * q, i, n_delta)
+                v *= _step(g, 2 * q, below, above, atom, i, n_delta)
         if q <= f:
             low += v
         else:
@@ -139,7 +140,7 @@ def _incoming(i, f, c, buf):
         v = dens[i, k]
         for g in range(n_fac):
             if g != f:
-                v *= _step(buf, g, 2 * k + 1, i, n_delta)
+                v *= _step(g, 2 * k + 1, below, above, atom, i, n_delta)
         if k < f or f < 0:
             low += v
         else:
@@ -149,7 +150,7 @@ def _incoming(i, f, c, buf):
         point = dens[i, f]
         for g in range(n_fac):
             if g != f:
-                point *= _step(buf, g, 2 * f + 1, i, n_delta)
+                point *= _step(g, 2 * f + 1, below, above, atom, i, n_delta)
     return low, high, point
 
 
@@ -157,14 +158,15 @@ def _incoming(i, f, c, buf):
 def _to_factor(f, c, buf):
     """Normalised messages of every ``t_i`` to factor ``f`` into ``low``, ``high``, ``point``
     ``[f]``; False if one has no mass (the particle's Gaussian masses underflow)."""
-    for i in range(buf.low.shape[1]):
+    low, high, point = buf.low, buf.high, buf.point
+    for i in range(low.shape[1]):
         lo_, hi_, pt_ = _incoming(i, f, c, buf)
         tot = lo_ + hi_
         if not tot > 0.0:
             return False
-        buf.low[f, i] = lo_ / tot
-        buf.high[f, i] = hi_ / tot
-        buf.point[f, i] = pt_ / tot
+        low[f, i] = lo_ / tot
+        high[f, i] = hi_ / tot
+        point[f, i] = pt_ / tot
     return True
 
 
@@ -235,24 +237,25 @@ def _factor(f, c, buf):
 def _setup(c, pred, buf):
     """Prior masses between the breakpoints, densities at the ``T_k``, uniform messages."""
     s = pred.shape[0]
-    n_bp = c.n_fac
+    n_bp, n_delta, toa = c.n_fac, c.n_delta, c.toa
+    mass, dens, below, above, atom = buf.mass, buf.dens, buf.below, buf.above, buf.atom
     for i in range(s):
         z_prev = -math.inf
         for q in range(n_bp + 1):
             z = (
-                ((c.toa[q] if q < c.n_delta else c.window) - pred[i]) * c.inv_sigma
+                ((toa[q] if q < n_delta else c.window) - pred[i]) * c.inv_sigma
                 if q < n_bp
                 else math.inf
             )
-            buf.mass[i, q] = _interval_mass(z_prev, z)
+            mass[i, q] = _interval_mass(z_prev, z)
             z_prev = z
-        for k in range(c.n_delta):
-            d = (c.toa[k] - pred[i]) * c.inv_sigma
-            buf.dens[i, k] = math.exp(c.log_norm - 0.5 * d * d)
+        for k in range(n_delta):
+            d = (toa[k] - pred[i]) * c.inv_sigma
+            dens[i, k] = math.exp(c.log_norm - 0.5 * d * d)
         for f in range(c.n_fac):
-            buf.below[i, f] = 1.0
-            buf.above[i, f] = 1.0
-            buf.atom[i, f] = 1.0 if f < c.n_delta else 0.0
+            below[i, f] = 1.0
+            above[i, f] = 1.0
+            atom[i, f] = 1.0 if f < n_delta else 0.0
 
 
 @njit(cache=True)
@@ -268,7 +271,8 @@ def _damped(messages, i, f, new, damping):
 def _sweeps(c, mp, buf):
     """Damped sweeps: ``(sweeps, ok)``, ``sweeps = -1`` if not converged; ``ok`` False (and
     ``sweeps`` the sweep it happened in) when a message loses all mass."""
-    s = buf.coef.shape[0]
+    coef, atom, below, above, damping = buf.coef, buf.atom, buf.below, buf.above, mp.damping
+    s = coef.shape[0]
     for it in range(1, mp.max_iter + 1):
         delta = 0.0
         for f in range(c.n_fac):
@@ -277,14 +281,13 @@ def _sweeps(c, mp, buf):
         for f in range(c.n_fac):
             _factor(f, c, buf)
             for i in range(s):
-                coef = buf.coef[i]
-                tot = coef[0] + coef[1] + coef[2]
+                tot = coef[i, 0] + coef[i, 1] + coef[i, 2]
                 if not tot > 0.0:
                     return it, False
                 # messages sum to 1: the absolute change is the relative one
-                delta = max(delta, _damped(buf.atom, i, f, coef[0] / tot, mp.damping))
-                delta = max(delta, _damped(buf.below, i, f, coef[1] / tot, mp.damping))
-                delta = max(delta, _damped(buf.above, i, f, coef[2] / tot, mp.damping))
+                delta = max(delta, _damped(atom, i, f, coef[i, 0] / tot, damping))
+                delta = max(delta, _damped(below, i, f, coef[i, 1] / tot, damping))
+                delta = max(delta, _damped(above, i, f, coef[i, 2] / tot, damping))
         if delta < mp.tol:
             return it, True
     return -1, True
@@ -294,7 +297,9 @@ def _sweeps(c, mp, buf):
 def _bethe(c, buf, want, out):
     """Bethe ``log Z`` at the current messages (``-inf`` if a term has no mass); the beliefs
     of the min factors into ``out`` (m, s + 1) if ``want``."""
-    s = buf.coef.shape[0]
+    coef, atom, below, above = buf.coef, buf.atom, buf.below, buf.above
+    low, high, point = buf.low, buf.high, buf.point
+    s = coef.shape[0]
     log_z = 0.0
     for i in range(s):
         lo_, hi_, _ = _incoming(i, -1, c, buf)
@@ -305,11 +310,7 @@ def _bethe(c, buf, want, out):
         if not _to_factor(f, c, buf):
             return -math.inf
         for i in range(s):
-            z_if = (
-                buf.atom[i, f] * buf.point[f, i]
-                + buf.below[i, f] * buf.low[f, i]
-                + buf.above[i, f] * buf.high[f, i]
-            )
+            z_if = atom[i, f] * point[f, i] + below[i, f] * low[f, i] + above[i, f] * high[f, i]
             if not z_if > 0.0:
                 return -math.inf
             log_z -= math.log(z_if)
@@ -319,7 +320,7 @@ def _bethe(c, buf, want, out):
         log_z += math.log(z_f)
         if want and f < c.n_delta:
             for i in range(s):
-                out[f, i] = buf.point[f, i] * buf.coef[i, 0] / z_f
+                out[f, i] = point[f, i] * coef[i, 0] / z_f
             out[f, s] = 0.0
     return log_z
 
