@@ -7,6 +7,7 @@ import click
 from rankmodels import __version__
 from rankmodels_app._common import OneLineGroup
 from rankmodels_app.aggregate import aggregate_command
+from rankmodels_app.float import float_group
 from rankmodels_app.ltr import ltr_group
 from rankmodels_app.mallows import mallows_group
 from rankmodels_app.simulate import simulate_float
@@ -26,6 +27,7 @@ cli.add_command(simulate_float)
 cli.add_command(ltr_group)
 cli.add_command(mallows_group)
 cli.add_command(study_group)
+cli.add_command(float_group)
 
 
 def main() -> None:

@@ -1,0 +1,110 @@
+"""``rankmodels float``: float records from and to plain CSV tables (import / export)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from rankmodels.files import atomic_path
+from rankmodels.tracking.records import read_float, write_float
+from rankmodels.tracking.tables import (
+    TABLE_FILES,
+    export_tables,
+    parse_meta,
+    read_meta_table,
+    record_from_tables,
+)
+from rankmodels_app._common import BadInput, OneLineGroup, refuse_to_overwrite, reports_bad_input
+
+
+@click.group("float", cls=OneLineGroup, context_settings={"help_option_names": ["-h", "--help"]})
+def float_group() -> None:
+    """Float records (NetCDF) from and to the CSV tables other tools export."""
+
+
+def _meta_pair(text: str) -> tuple[str, str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise BadInput(f"--meta: expected KEY=VALUE, got {text[:60]!r}")
+    return ("--meta", key, value)
+
+
+@float_group.command("import")
+@click.option(
+    "--toa",
+    "toa_table",
+    type=click.Path(path_type=Path),
+    required=True,
+    help="TOA table: time and toa_1 .. toa_R per cycle (wide), or time,toa per arrival (long).",
+)
+@click.option(
+    "--sources",
+    "sources_table",
+    type=click.Path(path_type=Path),
+    required=True,
+    help="Sources table: name, lat, lon and optional offset, start, end.",
+)
+@click.option(
+    "--meta",
+    "meta",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="launch_lat, launch_lon, launch_time (required), recovery_lat/lon/time, sound_speed, "
+    "window_length, float_id, attr:NAME. Repeatable.",
+)
+@click.option(
+    "--meta-table",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="The same metadata as a key,value table (as `float export` writes it); --meta adds to it.",
+)
+@click.option(
+    "-o",
+    "--out",
+    "out",
+    type=click.Path(path_type=Path, dir_okay=False),
+    required=True,
+    help="The float record to write (NetCDF).",
+)
+@reports_bad_input
+def import_command(
+    toa_table: Path,
+    sources_table: Path,
+    meta: tuple[str, ...],
+    meta_table: Path | None,
+    out: Path,
+) -> None:
+    """Build a float record from a TOA table, a sources table and metadata; write it to OUT.
+
+    Every problem in a table is one line naming the file, the line and the column (exit 2).
+    """
+    inputs = [toa_table, sources_table, *([meta_table] if meta_table else [])]
+    refuse_to_overwrite(out, inputs)
+    pairs = read_meta_table(meta_table) if meta_table is not None else []
+    pairs += [_meta_pair(item) for item in meta]
+    record = record_from_tables(toa_table, sources_table, parse_meta(pairs))
+    with atomic_path(out) as tmp:
+        write_float(record, tmp)
+    click.echo(
+        f"{record.sizes['cycle']} cycles, {record.sizes['rank']} ranks, "
+        f"{record.sizes['source']} sources; wrote {out}"
+    )
+
+
+@float_group.command("export")
+@click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, file_okay=False),
+    required=True,
+    help="Folder for toa.csv, sources.csv and meta.csv.",
+)
+@reports_bad_input
+def export_command(file: Path, out: Path) -> None:
+    """Write the TOA table (wide), the sources table and the metadata table of the float
+    record FILE into OUT; `float import` reads them back into the same record."""
+    for name in TABLE_FILES.values():
+        refuse_to_overwrite(out / name, [file])
+    written = export_tables(read_float(file), out)
+    click.echo(f"wrote {out}/: {', '.join(written)}")
