@@ -10,8 +10,15 @@
   all in the registry :data:`rankmodels.ltr.losses.LOSSES` (with their options);
 * :mod:`~rankmodels.ltr.letor` -- LETOR / SVMlight reader and writer;
   :mod:`~rankmodels.ltr.synthetic` -- queries with a known linear truth (the shipped
-  ``data/letor-sample.txt``); :mod:`~rankmodels.ltr.train` -- linear rankers fitted with
-  any loss by L-BFGS (``rankmodels ltr train``);
+  ``data/letor-sample.txt``, PiRank's appendix-E recipe); :mod:`~rankmodels.ltr.splits`
+  and :mod:`~rankmodels.ltr.query_norm` -- query-level splits / k-fold CV and per-query
+  feature normalisation;
+* models: :mod:`~rankmodels.ltr.models` (linear, MLP: scores and back-propagation),
+  :mod:`~rankmodels.ltr.train` (L-BFGS for the linear ranker, the training objective of any
+  model), :mod:`~rankmodels.ltr.mlp` (Adam, early stopping), :mod:`~rankmodels.ltr.boost`
+  (listwise boosting, Algorithm 1) on :mod:`~rankmodels.ltr.trees` (numba regression
+  trees), :mod:`~rankmodels.ltr.model_io` (model files); ``rankmodels ltr train/evaluate/
+  predict/crossval``;
 * :mod:`~rankmodels.ltr.jax_ops` -- optional JAX bindings of the losses (extra ``jax``).
 
 The shared Sinkhorn / Hungarian / Birkhoff machinery lives in :mod:`rankmodels.dsm`.
