@@ -13,6 +13,7 @@ import xarray as xr
 
 from rankmodels.errors import InputError
 from rankmodels.plots.run_report import IMAGES, REPORT_FILE, write_run_report
+from rankmodels.tracking.batch import TRACK_FILE
 from rankmodels.tracking.calibration import CALIBRATION_PARAMS
 from rankmodels.tracking.config import LIMITS, TrackConfig
 from rankmodels.tracking.engines import ENGINES
@@ -30,11 +31,11 @@ from rankmodels_app._common import (
     reports_bad_input,
     seed_option,
 )
+from rankmodels_app.track_batch import run_batch
 
 _DEFAULTS = TrackConfig()
 #: Exit status of ``--strict`` when a track quality check failed.
 EXIT_QUALITY = 3
-TRACK_FILE = "track.nc"
 #: TrackConfig field -> the option that sets it.
 _OPTIONS = {
     "engine": "--engine",
@@ -192,12 +193,27 @@ def _warnings(summary: TrackSummary) -> list[str]:
 @click.command(
     "track-float", cls=OneLineCommand, context_settings={"help_option_names": ["-h", "--help"]}
 )
-@click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
+@click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option(
     "--out",
     type=click.Path(path_type=Path, file_okay=False),
     default=None,
-    help="Output folder  [default: a folder named after FILE, in the current directory]",
+    help="Output folder  [default: a folder named after FILE, in the current directory; "
+    "for many floats, tracks/ with one folder per float]",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1, max=256),
+    default=None,
+    help="Many floats: Dask worker processes on this machine  [default: one per CPU, at most "
+    "one per float]",
+)
+@click.option(
+    "--scheduler",
+    default=None,
+    metavar="ADDRESS",
+    help="Many floats: the address of a running dask.distributed scheduler (instead of local "
+    "workers).",
 )
 @click.option(
     "--particles",
@@ -298,8 +314,10 @@ def _warnings(summary: TrackSummary) -> list[str]:
 @quiet_option
 @reports_bad_input
 def track_float(
-    file: Path,
+    files: tuple[Path, ...],
     out: Path | None,
+    workers: int | None,
+    scheduler: str | None,
     particles: int,
     seed: int,
     engine: str,
@@ -316,7 +334,9 @@ def track_float(
     strict: bool,
     quiet: bool,
 ) -> None:
-    """Track the RAFOS float recorded in FILE (NetCDF float record).
+    """Track the RAFOS float recorded in FILE (NetCDF float record); given several FILES or a
+    folder of records, track each into its own folder under OUT, in parallel on Dask, and
+    write OUT/summary.csv and summary.json.
 
     Writes OUT/track.nc (positions, uncertainty, per-arrival source association, the
     calibrated clock, sound speed and source offsets, track quality checks) and, with --plots,
@@ -337,6 +357,15 @@ def track_float(
         calibrate=calibrate,
         calibrate_params=calibrate_params,
     )
+    if len(files) > 1 or files[0].is_dir():
+        run_batch(
+            files, out, config, plots=plots, workers=workers, scheduler=scheduler,
+            strict=strict, quiet=quiet, exit_quality=EXIT_QUALITY,
+        )  # fmt: skip
+        return
+    if workers is not None or scheduler is not None:
+        raise BadInput("--workers/--scheduler: only for many floats (several FILES or a folder)")
+    (file,) = files
     out = Path(file.stem) if out is None else out
     outputs = [TRACK_FILE, *((*IMAGES.values(), REPORT_FILE) if plots else ())]
     for name in outputs:

@@ -137,6 +137,7 @@ PATHS = [
 # runs get past argument checking.
 INPUTS = {  # the sample a parameter of this name reads; other path parameters get any path
     "file": ["record.nc"],
+    "files": ["record.nc"],
     "votes": ["votes.csv", "election.soi"],
     "data": ["letor.txt"],
     "model_path": ["model.json"],

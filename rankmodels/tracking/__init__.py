@@ -6,6 +6,7 @@ clutter. The pieces, one job each:
 
 * :mod:`~rankmodels.tracking.schema` -- the file formats (variables, units, label values);
 * :mod:`~rankmodels.tracking.records` -- read / validate / write float records (NetCDF);
+* :mod:`~rankmodels.tracking.tables` -- float records from and to plain CSV tables;
 * :mod:`~rankmodels.tracking.geometry` -- great-circle distances, tangent-plane steps;
 * :mod:`~rankmodels.tracking.signal_model`, :mod:`~rankmodels.tracking.engines` -- the
   per-cycle likelihood ``P(T_1..T_m | X)`` and association posteriors;
@@ -16,6 +17,8 @@ clutter. The pieces, one job each:
   (the weighted least-squares M-step; the EM loop around the smoother is still to come);
 * :mod:`~rankmodels.tracking.pipeline` -- :func:`track_float`: record in, track out;
 * :mod:`~rankmodels.tracking.output` -- the track dataset;
+* :mod:`~rankmodels.tracking.batch` -- :func:`~rankmodels.tracking.batch.track_many`: many
+  floats, serially or on Dask, and their summary table;
 * :mod:`~rankmodels.tracking.simulate` -- simulated floats with known truth;
 * :mod:`~rankmodels.tracking.evaluate` -- scores against the truth.
 

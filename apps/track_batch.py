@@ -1,0 +1,103 @@
+"""``track-float a.nc b.nc ...`` / ``track-float FOLDER/``: track many floats at once.
+
+Called by :mod:`rankmodels_app.track` when it is given more than one record or a folder. Every
+float is a Dask task (a local cluster of ``--workers`` processes, or the scheduler at
+``--scheduler``); a failed float is one line on stderr and the others go on.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import click
+import pandas as pd
+
+from rankmodels.tracking.batch import (
+    FAILED,
+    SUMMARY_FILES,
+    float_folders,
+    track_many,
+    write_summary,
+)
+from rankmodels.tracking.config import TrackConfig
+from rankmodels_app._common import EXIT_BAD_INPUT, BadInput, progressbar, refuse_to_overwrite
+
+#: Output folder of a batch when --out is not given.
+DEFAULT_BATCH_OUT = Path("tracks")
+
+
+def record_files(paths: tuple[Path, ...]) -> list[Path]:
+    """The records to track: each file as given, each folder's ``*.nc`` files (sorted, not
+    the ``*_truth.nc`` files simulate-float writes beside its records)."""
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found = sorted(p for p in path.glob("*.nc") if not p.name.endswith("_truth.nc"))
+            if not found:
+                raise BadInput(f"{path}: no float records (*.nc) in this folder")
+            files += found
+        else:
+            files.append(path)
+    return files
+
+
+def run_batch(
+    paths: tuple[Path, ...],
+    out: Path | None,
+    config: TrackConfig,
+    *,
+    plots: bool,
+    workers: int | None,
+    scheduler: str | None,
+    strict: bool,
+    quiet: bool,
+    exit_quality: int,
+) -> None:
+    """Track every record under ``out`` (default :data:`DEFAULT_BATCH_OUT`) and write the
+    summary table; one stderr line per failed float, a closing count; exit 2 when any failed
+    (``exit_quality`` with ``strict`` when all ran but a quality check failed)."""
+    from rankmodels.studies.runner import dask_client
+
+    files = record_files(paths)
+    out = DEFAULT_BATCH_OUT if out is None else out
+    try:
+        float_folders(files)
+    except ValueError as err:
+        raise BadInput(str(err)) from None
+    for name in SUMMARY_FILES:
+        refuse_to_overwrite(out / name, files)
+    if scheduler is None and workers is None:
+        workers = max(1, min(len(files), os.cpu_count() or 1))
+    try:
+        with (
+            dask_client(workers=None if scheduler else workers, scheduler=scheduler) as client,
+            progressbar(len(files), "Floats", quiet) as bar,
+        ):
+            table = track_many(files, out, config, plots=plots, client=client, progress=bar.update)
+    except (OSError, TimeoutError) as err:
+        raise BadInput(f"--scheduler {scheduler}: cannot connect ({err})") from None
+    written = write_summary(table, out)
+    _report(table, out, written, strict, exit_quality)
+
+
+def _report(
+    table: pd.DataFrame, out: Path, written: list[str], strict: bool, exit_quality: int
+) -> None:
+    failed = table[table["status"] == FAILED]
+    for reason in failed["reason"]:
+        click.echo(f"Error: {reason}", err=True)
+    done = table[table["status"] != FAILED]
+    total = table["run_time_s"].sum()
+    click.echo(
+        f"{len(done)} of {len(table)} floats tracked ({total:.1f} s of work); "
+        f"wrote {out}/: {', '.join([*done['float'], *written])}"
+    )
+    quality = int((done["quality_failed"] > 0).sum())
+    if quality:
+        click.echo(f"warning: {quality} float(s) failed a track quality check", err=True)
+    if len(failed):
+        click.echo(f"Error: {len(failed)} of {len(table)} floats failed", err=True)
+        raise click.exceptions.Exit(EXIT_BAD_INPUT)
+    if strict and quality:
+        raise click.exceptions.Exit(exit_quality)

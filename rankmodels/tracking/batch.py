@@ -1,0 +1,264 @@
+"""Track a whole experiment: many float records, one output folder each, on Dask or serially.
+
+:func:`track_many` runs :func:`track_one` for every record -- read, track, write ``track.nc``
+and (with ``plots``) the figures and the self-contained report -- serially in this process or
+as tasks on a ``dask.distributed`` client (:func:`rankmodels.studies.runner.dask_client`
+makes one). A float that fails (a bad file, an error in tracking) becomes a row with status
+``"failed"`` and its one-line reason; the others go on. The result is the summary table, one
+row per float in input order (:data:`SUMMARY_COLUMNS`), which :func:`write_summary` writes as
+``summary.csv`` and ``summary.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from rankmodels.errors import InputError
+from rankmodels.files import atomic_output, atomic_path
+from rankmodels.text import printable
+from rankmodels.tracking.config import TrackConfig
+from rankmodels.tracking.geometry import great_circle_km
+from rankmodels.tracking.output import write_track
+from rankmodels.tracking.pipeline import TrackSummary, track_float
+from rankmodels.tracking.records import read_float
+
+__all__ = [
+    "SUMMARY_COLUMNS",
+    "SUMMARY_FILES",
+    "TRACK_FILE",
+    "float_folders",
+    "track_many",
+    "track_one",
+    "write_summary",
+]
+
+TRACK_FILE = "track.nc"
+SUMMARY_FILES = ("summary.csv", "summary.json")
+OK, FAILED = "ok", "failed"
+CALIBRATED = ("sound_speed", "clock_offset", "clock_drift")
+SUMMARY_COLUMNS: dict[str, str] = {
+    "float": "name of the float's output folder (the record's file name without .nc)",
+    "status": f"{OK!r} or {FAILED!r}",
+    "reason": "why it failed, one line ('' when ok)",
+    "file": "the float record",
+    "float_id": "the record's float_id attribute",
+    "cycles": "listening cycles",
+    "arrivals": "recorded arrivals",
+    "run_time_s": "wall time of this float: reading, tracking, writing (s)",
+    "mean_ess": "mean effective sample size of the forward filter",
+    "clutter_fraction": "share of arrivals whose most probable origin is clutter",
+    "collapsed_cycles": "cycles where the filter collapsed",
+    "end_distance_km": "great-circle distance from the filtered end point to the recovery fix",
+    "quality": "'passed', or the names of the failed quality checks",
+    "quality_failed": "number of failed quality checks",
+    "calibrated": "what the calibration estimated (comma-separated; '' for nothing)",
+    **{name: f"{name} the predictions used (calibrated or the file's)" for name in CALIBRATED},
+    **{f"{name}_std": f"standard error of {name} (NaN where not estimated)" for name in CALIBRATED},
+}
+"""Columns of the summary table and their meaning (NaN / '' where a float failed)."""
+
+COUNT_COLUMNS = ("cycles", "arrivals", "collapsed_cycles", "quality_failed")
+"""Integer columns (pandas ``Int64``: empty for a failed float)."""
+
+Progress = Callable[[int], None] | None
+
+
+def float_folders(files: Sequence[str | os.PathLike[str]]) -> list[str]:
+    """The output folder name of each record: its file name without the ``.nc`` suffix.
+    ValueError when two records would share a folder."""
+    names = [Path(f).name.removesuffix(".nc") or Path(f).name for f in files]
+    seen: dict[str, str] = {}
+    for name, file in zip(names, files, strict=True):
+        if name in seen:
+            raise ValueError(
+                f"{os.fspath(file)} and {seen[name]} would both write to the folder {name!r}; "
+                "rename one of them"
+            )
+        seen[name] = os.fspath(file)
+    return names
+
+
+def _empty_row(file: str, name: str) -> dict[str, Any]:
+    row: dict[str, Any] = {column: math.nan for column in SUMMARY_COLUMNS}
+    row.update(
+        float=name, file=file, status=FAILED, reason="", float_id="", quality="", calibrated=""
+    )
+    return row
+
+
+def end_distance_km(record: xr.Dataset, track: xr.Dataset) -> float:
+    """Great-circle distance (km) from the last finite filtered position
+    (``lat_filtered``/``lon_filtered``) to the recovery fix; NaN without either."""
+    if "recovery_lat" not in record or "lat_filtered" not in track:
+        return math.nan
+    lat = np.asarray(track["lat_filtered"].values, dtype=float)
+    lon = np.asarray(track["lon_filtered"].values, dtype=float)
+    ok = np.flatnonzero(np.isfinite(lat) & np.isfinite(lon))
+    if ok.size == 0:
+        return math.nan
+    return float(
+        great_circle_km(
+            lat[ok[-1]],
+            lon[ok[-1]],
+            float(record["recovery_lat"].values),
+            float(record["recovery_lon"].values),
+        )
+    )
+
+
+def summary_row(
+    row: dict[str, Any], record: xr.Dataset, track: xr.Dataset, summary: TrackSummary
+) -> dict[str, Any]:
+    """``row`` filled from a finished run (status ok)."""
+    failed = [c.name for c in summary.failed_checks]
+    row.update(
+        status=OK,
+        float_id=printable(record.attrs.get("float_id", "")),
+        cycles=summary.cycles,
+        arrivals=summary.arrivals,
+        mean_ess=summary.mean_ess,
+        clutter_fraction=summary.clutter_fraction,
+        collapsed_cycles=len(summary.collapsed_cycles),
+        end_distance_km=end_distance_km(record, track),
+        quality=", ".join(failed) if failed else "passed",
+        quality_failed=len(failed),
+        calibrated=str(track.attrs.get("calibrated", "")),
+    )
+    for name in CALIBRATED:
+        for column in (name, f"{name}_std"):
+            if column in track.data_vars:
+                row[column] = float(track[column].values)
+    return row
+
+
+def track_one(
+    file: str | os.PathLike[str],
+    out: str | os.PathLike[str],
+    config: TrackConfig,
+    plots: bool = True,
+    name: str | None = None,
+) -> dict[str, Any]:
+    """Track the record ``file`` into folder ``out`` (``track.nc``, and with ``plots`` the
+    figures and ``report.html``, with the true track of a simulated record beside it); the
+    summary row (:data:`SUMMARY_COLUMNS`). Never raises for a bad float: an
+    :class:`~rankmodels.errors.InputError` or file-system error is the row's one-line
+    ``reason``, any other exception ``"internal error: Type: message"``."""
+    started = time.perf_counter()
+    file = os.fspath(file)
+    row = _empty_row(file, name if name is not None else Path(out).name)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # dropped hand labels: the labels engine refuses
+            record = read_float(file, labels_required=config.engine == "labels")
+            track, summary = track_float(record, config)
+        track.attrs["source_file"] = file
+        with atomic_path(Path(out) / TRACK_FILE) as tmp:
+            write_track(track, tmp)
+        if plots:
+            _write_plots(file, out, record, track, summary)
+        summary_row(row, record, track, summary)
+    except InputError as err:
+        row["reason"] = str(err.with_path(file))
+    except OSError as err:
+        row["reason"] = f"{err.filename or file}: {err.strerror or err}"
+    except Exception as err:  # noqa: BLE001 - one float's bug must not stop the others
+        row["reason"] = f"{file}: internal error: {type(err).__name__}: {err}"
+    row["reason"] = " ".join(printable(row["reason"]).split())
+    row["run_time_s"] = time.perf_counter() - started
+    return row
+
+
+def _write_plots(
+    file: str, out: str | os.PathLike[str], record: xr.Dataset, track: xr.Dataset, summary: object
+) -> None:
+    from rankmodels.plots.run_report import write_run_report
+    from rankmodels.plots.truth import truth_beside
+
+    try:
+        truth = truth_beside(file, record)
+    except InputError:
+        truth = None  # an unusable truth file only costs the comparison
+    write_run_report(out, record, track, summary, truth)
+
+
+def track_many(
+    files: Sequence[str | os.PathLike[str]],
+    out: str | os.PathLike[str],
+    config: TrackConfig | None = None,
+    *,
+    plots: bool = True,
+    client: Any | None = None,
+    progress: Progress = None,
+) -> pd.DataFrame:
+    """Track every record of ``files`` into ``out/NAME/`` (:func:`float_folders`), serially or
+    as one task per float on the ``dask.distributed`` ``client``; ``progress(1)`` as each
+    float finishes. Returns the summary table (:data:`SUMMARY_COLUMNS`, input order). A task
+    lost with its worker is a failed row too."""
+    config = TrackConfig() if config is None else config
+    names = float_folders(files)
+    paths = [os.fspath(f) for f in files]
+    outs = [os.fspath(Path(out) / name) for name in names]
+    if client is None:
+        rows = []
+        for path, folder, name in zip(paths, outs, names, strict=True):
+            rows.append(track_one(path, folder, config, plots, name))
+            if progress is not None:
+                progress(1)
+    else:
+        rows = _on_dask(client, paths, outs, names, config, plots, progress)
+    table = pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
+    return table.astype(dict.fromkeys(COUNT_COLUMNS, "Int64"))  # counts stay whole with NA
+
+
+def _on_dask(
+    client: Any,
+    paths: list[str],
+    outs: list[str],
+    names: list[str],
+    config: TrackConfig,
+    plots: bool,
+    progress: Progress,
+) -> list[dict[str, Any]]:
+    from distributed import as_completed
+
+    n = len(paths)
+    futures = client.map(track_one, paths, outs, [config] * n, [plots] * n, names, pure=False)
+    index = {future.key: i for i, future in enumerate(futures)}
+    rows: list[dict[str, Any] | None] = [None] * len(paths)
+    try:
+        for future in as_completed(futures):
+            i = index[future.key]
+            try:
+                rows[i] = future.result()
+            except Exception as err:  # noqa: BLE001 - a worker died or the task was lost
+                rows[i] = _empty_row(paths[i], names[i])
+                rows[i]["reason"] = f"{paths[i]}: task failed: {type(err).__name__}: {err}"
+            if progress is not None:
+                progress(1)
+    finally:
+        client.cancel([f for f in futures if not f.done()])
+    return [r for r in rows if r is not None]
+
+
+def write_summary(table: pd.DataFrame, out: str | os.PathLike[str]) -> list[str]:
+    """Write ``table`` as ``out/summary.csv`` and ``out/summary.json`` (``{"columns": meaning
+    of each column, "floats": [row, ...]}``, NaN as null), atomically; returns the names."""
+    folder = Path(out)
+    with atomic_output(folder / SUMMARY_FILES[0], "w") as handle:
+        table.to_csv(handle, index=False, lineterminator="\n")
+    rows = json.loads(table.to_json(orient="records"))
+    with atomic_output(folder / SUMMARY_FILES[1], "w") as handle:
+        json.dump({"columns": SUMMARY_COLUMNS, "floats": rows}, handle, indent=1)
+        handle.write("\n")
+    return list(SUMMARY_FILES)
