@@ -123,7 +123,7 @@ def _one_error_line(result) -> str:
     [
         (["no-such-command"], "No such command 'no-such-command'"),
         (["ltr", "train", "missing.txt"], "'missing.txt' does not exist"),
-        (["track-float"], "Missing argument 'FILE'"),
+        (["track-float"], "Missing argument 'FILES...'"),
         (["aggregate", "--rule", "magic", "votes.csv"], "'magic' is not one of"),
         (["study", "tracking-clutter", "--lambdas", "1,x"], "expected comma-separated numbers"),
         (["simulate-float", "--days", "1"], "'--days': 1 is not in the range"),
