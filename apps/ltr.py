@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import warnings
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -15,11 +16,13 @@ import numpy as np
 from rankmodels import __version__
 from rankmodels.ltr import metrics
 from rankmodels.ltr.boost import fit_boosted_ranker
+from rankmodels.ltr.bregman import SURROGATES
 from rankmodels.ltr.letor import LetorData, LetorOrderWarning, read_letor
 from rankmodels.ltr.losses import LOSSES, LossSpec
 from rankmodels.ltr.mlp import fit_mlp_ranker
 from rankmodels.ltr.model_io import MODEL_KINDS, AnyRanker, ranker_to_dict, read_ranker
 from rankmodels.ltr.splits import holdout_split, kfold_indices
+from rankmodels.ltr.surrogate_search import SurrogateSearch, best_surrogate, mixture_options
 from rankmodels.ltr.train import (
     TrainingError,
     check_learnable,
@@ -152,6 +155,13 @@ def _training_options(f: F) -> F:
             "(listwise gradient boosting of regression trees).",
         ),
         click.option(
+            "--surrogate-search",
+            "search_evals",
+            type=click.IntRange(1, 1000),
+            help="with --loss bregman_mix: choose its weights alpha on validation queries "
+            "(dissertation 3.5) by this many fits (the simplex grid, then Nelder-Mead).",
+        ),
+        click.option(
             "--l2",
             type=NumberRange(min=0.0, max=1e6),
             default=1e-3,
@@ -171,58 +181,113 @@ def _training_options(f: F) -> F:
     return f
 
 
-def _fit(
-    train: LetorData,
-    valid: LetorData | None,
-    kind: str,
-    loss: str,
-    opts: dict[str, object],
-    stages: list[dict[str, object]] | None,
-    l2: float,
-    max_iter: int,
-    seed: int,
-    progress: Callable[[int], None],
-    source: Path,
-) -> AnyRanker:
-    """Fit one model; mlp and boost stop early on ``valid`` (20 % of ``train`` if None)."""
-    try:
-        if kind == "linear":
-            return fit_linear_ranker(
+@dataclass(frozen=True)
+class _Recipe:
+    """How ``train`` and ``crossval`` fit one model: kind, loss, its options, annealing
+    stages, schedule and, with ``search_evals``, the best-surrogate search."""
+
+    kind: str
+    loss: str
+    opts: dict[str, object]
+    stages: list[dict[str, object]] | None
+    l2: float
+    max_iter: int
+    seed: int
+    search_evals: int | None
+    cutoff: int
+    source: Path
+
+    @property
+    def steps(self) -> int:
+        """Progress steps of one :meth:`fit`."""
+        return (len(self.stages) if self.stages else 1) * (self.search_evals or 1) * self.max_iter
+
+    def fit(
+        self, train: LetorData, valid: LetorData | None, progress: Callable[[int], None]
+    ) -> tuple[AnyRanker, SurrogateSearch | None]:
+        """The fitted model (and the surrogate search when there is one)."""
+        if self.search_evals is None:
+            return self._fit(train, valid, {}, progress), None
+        if valid is None:
+            fit_idx, valid_idx = holdout_split(train.lengths.shape[0], 0.2, self.seed)
+            if valid_idx.size == 0:
+                raise BadInput("--surrogate-search: too few training queries to hold 20 % out")
+            train, valid = train.subset(fit_idx), train.subset(valid_idx)
+        return best_surrogate(
+            lambda weights: self._fit(train, valid, weights, progress),
+            lambda ranker: ranker.ndcg(valid, self.cutoff),
+            max_evals=self.search_evals,
+        )
+
+    def _fit(
+        self,
+        train: LetorData,
+        valid: LetorData | None,
+        weights: dict[str, float],
+        progress: Callable[[int], None],
+    ) -> AnyRanker:
+        """One model; mlp and boost stop early on ``valid`` (20 % of ``train`` if None)."""
+        opts = {**self.opts, **weights}
+        try:
+            if self.kind == "linear":
+                return fit_linear_ranker(
+                    train,
+                    self.loss,
+                    options=opts,
+                    stages=self.stages,
+                    l2=self.l2,
+                    max_iter=self.max_iter,
+                    progress=progress,
+                )
+            if self.kind == "mlp":
+                return fit_mlp_ranker(
+                    train,
+                    self.loss,
+                    valid=valid,
+                    options=opts,
+                    l2=self.l2,
+                    epochs=self.max_iter,
+                    seed=self.seed,
+                    progress=progress,
+                )
+            return fit_boosted_ranker(
                 train,
-                loss,
-                options=opts,
-                stages=stages,
-                l2=l2,
-                max_iter=max_iter,
-                progress=progress,
-            )
-        if kind == "mlp":
-            return fit_mlp_ranker(
-                train,
-                loss,
+                self.loss,
                 valid=valid,
                 options=opts,
-                l2=l2,
-                epochs=max_iter,
-                seed=seed,
+                n_trees=self.max_iter,
+                seed=self.seed,
                 progress=progress,
             )
-        return fit_boosted_ranker(
-            train,
-            loss,
-            valid=valid,
-            options=opts,
-            n_trees=max_iter,
-            seed=seed,
-            progress=progress,
-        )
-    except TrainingError as err:
-        raise BadInput(f"{source}: {err}") from None
+        except TrainingError as err:
+            raise BadInput(f"{self.source}: {err}") from None
 
 
 def _check_anneal(kind: str, anneal: str | None) -> None:
     if anneal is not None and kind != "linear":
         raise BadInput(f"--anneal: only the linear model anneals, not --model {kind}")
+
+
+def _check_search(search_evals: int | None, loss: str, opts: dict[str, object]) -> None:
+    """``--surrogate-search`` needs ``--loss bregman_mix`` and chooses its weights itself."""
+    if search_evals is None:
+        return
+    if loss != "bregman_mix":
+        raise BadInput(
+            f"--surrogate-search: searches the weights of --loss bregman_mix, not {loss}"
+        )
+    fixed = sorted(set(opts) & set(SURROGATES))
+    if fixed:
+        raise BadInput(f"--surrogate-search: chooses {', '.join(fixed)} itself; drop that --option")
+
+
+def _search_report(search: SurrogateSearch, cutoff: int) -> dict[str, object]:
+    return {
+        "alpha": mixture_options(search.alpha),
+        "tried": [
+            {"alpha": mixture_options(a), f"valid_ndcg@{cutoff}": v} for a, v in search.trace
+        ],
+    }
 
 
 @ltr_group.command("train")
@@ -257,6 +322,7 @@ def ltr_train(
     options: tuple[str, ...],
     anneal: str | None,
     kind: str,
+    search_evals: int | None,
     l2: float,
     max_iter: int,
     valid: Path | None,
@@ -276,6 +342,7 @@ def ltr_train(
     spec = LOSSES[loss]
     opts = _parse_options(options, spec)
     _check_anneal(kind, anneal)
+    _check_search(search_evals, loss, opts)
     stages = _parse_anneal(anneal, spec, opts)
     if output is not None:
         refuse_to_overwrite(output, [data] + ([valid] if valid else []))
@@ -297,14 +364,13 @@ def ltr_train(
             raise BadInput(f"{valid} has more features than {data} ({n_features})")
     check_learnable(train, data)
     ridge = ridge_ranker(train)
-    n_stages = len(stages) if stages else 1
-    with progressbar(n_stages * max_iter, f"training {loss} {kind}", quiet) as bar:
-        model = _fit(
-            train, valid_data, kind, loss, opts, stages, l2, max_iter, seed, bar.update, data
-        )
+    recipe = _Recipe(kind, loss, opts, stages, l2, max_iter, seed, search_evals, cutoff, data)
+    with progressbar(recipe.steps, f"training {loss} {kind}", quiet) as bar:
+        model, search = recipe.fit(train, valid_data, bar.update)
     report = {
         "loss": loss,
         "options": opts,
+        **({"surrogate_search": _search_report(search, cutoff)} if search else {}),
         "anneal": stages,
         "seed": seed,
         "queries": {"train": int(train.lengths.shape[0]), "test": n_test},
@@ -324,6 +390,11 @@ def ltr_train(
         line += f", test {report[f'ndcg@{cutoff}']['test']:.4f}"
         line += f" (ridge start: test {report[f'ridge_ndcg@{cutoff}']['test']:.4f})"
     click.echo(line)
+    if search is not None:
+        alpha = ", ".join(f"{k} {v:.3f}" for k, v in mixture_options(search.alpha).items())
+        click.echo(
+            f"surrogate weights alpha: {alpha} (validation NDCG@{cutoff} {search.value:.4f})"
+        )
     if output is not None:
         with atomic_output(output, "w") as handle:
             json.dump(report, handle, indent=2)
@@ -445,6 +516,7 @@ def ltr_crossval(
     options: tuple[str, ...],
     anneal: str | None,
     kind: str,
+    search_evals: int | None,
     l2: float,
     max_iter: int,
     folds: int,
@@ -458,29 +530,33 @@ def ltr_crossval(
     spec = LOSSES[loss]
     opts = _parse_options(options, spec)
     _check_anneal(kind, anneal)
+    _check_search(search_evals, loss, opts)
     stages = _parse_anneal(anneal, spec, opts)
     letor = _read(data)
     n_queries = letor.lengths.shape[0]
     if folds > n_queries:
         raise BadInput(f"--folds {folds} is more than the {n_queries} queries of {data}")
-    values = []
-    n_stages = len(stages) if stages else 1
-    with progressbar(folds * n_stages * max_iter, f"crossval {loss} {kind}", quiet) as bar:
+    values, alphas = [], []
+    recipe = _Recipe(kind, loss, opts, stages, l2, max_iter, seed, search_evals, cutoff, data)
+    with progressbar(folds * recipe.steps, f"crossval {loss} {kind}", quiet) as bar:
         for train_idx, test_idx in kfold_indices(n_queries, folds, seed):
             train, test = letor.subset(train_idx), letor.subset(test_idx)
             check_learnable(train, data)
-            model = _fit(
-                train, None, kind, loss, opts, stages, l2, max_iter, seed, bar.update, data
-            )
+            model, search = recipe.fit(train, None, bar.update)
+            if search is not None:
+                alphas.append(mixture_options(search.alpha))
             values.append(model.ndcg(test, cutoff))
     mean = float(np.mean(values))
     se = float(np.std(values, ddof=1) / np.sqrt(folds))
     key = f"ndcg@{cutoff}"
     if fmt == "json":
-        click.echo(
-            json.dumps({"loss": loss, "model": kind, "folds": values, key: mean, f"{key}_se": se})
-        )
+        searched = {"alpha": alphas} if alphas else {}
+        summary = {"loss": loss, "model": kind, "folds": values, key: mean, f"{key}_se": se}
+        click.echo(json.dumps(summary | searched))
     else:
         for number, value in enumerate(values, start=1):
-            click.echo(f"fold {number:<4}{key} {value:.4f}")
+            chosen = ""
+            if alphas:
+                chosen = "  alpha " + " ".join(f"{v:.3f}" for v in alphas[number - 1].values())
+            click.echo(f"fold {number:<4}{key} {value:.4f}{chosen}")
         click.echo(f"mean     {key} {mean:.4f} ± {se:.4f}")

@@ -16,6 +16,15 @@ at ``s = grad psi(r~)``, which orders the documents by gain. (Eq. 3.3 as printed
 * ``"square"``: ``psi(x) = ||x||_2^2``, ``phi = ||r~ - s/2||^2``;
 * ``"qnorm"``: ``psi(x) = ||x||_q^2`` with ``q = ln(m) + 2`` (``m`` documents),
   ``psi*(s) = ||s||_p^2 / 4`` with ``1/p + 1/q = 1``.
+
+Mixtures (section 3.5, :func:`bregman_mixture_loss`): with weights ``alpha >= 0``
+normalised to sum 1, ``phi_alpha = sum_i alpha_i phi_{psi_i}``. By eq. 3.28 this is
+``psi_alpha*(s) - <s, r~>`` (+ terms free of ``s``) with ``psi_alpha* = sum_i alpha_i
+psi_i*``: the Bregman surrogate of ``psi_alpha = (sum_i alpha_i psi_i*)*``, strictly convex
+with an order-preserving gradient (a convex combination of order-preserving maps), hence
+again strongly NDCG-consistent. The dictionary is mixed through the conjugates -- linear
+in ``alpha`` and in closed form, as section 3.5.1 wants -- rather than as
+``sum_i alpha_i psi_i``, whose conjugate has no closed form for the q-norm.
 """
 
 from __future__ import annotations
@@ -25,7 +34,7 @@ import numpy as np
 from rankmodels.ltr.batching import LossResult, RaggedBatch, ragged_batch
 from rankmodels.ltr.metrics import ndcg_weights
 
-__all__ = ["SURROGATES", "bregman_loss", "bregman_minimiser"]
+__all__ = ["SURROGATES", "bregman_loss", "bregman_minimiser", "bregman_mixture_loss"]
 
 SURROGATES = ("cross_entropy", "square", "qnorm")
 
@@ -82,6 +91,40 @@ def bregman_loss(
         dual = 0.5 * safe[:, None] ** (2.0 - p[:, None]) * np.abs(s) ** (p[:, None] - 1.0)
         grad = np.where(ns[:, None] > 0, dual * np.sign(s), 0.0) - rt
     return batch.result(value, grad)
+
+
+def bregman_mixture_loss(
+    scores: object,
+    relevance: object,
+    lengths: object | None = None,
+    *,
+    cross_entropy: float = 1.0,
+    square: float = 1.0,
+    qnorm: float = 1.0,
+    c: float = 1.0,
+    gain: str = "exp2m1",
+    discount: str | np.ndarray = "log2",
+) -> LossResult:
+    """``phi_alpha = sum_i alpha_i phi_{psi_i}`` over the dictionary (module docstring), the
+    weights ``alpha`` (``cross_entropy``, ``square``, ``qnorm``; >= 0, not all 0)
+    normalised to sum 1; ``c`` is the cross-entropy surrogate's scale."""
+    weights = {"cross_entropy": cross_entropy, "square": square, "qnorm": qnorm}
+    if not all(0 <= w < np.inf for w in weights.values()) or sum(weights.values()) <= 0:
+        raise ValueError(f"mixture weights must be finite, >= 0 and not all 0, got {weights}")
+    total = sum(weights.values())
+    parts = [
+        (
+            weight / total,
+            bregman_loss(
+                scores, relevance, lengths, surrogate=name, c=c, gain=gain, discount=discount
+            ),
+        )
+        for name, weight in weights.items()
+        if weight > 0
+    ]
+    value = sum(w * np.asarray(part.value) for w, part in parts)
+    grad = sum(w * part.grad for w, part in parts)
+    return LossResult(float(value) if np.ndim(value) == 0 else value, grad)
 
 
 def bregman_minimiser(

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from rankmodels.ltr.batching import LossResult
-from rankmodels.ltr.bregman import SURROGATES, bregman_loss
+from rankmodels.ltr.bregman import SURROGATES, bregman_loss, bregman_mixture_loss
 from rankmodels.ltr.listwise import listmle_loss, listnet_loss
 from rankmodels.ltr.metrics import DISCOUNTS, GAINS
 from rankmodels.ltr.neuralsort import pirank_loss
@@ -234,6 +234,11 @@ for _spec in (
     LossSpec("listnet", "top-one cross-entropy of score and label softmax (ListNet)", listnet_loss),
     LossSpec("listmle", "Plackett-Luce likelihood of the label order (ListMLE)", listmle_loss),
     LossSpec("bregman", "NDCG-consistent Bregman surrogate (dissertation ch. 3)", bregman_loss),
+    LossSpec(
+        "bregman_mix",
+        "mixture of the three Bregman surrogates, weights normalised (dissertation 3.5)",
+        bregman_mixture_loss,
+    ),
 ):
     LOSSES.register(_spec)
 
