@@ -188,9 +188,14 @@ def test_every_rule_is_neutral(rule, rng):
 
 def test_large_profiles_do_not_hit_recursion_limits(rng):
     profile = Profile.from_orders(np.array([rng.permutation(1500) for _ in range(3)]))
-    for rule in ("borda", "copeland"):
+    for rule in ("borda", "copeland", "mode"):
         result = aggregate(profile, rule, max_ties=3)
         assert sorted(result.ranking.tolist()) == list(range(1500))
+    # three ballots: 44,850 majority pairs, all of margin 1/3, mostly on cycles
+    profile = Profile.from_orders(np.array([rng.permutation(300) for _ in range(3)]))
+    result = aggregate(profile, "ranked-pairs", max_ties=3)
+    assert sorted(result.ranking.tolist()) == list(range(300))
+    assert not result.details["tie_breakings_complete"] and result.n_optimal is None
 
 
 @pytest.mark.slow

@@ -19,8 +19,9 @@ Margins are compared with an absolute tolerance :data:`MARGIN_TOL` (probabilitie
   of equal margins, a pair that closes a cycle now is skipped in every order, and a pair on
   no cycle of the locked and still unlocked pairs is locked in every order without
   affecting the others, so only pairs that really compete are branched on (memoised on the
-  locked relation). The search stops after :data:`MAX_LOCK_SEARCH` steps; then the outcomes
-  found so far are reported and the count is a lower bound.
+  locked relation). The search stops after :data:`MAX_LOCK_SEARCH` steps or
+  :data:`MAX_LOCK_DEPTH` nested choices; then the outcomes found so far (each from a genuine
+  tie-breaking) are reported and the count is a lower bound.
 """
 
 from __future__ import annotations
@@ -48,7 +49,11 @@ __all__ = [
 
 MARGIN_TOL = 1e-12
 MAX_LOCK_SEARCH = 10_000
-"""Ranked pairs explores at most this many tie-breaking states per profile."""
+"""Ranked pairs explores at most this many tie-breaking states per profile (for up to
+:data:`LOCK_STEP_SIZE` candidates; a step on ``n`` more costs ``(n / LOCK_STEP_SIZE)^3``)."""
+LOCK_STEP_SIZE = 30
+MAX_LOCK_DEPTH = 200
+"""... and stops at the first path of more nested tie-breaking choices (recursion levels)."""
 
 
 def _margins(profile: Profile | np.ndarray) -> np.ndarray:
@@ -122,45 +127,70 @@ def schulze(profile: Profile, max_ties: int = DEFAULT_MAX_TIES) -> Aggregation:
     )
 
 
+def _locked_with(reach: np.ndarray, x: int, y: int) -> np.ndarray:
+    """The transitive closure ``reach`` after locking ``x > y``: everything reaching ``x``
+    (and ``x``) now reaches everything ``y`` reaches (and ``y``), O(n^2)."""
+    above = reach[:, x].copy()
+    above[x] = True
+    below = reach[y].copy()
+    below[y] = True
+    return reach | np.outer(above, below)
+
+
 class _LockSearch:
-    """Every locked relation ranked pairs can end with, over all tie-breakings."""
+    """Every locked relation ranked pairs can end with, over all tie-breakings.
+
+    States are transitive closures of the locked pairs (whether a pair closes a cycle
+    depends on nothing else), so equal states reached in different orders are merged."""
 
     def __init__(self, budget: int) -> None:
         self.budget = budget
         self.complete = True
         self.memo: dict[tuple[bytes, frozenset[tuple[int, int]]], list[np.ndarray]] = {}
 
-    def group(self, locked: np.ndarray, pairs: frozenset[tuple[int, int]]) -> list[np.ndarray]:
-        """Outcomes of locking the equal-margin ``pairs`` in every order, from ``locked``."""
-        key = (locked.tobytes(), pairs)
+    def group(
+        self, reach: np.ndarray, pairs: frozenset[tuple[int, int]], depth: int = 0
+    ) -> list[np.ndarray]:
+        """Outcomes of locking the equal-margin ``pairs`` in every order, from the locked
+        relation ``reach`` (``depth`` nested choices made so far)."""
+        key = (reach.tobytes(), pairs)
         if key not in self.memo:
-            self.memo[key] = self._group(locked, pairs)
+            self.memo[key] = self._group(reach, pairs, depth)
         return self.memo[key]
 
-    def _group(self, locked: np.ndarray, pairs: frozenset[tuple[int, int]]) -> list[np.ndarray]:
-        self.budget -= 1
-        reach = transitive_closure(locked)
-        live = sorted((x, y) for x, y in pairs if not reach[y, x])  # others close a cycle
-        if not live:
-            return [locked]
-        with_all = locked.copy()
-        for x, y in live:
-            with_all[x, y] = True
-        reach_all = transitive_closure(with_all)
-        safe = [(x, y) for x, y in live if not reach_all[y, x]]
-        if not safe and self.budget <= 0:  # out of budget: follow one tie-breaking only
-            self.complete = False
-        if safe or not self.complete:
-            chosen = safe or live[:1]
-            after = locked.copy()
+    def _group(
+        self, reach: np.ndarray, pairs: frozenset[tuple[int, int]], depth: int
+    ) -> list[np.ndarray]:
+        cost = max(1, reach.shape[0] ** 3 // LOCK_STEP_SIZE**3)  # a step is O(n^3)
+        while True:  # lock pairs that every order locks; branch where orders differ
+            self.budget -= cost
+            live = sorted((x, y) for x, y in pairs if not reach[y, x])  # others close a cycle
+            if not live:
+                return [reach]
+            # a pair on no cycle of the locked and live pairs is locked in every order
+            graph = reach.copy()
+            xs, ys = np.array(live).T
+            graph[xs, ys] = True
+            reach_all = transitive_closure(graph)
+            chosen = [(x, y) for x, y in live if not reach_all[y, x]]
+            if not chosen and (self.budget <= 0 or depth >= MAX_LOCK_DEPTH):
+                self.complete = False  # out of budget: follow one tie-breaking only
+                self.budget = 0  # and stop searching
+                for x, y in live:
+                    if not reach[y, x]:
+                        reach = _locked_with(reach, x, y)
+                return [reach]
+            if not chosen:
+                break
             for x, y in chosen:
-                after[x, y] = True
-            return self.group(after, frozenset(live) - frozenset(chosen))
+                reach = _locked_with(reach, x, y)
+            pairs = frozenset(live) - frozenset(chosen)
         outcomes: dict[bytes, np.ndarray] = {}
         for x, y in live:
-            after = locked.copy()
-            after[x, y] = True
-            for out in self.group(after, frozenset(live) - {(x, y)}):
+            if self.budget <= 0:  # out of budget: no further branches
+                break
+            after = _locked_with(reach, x, y)
+            for out in self.group(after, frozenset(live) - {(x, y)}, depth + 1):
                 outcomes.setdefault(out.tobytes(), out)
         return list(outcomes.values())
 
@@ -181,7 +211,7 @@ def ranked_pairs_outcomes(D: np.ndarray) -> tuple[list[np.ndarray], bool]:
             for out in search.group(state, group):
                 found.setdefault(out.tobytes(), out)
         states = list(found.values())
-    return [transitive_closure(s) for s in states], search.complete
+    return states, search.complete
 
 
 def ranked_pairs(profile: Profile, max_ties: int = DEFAULT_MAX_TIES) -> Aggregation:

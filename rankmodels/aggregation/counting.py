@@ -116,10 +116,19 @@ def combine_blocks(
 
 # --------------------------------------------------------------------------- partial orders
 def transitive_closure(rel: np.ndarray) -> np.ndarray:
-    """``(n, n)`` boolean transitive closure of the relation ``rel`` (Warshall)."""
-    closure = np.asarray(rel, dtype=bool).copy()
-    for k in range(closure.shape[0]):
-        closure |= closure[:, k : k + 1] & closure[k : k + 1, :]
+    """``(n, n)`` boolean transitive closure of the relation ``rel`` (Warshall, O(n^3))."""
+    return _warshall(np.array(rel, dtype=np.bool_))
+
+
+@numba.njit(cache=True)
+def _warshall(closure: np.ndarray) -> np.ndarray:  # pragma: no cover - numba
+    n = closure.shape[0]
+    for k in range(n):
+        for i in range(n):
+            if closure[i, k]:
+                for j in range(n):
+                    if closure[k, j]:
+                        closure[i, j] = True
     return closure
 
 
@@ -241,17 +250,19 @@ def _live_edges(adj: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | 
     matching, a component label per candidate and the position each candidate takes in one
     perfect matching (in the same component); ``None`` when there is no perfect matching."""
     n = adj.shape[0]
-    match = maximum_bipartite_matching(csr_matrix(adj), perm_type="column")
+    graph = csr_matrix(adj)
+    match = maximum_bipartite_matching(graph, perm_type="column")
     if np.any(match < 0):
         return None
-    matched = np.zeros_like(adj, dtype=bool)
-    matched[np.arange(n), match] = True
+    xs, ks = graph.nonzero()
+    free = match[xs] != ks
     # nodes 0..n-1 candidates, n..2n-1 positions; free edges x -> k, matched edges k -> x
-    graph = np.zeros((2 * n, 2 * n), dtype=bool)
-    graph[:n, n:] = adj & ~matched
-    graph[n:, :n] = matched.T
-    _, scc = connected_components(csr_matrix(graph), directed=True, connection="strong")
-    live = matched | (adj & (scc[:n, None] == scc[None, n:]))
+    src = np.concatenate([xs[free], n + match])
+    dst = np.concatenate([n + ks[free], np.arange(n)])
+    arcs = csr_matrix((np.ones(src.size, dtype=bool), (src, dst)), shape=(2 * n, 2 * n))
+    _, scc = connected_components(arcs, directed=True, connection="strong")
+    live = np.zeros_like(adj, dtype=bool)
+    live[xs, ks] = ~free | (scc[xs] == scc[n + ks])
     return live, scc[:n], match
 
 
@@ -331,25 +342,36 @@ def _relabelled(orders: Iterable[np.ndarray], labels: np.ndarray) -> Iterator[np
 def _matchings(adj: np.ndarray) -> Iterator[np.ndarray]:
     """All perfect matchings of ``adj`` (rows matched to columns 0, 1, ... in turn), lazily.
 
-    Before each choice the edges in no perfect matching of what is left are dropped, so
-    every branch ends in a matching (no dead ends)."""
+    Every node of the search holds the edges of what is left that lie in some perfect
+    matching, so every branch ends in a matching (no dead ends). They are recomputed only
+    after a real choice: when a column has a single such edge, dropping it and its row
+    leaves exactly the remaining such edges."""
     n = adj.shape[0]
+    found = _live_edges(adj)
+    if found is None:
+        return
+    if n == 0:
+        yield np.empty(0, dtype=np.int64)
+        return
     prefix: list[int] = []
-
-    def options() -> list[int]:
-        rows = np.setdiff1d(np.arange(n), prefix)
-        found = _live_edges(adj[np.ix_(rows, np.arange(len(prefix), n))])
-        return [] if found is None else rows[found[0][:, 0]].tolist()
-
-    stack = [options()]  # stack[d]: candidates still to try at position d
+    # stack[d]: (rows left, their live edges to columns d.., local rows still to try, forced)
+    first = np.flatnonzero(found[0][:, 0]).tolist()
+    stack = [(np.arange(n), found[0], first, len(first) == 1)]
     while stack:
-        if len(prefix) == len(stack):  # undo the choice made at this position
+        rows, live, options, forced = stack[-1]
+        if len(prefix) == len(stack):  # undo the choice made at this column
             prefix.pop()
-        if not stack[-1]:
+        if not options:
             stack.pop()
             continue
-        prefix.append(stack[-1].pop(0))
+        i = options.pop(0)
+        prefix.append(int(rows[i]))
         if len(prefix) == n:
             yield np.array(prefix, dtype=np.int64)
-        else:
-            stack.append(options())
+            continue
+        rest_rows = np.delete(rows, i)
+        rest = np.delete(live[:, 1:], i, axis=0)
+        if not forced:
+            rest = _live_edges(rest)[0]  # a real choice: some edges die with it
+        nxt = np.flatnonzero(rest[:, 0]).tolist()
+        stack.append((rest_rows, rest, nxt, len(nxt) == 1))

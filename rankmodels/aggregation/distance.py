@@ -337,41 +337,36 @@ def mode(profile: Profile, max_ties: int = DEFAULT_MAX_TIES) -> Aggregation:
     for prefix in c:
         for d in range(len(prefix)):
             children[prefix[:d]].add(prefix[d])
-    best: dict[tuple[int, ...], float] = {}
-    count: dict[tuple[int, ...], int] = {}
-
-    def solve(node: tuple[int, ...]) -> float:
-        kids = children.get(node)
+    best: dict[tuple[int, ...], float] = {}  # best completion probability below a node
+    count: dict[tuple[int, ...], int] = {}  # how many completions reach it
+    for node in sorted(set(children) | set(c), key=len, reverse=True):  # children first
         value = c.get(node, 0.0)
+        kids = children.get(node)
         if not kids:
             best[node], count[node] = value, math.factorial(n - len(node))
-            return value
-        child_values = {x: solve((*node, x)) for x in kids}
-        top = max(child_values.values())
+            continue
+        top = max(best[(*node, x)] for x in kids)
         best[node] = value + top
         count[node] = sum(
-            count[(*node, x)] for x, v in child_values.items() if v >= top - OBJECTIVE_TOL
+            count[(*node, x)] for x in kids if best[(*node, x)] >= top - OBJECTIVE_TOL
         )
-        return best[node]
-
-    p_mode = solve(())
+    p_mode = best[()]
     ties: list[np.ndarray] = []
-
-    def walk(node: tuple[int, ...]) -> None:
-        if len(ties) >= max_ties:
-            return
+    stack: list[tuple[int, ...]] = [()]  # depth first, lowest candidate first
+    while stack and len(ties) < max_ties:
+        node = stack.pop()
         kids = children.get(node)
         if not kids:
             rest = sorted(set(range(n)) - set(node))
             for tail in itertools.islice(itertools.permutations(rest), max_ties - len(ties)):
                 ties.append(np.array((*node, *tail), dtype=np.int64))
-            return
+            continue
         top = max(best[(*node, x)] for x in kids)
-        for x in sorted(kids):
-            if best[(*node, x)] >= top - OBJECTIVE_TOL:
-                walk((*node, x))
-
-    walk(())
+        stack.extend(
+            (*node, x)
+            for x in sorted(kids, reverse=True)
+            if best[(*node, x)] >= top - OBJECTIVE_TOL
+        )
     return Aggregation(
         rule="mode",
         ranking=ties[0],

@@ -132,6 +132,7 @@ def parse_votes_csv(
     names: dict[str, int] = {c: i for i, c in enumerate(candidates or [])}
     ballots: list[list[list[int]]] = []
     counts: list[float] = []
+    seen: dict[str, int] = {}  # ranking text -> its ballot: a repeated text is parsed once
     total = 0.0
     for row in reader:
         line = reader.line_num
@@ -144,7 +145,13 @@ def parse_votes_csv(
                 path=path,
                 field=field,
             )
-        groups = _parse_csv_ranking(row[col_ranking], path, field)
+        count = 1.0 if col_count is None else _parse_count(row[col_count], path, field)
+        total = _add_count(total, count, path, field)
+        text = row[col_ranking]
+        if text in seen:
+            counts[seen[text]] += count
+            continue
+        groups = _parse_csv_ranking(text, path, field)
         ballot = []
         for group in groups:
             ids = []
@@ -155,9 +162,9 @@ def parse_votes_csv(
                     names[name] = len(names)
                 ids.append(names[name])
             ballot.append(ids)
+        seen[text] = len(ballots)
         ballots.append(ballot)
-        counts.append(1.0 if col_count is None else _parse_count(row[col_count], path, field))
-        total = _add_count(total, counts[-1], path, field)
+        counts.append(count)
     if not ballots:
         raise InputError("no ballots after the header", path=path)
     return Profile.from_weak_orders(ballots, counts, list(names))

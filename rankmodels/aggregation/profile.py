@@ -131,10 +131,9 @@ class Profile:
             names = _names(candidates, len(candidates))
             n = len(names)
         m = len(ballots)
-        orders = np.empty((m, n), dtype=np.int64)
-        levels = np.empty((m, n), dtype=np.int64)
-        for j, ballot in enumerate(ballots):
-            orders[j], levels[j] = _canonical_weak_order(ballot, n)
+        rows = [_canonical_weak_order(ballot, n) for ballot in ballots]
+        orders = np.array([r[0] for r in rows], dtype=np.int64).reshape(m, n)
+        levels = np.array([r[1] for r in rows], dtype=np.int64).reshape(m, n)
         w = np.ones(m) if weights is None else np.asarray(weights, dtype=float)
         return cls._merged(names, orders, levels, w, strict=False)
 
@@ -278,26 +277,27 @@ def _names(candidates: Sequence[str] | None, n: int) -> tuple[str, ...]:
     return names
 
 
-def _canonical_weak_order(ballot: Sequence[Sequence[int]], n: int) -> tuple[np.ndarray, np.ndarray]:
+def _canonical_weak_order(ballot: Sequence[Sequence[int]], n: int) -> tuple[list[int], list[int]]:
     """Order and levels of one ballot; missing candidates become the last group."""
     order: list[int] = []
     level: list[int] = []
-    seen = np.zeros(n, dtype=bool)
+    seen: set[int] = set()
     lev = 0
     for group in ballot:
-        members = sorted(int(x) for x in group)
-        if not members:
+        if not group:
             continue
+        members = [int(group[0])] if len(group) == 1 else sorted(map(int, group))
         for x in members:
             if not 0 <= x < n:
                 raise ValueError(f"candidate index {x} outside 0..{n - 1}")
-            if seen[x]:
+            if x in seen:
                 raise ValueError(f"candidate {x} appears twice in one ballot")
-            seen[x] = True
-        order.extend(members)
-        level.extend([lev] * len(members))
+            seen.add(x)
+        order += members
+        level += [lev] * len(members)
         lev += 1
-    rest = np.flatnonzero(~seen).tolist()
-    order.extend(rest)
-    level.extend([lev] * len(rest))
-    return np.array(order, dtype=np.int64), np.array(level, dtype=np.int64)
+    if len(seen) < n:
+        rest = [x for x in range(n) if x not in seen]
+        order += rest
+        level += [lev] * len(rest)
+    return order, level
