@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -21,6 +21,7 @@ from rankmodels.ltr.letor import LetorData, LetorOrderWarning, read_letor
 from rankmodels.ltr.losses import LOSSES, LossSpec
 from rankmodels.ltr.mlp import fit_mlp_ranker
 from rankmodels.ltr.model_io import MODEL_KINDS, AnyRanker, ranker_to_dict, read_ranker
+from rankmodels.ltr.rerank import L2_GRID, fit_reranker
 from rankmodels.ltr.splits import holdout_split, kfold_indices
 from rankmodels.ltr.surrogate_search import SurrogateSearch, best_surrogate, mixture_options
 from rankmodels.ltr.train import (
@@ -151,8 +152,16 @@ def _training_options(f: F) -> F:
             type=click.Choice(MODEL_KINDS),
             default="linear",
             show_default=True,
-            help="linear (L-BFGS), mlp (one tanh hidden layer of 32, Adam) or boost "
-            "(listwise gradient boosting of regression trees).",
+            help="linear (L-BFGS), mlp (one tanh hidden layer of 32, Adam), boost "
+            "(listwise gradient boosting of regression trees) or rerank (the --base model's "
+            "scores re-ranked by cosine-similarity kernels, dissertation eq. 2.20).",
+        ),
+        click.option(
+            "--base",
+            type=click.Choice(MODEL_KINDS[:-1]),
+            default="linear",
+            show_default=True,
+            help="The base ranker of --model rerank, trained with the same loss first.",
         ),
         click.option(
             "--surrogate-search",
@@ -187,6 +196,7 @@ class _Recipe:
     stages, schedule and, with ``search_evals``, the best-surrogate search."""
 
     kind: str
+    base: str
     loss: str
     opts: dict[str, object]
     stages: list[dict[str, object]] | None
@@ -200,7 +210,17 @@ class _Recipe:
     @property
     def steps(self) -> int:
         """Progress steps of one :meth:`fit`."""
-        return (len(self.stages) if self.stages else 1) * (self.search_evals or 1) * self.max_iter
+        per_fit = (len(self.stages) if self.stages else 1) * self.max_iter
+        if self.kind == "rerank":
+            per_fit += len(L2_GRID) * self.max_iter
+        return per_fit * (self.search_evals or 1)
+
+    def _hold_out(self, train: LetorData, what: str) -> tuple[LetorData, LetorData]:
+        """``(S_1, S_2)``: 20 % of the training queries held out (seeded) for ``what``."""
+        fit_idx, valid_idx = holdout_split(train.lengths.shape[0], 0.2, self.seed)
+        if valid_idx.size == 0:
+            raise BadInput(f"{what}: too few training queries to hold 20 % out for validation")
+        return train.subset(fit_idx), train.subset(valid_idx)
 
     def fit(
         self, train: LetorData, valid: LetorData | None, progress: Callable[[int], None]
@@ -209,10 +229,7 @@ class _Recipe:
         if self.search_evals is None:
             return self._fit(train, valid, {}, progress), None
         if valid is None:
-            fit_idx, valid_idx = holdout_split(train.lengths.shape[0], 0.2, self.seed)
-            if valid_idx.size == 0:
-                raise BadInput("--surrogate-search: too few training queries to hold 20 % out")
-            train, valid = train.subset(fit_idx), train.subset(valid_idx)
+            train, valid = self._hold_out(train, "--surrogate-search")
         return best_surrogate(
             lambda weights: self._fit(train, valid, weights, progress),
             lambda ranker: ranker.ndcg(valid, self.cutoff),
@@ -226,9 +243,25 @@ class _Recipe:
         weights: dict[str, float],
         progress: Callable[[int], None],
     ) -> AnyRanker:
-        """One model; mlp and boost stop early on ``valid`` (20 % of ``train`` if None)."""
+        """One model; mlp and boost stop early on ``valid`` (20 % of ``train`` if None);
+        rerank fits its base, then its kernel weights, choosing l2 on ``valid`` (20 % of
+        ``train`` held out for both if None)."""
         opts = {**self.opts, **weights}
+        if self.kind == "rerank":
+            if valid is None:
+                train, valid = self._hold_out(train, "--model rerank")
+            base = replace(self, kind=self.base)._fit(train, valid, weights, progress)
         try:
+            if self.kind == "rerank":
+                return fit_reranker(
+                    train,
+                    base,
+                    self.loss,
+                    valid,
+                    options=opts,
+                    max_iter=self.max_iter,
+                    progress=progress,
+                )
             if self.kind == "linear":
                 return fit_linear_ranker(
                     train,
@@ -322,6 +355,7 @@ def ltr_train(
     options: tuple[str, ...],
     anneal: str | None,
     kind: str,
+    base: str,
     search_evals: int | None,
     l2: float,
     max_iter: int,
@@ -364,7 +398,7 @@ def ltr_train(
             raise BadInput(f"{valid} has more features than {data} ({n_features})")
     check_learnable(train, data)
     ridge = ridge_ranker(train)
-    recipe = _Recipe(kind, loss, opts, stages, l2, max_iter, seed, search_evals, cutoff, data)
+    recipe = _Recipe(kind, base, loss, opts, stages, l2, max_iter, seed, search_evals, cutoff, data)
     with progressbar(recipe.steps, f"training {loss} {kind}", quiet) as bar:
         model, search = recipe.fit(train, valid_data, bar.update)
     report = {
@@ -516,6 +550,7 @@ def ltr_crossval(
     options: tuple[str, ...],
     anneal: str | None,
     kind: str,
+    base: str,
     search_evals: int | None,
     l2: float,
     max_iter: int,
@@ -537,7 +572,7 @@ def ltr_crossval(
     if folds > n_queries:
         raise BadInput(f"--folds {folds} is more than the {n_queries} queries of {data}")
     values, alphas = [], []
-    recipe = _Recipe(kind, loss, opts, stages, l2, max_iter, seed, search_evals, cutoff, data)
+    recipe = _Recipe(kind, base, loss, opts, stages, l2, max_iter, seed, search_evals, cutoff, data)
     with progressbar(folds * recipe.steps, f"crossval {loss} {kind}", quiet) as bar:
         for train_idx, test_idx in kfold_indices(n_queries, folds, seed):
             train, test = letor.subset(train_idx), letor.subset(test_idx)

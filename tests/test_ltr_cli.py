@@ -256,6 +256,25 @@ def test_evaluate_feature_counts(tmp_path, rng):
             '{"weights": [1, 2, 3], "feature_mean": [0, 0, 0], "feature_scale": [1, 0, 1]}',
             "feature_scale: must be positive",
         ),
+        ('{"model": "rerank", "n_features": 3, "kernels": ["rbf"]}', "kernels: must be a list"),
+        (
+            '{"model": "rerank", "n_features": 3, "kernels": ["zscore"], "weights": [1, 2]}',
+            "weights: must be a list of 1 numbers",
+        ),
+        (
+            '{"model": "rerank", "n_features": 3, "kernels": ["zscore"], "weights": [1], "l2": -1}',
+            "l2: must be a finite number >= 0",
+        ),
+        (
+            '{"model": "rerank", "n_features": 3, "kernels": ["zscore"], "weights": [1], '
+            '"base": {"model": "rerank"}}',
+            "base: must be a linear, mlp or boost model",
+        ),
+        (
+            '{"model": "rerank", "n_features": 3, "kernels": ["zscore"], "weights": [1], '
+            '"base": {"model": "linear", "weights": [1, 2, 3]}}',
+            "base.feature_mean: missing",
+        ),
     ],
 )
 def test_evaluate_bad_model(tmp_path, rng, content, message):
@@ -275,7 +294,7 @@ def test_progress_bar_on_a_terminal_only(tmp_path, rng, monkeypatch):
     assert "training" not in _run("train", path, "--max-iter", "3", "-q").stderr
 
 
-@pytest.mark.parametrize("kind", ["linear", "mlp", "boost"])
+@pytest.mark.parametrize("kind", ["linear", "mlp", "boost", "rerank"])
 def test_every_model_trains_evaluates_and_predicts(tmp_path, kind):
     """train -o, then evaluate and predict read the model back: predict's scores are the
     library ranker's, evaluate's NDCG@10 is theirs (recomputed here), and the test NDCG

@@ -8,7 +8,10 @@ of ``weights``):
 * ``mlp``: ``hidden`` (layer widths), ``params`` (flat, :class:`~rankmodels.ltr.models.MLP`
   layout), ``feature_mean``, ``feature_scale``;
 * ``boost``: ``trees``, each ``{"feature", "threshold", "left", "right", "value"}`` node lists
-  (:class:`~rankmodels.ltr.trees.Tree`).
+  (:class:`~rankmodels.ltr.trees.Tree`);
+* ``rerank``: ``base`` (a linear, mlp or boost model object as above), ``kernels`` (names of
+  :data:`~rankmodels.ltr.rerank.KERNELS`), ``weights`` (one per kernel) and ``l2``
+  (:class:`~rankmodels.ltr.rerank.RerankedRanker`).
 
 :func:`ranker_from_dict` checks every field and raises
 :class:`~rankmodels.errors.InputError` naming the file and the field.
@@ -25,18 +28,28 @@ import numpy as np
 from rankmodels.errors import InputError
 from rankmodels.ltr.boost import BoostedRanker
 from rankmodels.ltr.models import MLP, LinearRanker, Ranker
+from rankmodels.ltr.rerank import KERNELS, RerankedRanker
 from rankmodels.ltr.trees import Tree
 
 __all__ = ["MODEL_KINDS", "n_features_of", "ranker_from_dict", "ranker_to_dict", "read_ranker"]
 
-MODEL_KINDS = ("linear", "mlp", "boost")
+MODEL_KINDS = ("linear", "mlp", "boost", "rerank")
 
-AnyRanker = Ranker | BoostedRanker
+AnyRanker = Ranker | BoostedRanker | RerankedRanker
 Path = str | os.PathLike[str] | None
 
 
 def ranker_to_dict(ranker: AnyRanker, n_features: int) -> dict[str, Any]:
     """The JSON-able fields of ``ranker`` (module docstring)."""
+    if isinstance(ranker, RerankedRanker):
+        return {
+            "model": "rerank",
+            "n_features": n_features,
+            "kernels": list(ranker.kernels),
+            "weights": ranker.weights.tolist(),
+            "l2": ranker.l2,
+            "base": ranker_to_dict(ranker.base, n_features),
+        }
     if isinstance(ranker, BoostedRanker):
         trees = [
             {
@@ -124,6 +137,24 @@ def _tree(node: object, path: Path, where: str, n_features: int) -> Tree:
     return Tree(feature, threshold, left, right, value)
 
 
+def _reranker(spec: dict, path: Path, n_features: int) -> RerankedRanker:
+    kernels = spec.get("kernels")
+    if not (isinstance(kernels, list) and kernels and all(k in KERNELS for k in kernels)):
+        raise InputError(f"must be a list of {', '.join(KERNELS)}", path=path, field="kernels")
+    weights = _array(spec, "weights", path, len(kernels))
+    l2 = spec.get("l2", 0.0)
+    if isinstance(l2, bool) or not isinstance(l2, int | float) or not 0 <= l2 < np.inf:
+        raise InputError("must be a finite number >= 0", path=path, field="l2")
+    base = spec.get("base")
+    if not isinstance(base, dict) or base.get("model") == "rerank":
+        raise InputError("must be a linear, mlp or boost model object", path=path, field="base")
+    try:
+        inner = ranker_from_dict({"n_features": n_features, **base}, path)
+    except InputError as err:
+        raise InputError(err.message, path=path, field=f"base.{err.field}") from None
+    return RerankedRanker(inner, weights, tuple(kernels), float(l2))
+
+
 def ranker_from_dict(spec: object, path: Path = None) -> AnyRanker:
     """The ranker of a model file's JSON object (module docstring)."""
     if not isinstance(spec, dict):
@@ -132,6 +163,8 @@ def ranker_from_dict(spec: object, path: Path = None) -> AnyRanker:
     if kind not in MODEL_KINDS:
         raise InputError(f"must be one of {', '.join(MODEL_KINDS)}", path=path, field="model")
     n = n_features_of(spec, path)
+    if kind == "rerank":
+        return _reranker(spec, path, n)
     if kind == "boost":
         trees = spec.get("trees")
         if not isinstance(trees, list):
