@@ -22,6 +22,10 @@ CASES = [
     ("pirank", {"tau": 0.6, "straight_through": False}),
     ("pirank", {"tau": 0.6, "k": 2, "straight_through": False}),
     ("pirank", {"tau": 0.6, "k": 2, "block_size": 3, "straight_through": False}),
+    (
+        "pirank",
+        {"tau": 0.9, "k": 2, "block_size": 3, "level_ratio": 0.5, "straight_through": False},
+    ),
     ("ranknet", {}),
     ("lambdarank", {}),
     ("lambdarank", {"k": 3, "discount": "sinkprop"}),

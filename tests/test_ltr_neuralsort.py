@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from rankmodels.ltr import metrics
-from rankmodels.ltr.neuralsort import neuralsort, pirank_loss, relaxed_topk
+from rankmodels.ltr.neuralsort import neuralsort, pirank_loss, relaxed_levels, relaxed_topk
 
 
 def _operator_as_printed(s, tau):
@@ -80,3 +80,37 @@ def test_invalid_tau_and_block_size():
     for k in (None, 5):
         with pytest.raises(ValueError, match="block_size needs a cut-off k"):
             pirank_loss(np.zeros(8), np.ones(8), k=k, block_size=5)
+
+
+def _hard_topk(s, k):
+    """The first k rows of the permutation matrix sorting s decreasingly."""
+    return np.eye(len(s))[np.argsort(-s)[:k]]
+
+
+@pytest.mark.parametrize("ratio", [1.0, 0.3])
+def test_two_levels_by_definition_with_per_level_temperatures(rng, ratio):
+    """P = Q [blockdiag(P_1, P_2)], P_c = NeuralSort(block c, tau_1 = ratio tau),
+    Q = NeuralSort(concatenated relaxed tops, tau_2 = tau) (appendix B, eq. 19)."""
+    s, tau, k = rng.normal(size=10), 0.7, 3
+    P1, P2 = neuralsort(s[:6], ratio * tau, k), neuralsort(s[6:], ratio * tau, k)
+    Q = neuralsort(np.concatenate([P1 @ s[:6], P2 @ s[6:]]), tau, k)
+    expected = np.hstack([Q[:, :3] @ P1, Q[:, 3:] @ P2])
+    P, _ = relaxed_topk(s, tau, k, block_size=6, level_ratio=ratio)
+    np.testing.assert_allclose(P, expected, rtol=1e-12, atol=1e-15)
+
+
+def test_levels_and_the_eq19_limit_lowest_level_first(rng):
+    assert relaxed_levels(6, 3, 6) == 1 and relaxed_levels(10, 3, 6) == 2
+    assert relaxed_levels(40, 3, 7) == 4  # 40 -> 18 -> 9 -> 5 -> one sort
+    assert relaxed_levels(40, 3, None) == 1
+    # tau_1 -> 0 with tau_2 = tau fixed: the blocks are sorted exactly, the top is relaxed
+    s, tau, k = rng.normal(size=10), 0.7, 3
+    P1, P2 = _hard_topk(s[:6], k), _hard_topk(s[6:], k)
+    Q = neuralsort(np.concatenate([P1 @ s[:6], P2 @ s[6:]]), tau, k)
+    P, _ = relaxed_topk(s, tau, k, block_size=6, level_ratio=1e-7)
+    np.testing.assert_allclose(P, np.hstack([Q[:, :3] @ P1, Q[:, 3:] @ P2]), atol=1e-9)
+    one_tau, _ = relaxed_topk(s, tau, k, block_size=6)
+    assert np.abs(one_tau - P).max() > 1e-3  # the per-level temperatures matter
+    for bad in (0.0, 1.5, np.nan):
+        with pytest.raises(ValueError, match="level_ratio must be in"):
+            pirank_loss(s, np.ones(10), k=3, block_size=6, level_ratio=bad)

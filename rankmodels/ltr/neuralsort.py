@@ -18,8 +18,12 @@ the loss is ``1 - DCG_hat@k / IDCG@k``.
 ``block_size``, relax-sort each block and keep its top ``min(k, block)`` rows, concatenate
 the relaxed top values ``y = P_c s_c`` and relax-sort them again (recursively), so that
 ``P_hat = Q [blockdiag(P_c)]`` costs ``O(k n + block * n)`` instead of ``O(n^2)``
-(PiRank section 3.2, appendix B, eqs. 19-23). Gradients are exact (hand-written reverse
-mode) for both.
+(PiRank section 3.2, appendix B, eqs. 19-23). The sorts at height ``j = 1 .. d`` (``1``:
+the blocks of the scores, ``d``: the last sort) have temperatures increasing with height,
+``tau_1 <= ... <= tau_d = tau`` (appendix B, eq. 19; its limit ``tau -> 0`` lowers
+``tau_1`` first, then ``tau_2``, ...): here ``tau_j = tau * level_ratio^(d - j)`` with
+``0 < level_ratio <= 1`` (1: one temperature at every level). Gradients are exact
+(hand-written reverse mode) for both.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ from scipy.special import softmax
 from rankmodels.ltr.batching import LossResult, hard_orders, ragged_batch
 from rankmodels.ltr.metrics import ndcg_weights
 
-__all__ = ["neuralsort", "pirank_loss", "relaxed_topk"]
+__all__ = ["neuralsort", "pirank_loss", "relaxed_levels", "relaxed_topk"]
 
 Backward = Callable[[np.ndarray], np.ndarray]
 
@@ -65,41 +69,67 @@ def _neuralsort_vjp(s: np.ndarray, tau: float, P: np.ndarray, gP: np.ndarray) ->
     return (coef @ gZ - (cz * sg.sum(axis=1) + sg @ cz)) / tau
 
 
+def relaxed_levels(n: int, k: int, block_size: int | None) -> int:
+    """The height ``d`` of the multi-level relaxation of ``n`` items (1: one NeuralSort)."""
+    if block_size is None or n <= block_size:
+        return 1
+    sizes = [min(block_size, n - i) for i in range(0, n, block_size)]
+    return 1 + relaxed_levels(sum(min(k, m) for m in sizes), k, block_size)
+
+
 def relaxed_topk(
-    s: np.ndarray, tau: float, k: int, block_size: int | None = None
+    s: np.ndarray,
+    tau: float,
+    k: int,
+    block_size: int | None = None,
+    level_ratio: float = 1.0,
 ) -> tuple[np.ndarray, Backward]:
     """Relaxed top-``k`` rows ``(min(k, n), n)`` of the sorting matrix and its VJP.
 
     With ``block_size`` the multi-level construction of the module docstring is used
-    (``block_size`` must exceed ``k`` so that every level shrinks the list).
+    (``block_size`` must exceed ``k`` so that every level shrinks the list), the sort at
+    height ``j`` of ``d`` with temperature ``tau * level_ratio^(d - j)``.
     """
     _check_tau(tau)
+    if not 0 < level_ratio <= 1:
+        raise ValueError(f"level_ratio must be in (0, 1], got {level_ratio}")
     s = np.asarray(s, dtype=float)
-    n = s.shape[0]
     if block_size is not None and block_size <= k:
         raise ValueError(f"block_size must exceed k={k}, got {block_size}")
+    d = relaxed_levels(s.shape[0], k, block_size)
+    taus = [tau * level_ratio ** (d - j) for j in range(1, d + 1)]
+    if not all(t > 0 for t in taus):
+        raise ValueError(f"level_ratio {level_ratio} makes the lowest temperature 0")
+    return _relaxed_topk(s, taus, k, block_size)
+
+
+def _relaxed_topk(
+    s: np.ndarray, taus: list[float], k: int, block_size: int | None
+) -> tuple[np.ndarray, Backward]:
+    """:func:`relaxed_topk` with the temperatures ``taus`` of the heights ``1 .. d``."""
+    n = s.shape[0]
     if block_size is None or n <= block_size:
-        P = neuralsort(s, tau, k)
-        return P, lambda gP: _neuralsort_vjp(s, tau, P, gP)
+        P = neuralsort(s, taus[0], k)
+        return P, lambda gP: _neuralsort_vjp(s, taus[0], P, gP)
     # blocks of exactly block_size (> k) items, the last one shorter: each level shrinks
     chunks = [np.arange(i, min(i + block_size, n)) for i in range(0, n, block_size)]
-    children = [relaxed_topk(s[idx], tau, k, block_size) for idx in chunks]
-    tops = [Pc @ s[idx] for (Pc, _), idx in zip(children, chunks, strict=True)]
+    children = [neuralsort(s[idx], taus[0], k) for idx in chunks]
+    tops = [Pc @ s[idx] for Pc, idx in zip(children, chunks, strict=True)]
     cols = np.split(np.arange(sum(len(t) for t in tops)), np.cumsum([len(t) for t in tops])[:-1])
-    Q, back_q = relaxed_topk(np.concatenate(tops), tau, k, block_size)
+    Q, back_q = _relaxed_topk(np.concatenate(tops), taus[1:], k, block_size)
     P = np.zeros((Q.shape[0], n))
-    for (Pc, _), idx, col in zip(children, chunks, cols, strict=True):
+    for Pc, idx, col in zip(children, chunks, cols, strict=True):
         P[:, idx] = Q[:, col] @ Pc
 
     def backward(gP: np.ndarray) -> np.ndarray:
         gQ = np.zeros_like(Q)
-        for (Pc, _), idx, col in zip(children, chunks, cols, strict=True):
+        for Pc, idx, col in zip(children, chunks, cols, strict=True):
             gQ[:, col] = gP[:, idx] @ Pc.T
         gy = back_q(gQ)
         gs = np.zeros(n)
-        for (Pc, back_c), idx, col in zip(children, chunks, cols, strict=True):
+        for Pc, idx, col in zip(children, chunks, cols, strict=True):
             gPc = Q[:, col].T @ gP[:, idx] + np.outer(gy[col], s[idx])
-            gs[idx] = back_c(gPc) + Pc.T @ gy[col]
+            gs[idx] = _neuralsort_vjp(s[idx], taus[0], Pc, gPc) + Pc.T @ gy[col]
         return gs
 
     return P, backward
@@ -113,6 +143,7 @@ def pirank_loss(
     tau: float = 1.0,
     k: int | None = None,
     block_size: int | None = None,
+    level_ratio: float = 1.0,
     straight_through: bool = True,
     gain: str = "exp2m1",
     discount: str | np.ndarray = "log2",
@@ -128,10 +159,16 @@ def pirank_loss(
     block_size:
         Enables the multi-level relaxation for lists longer than ``block_size``; needs a
         cut-off ``k < block_size`` (each block keeps its top ``k``).
+    level_ratio:
+        Per-level temperatures of the multi-level relaxation, ``tau_j = tau *
+        level_ratio^(d - j)`` at height ``j`` of ``d`` (PiRank appendix B, eq. 19:
+        ``tau_1 <= ... <= tau_d = tau``); in ``(0, 1]``, 1 = one temperature everywhere.
     straight_through:
         Report the hard loss ``1 - NDCG@k`` as the value, keep the relaxed gradient.
     """
     _check_tau(tau)
+    if not 0 < level_ratio <= 1:
+        raise ValueError(f"level_ratio must be in (0, 1], got {level_ratio}")
     if block_size is not None and (k is None or block_size <= k):
         raise ValueError(
             f"block_size needs a cut-off k below it, got k={k}, block_size={block_size}"
@@ -147,7 +184,7 @@ def pirank_loss(
         if not defined[b] or m == 0:
             continue
         kk = m if k is None else min(k, m)
-        P, backward = relaxed_topk(batch.scores[b, :m], tau, kk, block_size)
+        P, backward = relaxed_topk(batch.scores[b, :m], tau, kk, block_size, level_ratio)
         ub, db = u[b, :m], d[:kk]
         if straight_through:
             value[b] = 1.0 - ub[orders[b, :kk]] @ db
