@@ -114,6 +114,11 @@ def _text(report: dict[str, Any]) -> str:
         f"majority pairs reversed: {n_viol}"
         + (f" (largest margin {honoured['strong_condorcet_epsilon']:.4g})" if n_viol else "")
     )
+    if not honoured["over_all_optimal_rankings"]:
+        lines.append(
+            f"(judged on the {len(report['ties'])} listed optimal rankings only: "
+            "raise --max-ties to judge them all)"
+        )
     if "rule" in ax:
         rule = ax["rule"]
         lines.append(

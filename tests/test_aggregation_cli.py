@@ -130,6 +130,25 @@ def test_lower_bounds_say_at_least(tmp_path, monkeypatch):
     assert "not unique: at least 5 optimal rankings (too many to count exactly" in text
 
 
+def test_axioms_over_a_capped_listing_say_so(tmp_path):
+    votes = tmp_path / "v.csv"  # footrule keeps no order relation: judged on the listing
+    votes.write_text("ranking\nA>B>C>D\nD>C>B>A\n")
+    report = json.loads(
+        run("--rule", "footrule", "--max-ties", "2", "--format", "json", str(votes)).stdout
+    )
+    assert report["n_optimal"] > 2
+    assert report["axioms"]["honoured"]["over_all_optimal_rankings"] is False
+    assert (
+        "judged on the 2 listed optimal rankings only"
+        in run("--rule", "footrule", "--max-ties", "2", str(votes)).stdout
+    )
+    # Borda knows which pairs its score ties leave open: judged on all rankings
+    borda = json.loads(
+        run("--rule", "borda", "--max-ties", "2", "--format", "json", str(votes)).stdout
+    )
+    assert borda["n_optimal"] == 24 and borda["axioms"]["honoured"]["over_all_optimal_rankings"]
+
+
 def test_top_k_lists_each_prefix_once(tmp_path):
     votes = tmp_path / "v.csv"
     votes.write_text("ranking\nA>B>C\nA>C>B\n")  # A first; B and C tie below

@@ -98,8 +98,17 @@ def test_optimal_set_and_count_equal_enumeration(name, n, rng):
         assert {tuple(t) for t in result.ties} == expected
         assert result.n_optimal == len(expected) == result.n_optimal_at_least
         assert result.exact
+        # the pairs every optimal ranking orders the same way
+        perms = np.array(sorted(expected))
+        ranks = np.argsort(perms, axis=1)
+        settled = np.all(ranks[:, :, None] < ranks[:, None, :], axis=0)
+        assert np.array_equal(result.always_above()[0], settled)
         # the count does not depend on how many rankings are listed
         capped = aggregate(ballots.profile(), name, max_ties=2, **options)
+        above, complete = capped.always_above()
+        assert complete == (capped.settled is not None or len(expected) <= 2)
+        if complete:
+            assert np.array_equal(above, settled)
         assert capped.n_optimal == len(expected)
         assert len(capped.ties) == min(2, len(expected))
         assert {tuple(t) for t in capped.ties} <= expected
@@ -119,3 +128,8 @@ def test_n_optimal_semantics(name, rng):
         if result.n_optimal is not None:
             assert len(result.ties) == min(7, result.n_optimal)
         assert result.unique == (result.n_optimal == 1)
+        if result.n_optimal == len(result.ties):
+            assert result.winners() == sorted({int(t[0]) for t in result.ties})
+        else:  # winners from a capped listing would be a guess
+            with pytest.raises(ValueError, match="optimal rankings are listed"):
+                result.winners()

@@ -152,7 +152,9 @@ def profile_axiom_report(
     * ``pareto_pairs``: ``[x, y]`` with every ballot ranking ``x`` above ``y``;
     * ``pairwise``: per unordered pair ``{"x", "y", "p": P_{x<y}, "margin": |P_{x<y} - 1/2|}``;
     * ``honoured``: for ``pareto``, ``condorcet``, ``majority`` -- ``True``/``False`` over
-      *all* optimal rankings of ``result``, ``None`` when the premise is absent;
+      *all* optimal rankings of ``result``, ``None`` when the premise is absent
+      (``over_all_optimal_rankings`` is False when they could be judged only on the
+      rankings listed up to ``max_ties``, see :meth:`Aggregation.always_above`);
       ``strong_condorcet_violations``: pairs with ``P_{x<y} > 1/2`` that some optimal
       ranking reverses, and ``strong_condorcet_epsilon``: the largest margin among them
       (the output honours epsilon-strong Condorcet on this profile for every larger epsilon);
@@ -164,20 +166,17 @@ def profile_axiom_report(
     names = profile.candidates
     P = profile.pairwise
     n = profile.n
-    ranks = [np.argsort(t) for t in result.ties]  # rank[x] = position of x
+    above, complete = result.always_above()  # x above y in every optimal ranking
     cw = condorcet_winner(P)
     mw = majority_winner(profile)
     pareto = pareto_pairs(profile)
 
     def all_first(x: int | None) -> bool | None:
-        return None if x is None else all(int(t[0]) == x for t in result.ties)
+        return None if x is None else bool(np.all(np.delete(above[x], x)))
 
     lead = excess(P, 0.5)  # lead[x, y] > 0: a strict majority ranks x above y
-    violations = []
-    for x in range(n):
-        for y in range(n):
-            if lead[x, y] > 0 and any(r[x] > r[y] for r in ranks):
-                violations.append((x, y, float(P[x, y] - 0.5)))
+    xs, ys = np.nonzero((lead > 0) & ~above)  # some optimal ranking puts y above x
+    violations = [(x, y, float(P[x, y] - 0.5)) for x, y in zip(xs, ys, strict=True)]
     pairs = [
         {"x": names[x], "y": names[y], "p": float(P[x, y]), "margin": float(abs(P[x, y] - 0.5))}
         for x in range(n)
@@ -190,7 +189,8 @@ def profile_axiom_report(
         "pairwise": pairs,
         "unique": result.unique,
         "honoured": {
-            "pareto": None if not pareto else all(r[x] < r[y] for x, y in pareto for r in ranks),
+            "over_all_optimal_rankings": complete,
+            "pareto": None if not pareto else all(bool(above[x, y]) for x, y in pareto),
             "condorcet": all_first(cw),
             "majority": all_first(mw),
             "strong_condorcet_violations": [

@@ -123,6 +123,7 @@ def schulze(profile: Profile, max_ties: int = DEFAULT_MAX_TIES) -> Aggregation:
         ties=ties,
         count=count_linear_extensions(beats, max_ties),
         scores=scores,
+        settled=beats,
         details={"strengths": p},
     )
 
@@ -234,5 +235,6 @@ def ranked_pairs(profile: Profile, max_ties: int = DEFAULT_MAX_TIES) -> Aggregat
         ties=ties,
         count=Count(count.value, count.exact and complete),
         scores=closures[0].sum(axis=1).astype(float),
+        settled=np.logical_and.reduce(closures) if complete else None,
         details={"tie_breakings_complete": complete, "outcomes": len(closures)},
     )

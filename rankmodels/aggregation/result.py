@@ -45,6 +45,8 @@ class Aggregation:
         ``objective - bound`` bounds how far from optimal they can be).
     bound: certified lower bound on the optimal ``objective`` when a heuristic was used;
         a heuristic whose objective meets it is optimal (``exact`` True).
+    settled: ``(n, n)`` boolean, ``x`` above ``y`` in *every* optimal ranking, for rules that
+        know it without listing them all (score groups, partial orders); else ``None``.
     """
 
     rule: str
@@ -55,6 +57,7 @@ class Aggregation:
     objective: float | None = None
     exact: bool = True
     bound: float | None = None
+    settled: np.ndarray | None = None
     details: dict[str, object] = field(default_factory=dict)
 
     @property
@@ -73,8 +76,36 @@ class Aggregation:
         """True when the optimum is known to be a single ranking (universality holds)."""
         return self.n_optimal == 1
 
+    @property
+    def listed_all(self) -> bool:
+        """True when :attr:`ties` holds every optimal ranking (the count is known and not
+        above ``max_ties``)."""
+        return self.n_optimal == len(self.ties)
+
+    def always_above(self) -> tuple[np.ndarray, bool]:
+        """``(A, complete)``: ``A[x, y]`` is True when ``x`` is above ``y`` in every optimal
+        ranking, ``(n, n)`` boolean; ``complete`` is False when that could only be read off
+        a capped listing (then it holds for the listed rankings, not necessarily all)."""
+        if self.settled is not None:
+            return self.settled, True
+        n = self.ranking.size
+        above = np.ones((n, n), dtype=bool)
+        for order in self.ties:
+            rank = np.argsort(order)
+            above &= rank[:, None] < rank[None, :]
+        return above, self.listed_all
+
     def winners(self) -> list[int]:
-        """Candidates ranked first in some listed optimal ranking."""
+        """Candidates ranked first in some optimal ranking.
+
+        Read off the listed rankings, so it needs all of them: a ``ValueError`` when the
+        listing was capped by ``max_ties`` or the count is unknown."""
+        if not self.listed_all:
+            known = "an unknown number" if self.n_optimal is None else str(self.n_optimal)
+            raise ValueError(
+                f"{self.rule}: {len(self.ties)} of {known} optimal rankings are listed; "
+                "the winners need them all (raise max_ties)"
+            )
         return sorted({int(t[0]) for t in self.ties})
 
 
@@ -119,7 +150,17 @@ def from_scores(
     rule: str, scores: np.ndarray, max_ties: int = DEFAULT_MAX_TIES, **extra: object
 ) -> Aggregation:
     """Aggregation that sorts candidates by decreasing ``scores``, ties reported in full."""
-    orders, count = orders_from_groups(score_groups(scores), max_ties)
+    groups = score_groups(scores)
+    orders, count = orders_from_groups(groups, max_ties)
+    level = np.empty(len(scores), dtype=np.int64)
+    for g, members in enumerate(groups):
+        level[members] = g
     return Aggregation(
-        rule=rule, ranking=orders[0], ties=orders, count=count, scores=scores, **extra
+        rule=rule,
+        ranking=orders[0],
+        ties=orders,
+        count=count,
+        scores=scores,
+        settled=level[:, None] < level[None, :],
+        **extra,
     )
