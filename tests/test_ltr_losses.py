@@ -15,10 +15,14 @@ from rankmodels.ltr.losses import LOSSES, options_table
 CASES = [
     ("sinkprop", {"sigma": 0.8}),
     ("sinkprop", {"sigma": 0.5, "n_iter": 12, "k": 3, "eps": 1e-3, "discount": "log2"}),
+    ("sinkprop", {"sigma": 0.8, "measure": "logit_logistic"}),
+    ("sinkprop", {"sigma": 0.3, "measure": "logit_logistic", "n_iter": 9, "eps": 1e-3, "k": 3}),
     ("softrank", {"sigma": 0.7}),
     ("softrank", {"sigma": 0.4, "k": 3, "gain": "exp2"}),
     ("softrank", {"sigma": 0.7, "method": "normal"}),
     ("softrank", {"sigma": 0.7, "method": "hybrid", "n_exact": 1}),
+    ("softrank", {"sigma": 0.7, "sinkhorn_iter": 6}),
+    ("softrank", {"sigma": 0.5, "k": 3, "method": "normal", "sinkhorn_iter": 2}),
     ("pirank", {"tau": 0.6, "straight_through": False}),
     ("pirank", {"tau": 0.6, "k": 2, "straight_through": False}),
     ("pirank", {"tau": 0.6, "k": 2, "block_size": 3, "straight_through": False}),
@@ -155,6 +159,7 @@ def test_validate_runs_the_losses_own_range_checks():
     for name, options, message in [
         ("sinkprop", {"sigma": -1.0}, "sigma must be positive"),
         ("sinkprop", {"n_iter": -1}, "n_iter"),
+        ("softrank", {"sinkhorn_iter": -1}, "sinkhorn_iter must lie in"),
         ("softrank", {"n_exact": -2}, "n_exact"),
         ("pirank", {"block_size": 3}, "block_size needs a cut-off"),
         ("lambdarank", {"k": 0}, "k must be >= 1"),

@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from scipy.integrate import quad
 
 from rankmodels import dsm
 from rankmodels.ltr import metrics
-from rankmodels.ltr.sinkprop import MAX_ITERATIONS, annealing_schedule, sinkprop_loss
+from rankmodels.ltr.sinkprop import (
+    MAX_ITERATIONS,
+    annealing_schedule,
+    partitioned_measure,
+    sinkprop_loss,
+)
 
 
 def _smoothed_indicator(s, sigma):
@@ -78,3 +84,49 @@ def test_invalid_options():
             sinkprop_loss([0.0, 1.0], [1.0, 0.0], n_iter=n_iter)
     with pytest.raises(ValueError):
         annealing_schedule(1.0, 0.0, 3)
+
+
+def _ll_density(u, mu, sigma):
+    """pi_LL(u | mu, sigma) as printed in section 4.1."""
+    z = (np.log(u / (1 - u)) - mu) / (2 * sigma)
+    return (1 / (4 * sigma)) / np.cosh(z) ** 2 * (1 / u + 1 / (1 - u))
+
+
+def test_partitioned_measure_integrates_the_printed_density(rng):
+    """Eq. 6: A[j, k] = integral of pi_LL(u | mu = -s_j, sigma) over ((k-1)/n, k/n)."""
+    s, sigma = rng.normal(size=(1, 5)) * 2, 0.7
+    log_a, dlog = partitioned_measure(s, np.array([5]), sigma)
+    for j in range(5):
+        for k in range(5):
+            mass = quad(
+                _ll_density, k / 5, (k + 1) / 5, args=(-s[0, j], sigma), epsabs=0, epsrel=1e-11
+            )[0]
+            assert np.exp(log_a[0, j, k]) == pytest.approx(mass, rel=1e-7)
+    np.testing.assert_allclose(np.exp(log_a[0]).sum(axis=1), 1.0)
+    h = 1e-6
+    up = partitioned_measure(s + h, np.array([5]), sigma)[0]
+    down = partitioned_measure(s - h, np.array([5]), sigma)[0]
+    np.testing.assert_allclose(dlog, (up - down) / (2 * h), rtol=1e-6, atol=1e-8)
+    # a higher score moves mass towards u = 0, the top positions
+    assert np.all(np.diff(np.exp(log_a[0, np.argsort(-s[0]), 0])) < 0)
+
+
+def test_partitioned_measure_loss_is_expected_ndcg_of_its_sinkhorn_matrix(rng):
+    s, rel = rng.normal(size=6), rng.integers(0, 3, size=6).astype(float)
+    rel[0] = 2
+    log_a, _ = partitioned_measure(s[None], np.array([6]), 0.6)
+    Pi = dsm.sinkhorn(log_a[0], n_iter=5).p
+    g, d = 2.0**rel - 1.0, metrics.discounts(6, "sinkprop")
+    expected = 1.0 - g @ Pi @ d / (np.sort(g)[::-1] @ d)
+    loss = sinkprop_loss(s, rel, sigma=0.6, measure="logit_logistic")
+    assert loss.value == pytest.approx(expected, rel=1e-12)
+    # extreme scores stay finite (tails taken as 1 - F)
+    far = sinkprop_loss(
+        np.array([300.0, -400.0, 0.0]),
+        np.array([1.0, 0.0, 2.0]),
+        sigma=1e-3,
+        measure="logit_logistic",
+    )
+    assert np.isfinite(far.value) and np.all(np.isfinite(far.grad))
+    with pytest.raises(ValueError, match="measure must be one of"):
+        sinkprop_loss(s, rel, measure="beta")

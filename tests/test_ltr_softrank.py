@@ -124,3 +124,26 @@ def test_invalid_options():
         rank_distribution([0.0, 1.0], 1.0, method="saddle")
     with pytest.raises(ValueError, match="n_exact"):
         rank_distribution([0.0, 1.0], 1.0, method="hybrid", n_exact=-1)
+
+
+def _sinkhorn_by_loops(p, n_iter):
+    """SoftRank section 3.2: divide each column by its sum, then each row by its sum."""
+    p = p.copy()
+    for _ in range(n_iter):
+        p = p / p.sum(axis=0, keepdims=True)
+        p = p / p.sum(axis=1, keepdims=True)
+    return p
+
+
+@pytest.mark.parametrize("n_iter", [1, 4, 1000])
+def test_sinkhorn_post_scaling_of_the_rank_distributions(rng, n_iter):
+    s, rel = rng.normal(size=6), rng.integers(0, 4, size=6).astype(float)
+    scaled = _sinkhorn_by_loops(rank_distribution(s, 0.8), n_iter)
+    g = 2.0**rel - 1.0
+    d = 1.0 / np.log2(2.0 + np.arange(6))
+    expected = 1.0 - g @ scaled @ d / (np.sort(g)[::-1] @ d)
+    res = softndcg_loss(s, rel, sigma=0.8, sinkhorn_iter=n_iter)
+    assert res.value == pytest.approx(expected, rel=1e-12)
+    assert res.value != pytest.approx(softndcg_loss(s, rel, sigma=0.8).value, rel=1e-6)
+    if n_iter == 1000:  # converged: doubly stochastic
+        np.testing.assert_allclose(scaled.sum(axis=0), 1.0, atol=1e-9)

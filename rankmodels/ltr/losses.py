@@ -33,7 +33,7 @@ from rankmodels.ltr.listwise import listmle_loss, listnet_loss
 from rankmodels.ltr.metrics import DISCOUNTS, GAINS
 from rankmodels.ltr.neuralsort import pirank_loss
 from rankmodels.ltr.pairwise import lambdarank_loss, ranknet_loss
-from rankmodels.ltr.sinkprop import sinkprop_loss
+from rankmodels.ltr.sinkprop import MEASURES, sinkprop_loss
 from rankmodels.ltr.softrank import METHODS, softndcg_loss
 from rankmodels.registry import Registry
 
@@ -44,6 +44,7 @@ _WORDS: dict[str, tuple[str, ...]] = {
     "discount": DISCOUNTS,
     "method": METHODS,
     "surrogate": SURROGATES,
+    "measure": MEASURES,
 }
 """The allowed words of the string options (``discount`` also takes an array)."""
 

@@ -22,6 +22,15 @@ SoftNDCG (eq. 15) is ``sum_j u_j sum_r D(r) p_j(r)`` with ``u = G(r)/IDCG``; the
 ``gbar_old(r) = pi gbar(r+1) + (1 - pi) gbar(r)``), then through eq. 9 with
 ``d pi_ij / d s_i = -d pi_ij / d s_j = N(0 | s_i - s_j, 2 sigma^2)`` (eq. 20). The paper's
 forward recursion for the derivatives (eq. 18, ``O(n^4)``) serves as the test oracle.
+
+*Sinkhorn post-scaling* (section 3.2): the rank-binomials treat the contests as
+independent, so the matrix ``[p_j(r)]`` has unit rows but not unit columns. With
+``sinkhorn_iter = T > 0`` it is replaced by ``Z^T(p)``, ``T`` iterations of "divide each
+column by its sum, then each row by its sum" (:func:`rankmodels.dsm.sinkhorn`; the paper
+iterates to convergence, where ``Z^T(p)`` is the doubly-stochastic matrix closest to ``p``
+in Kullback-Leibler divergence), before SoftNDCG is taken. The gradient goes back through
+the iterations (:func:`rankmodels.dsm.sinkhorn_vjp`) to ``dL/dp`` and then through the
+recursion as above.
 """
 
 from __future__ import annotations
@@ -31,10 +40,14 @@ import math
 import numba
 import numpy as np
 
+from rankmodels.dsm import sinkhorn, sinkhorn_vjp
 from rankmodels.ltr.batching import LossResult, ragged_batch
 from rankmodels.ltr.metrics import ndcg_weights
 
-__all__ = ["METHODS", "rank_distribution", "softndcg_loss"]
+__all__ = ["MAX_SINKHORN", "METHODS", "rank_distribution", "softndcg_loss"]
+
+MAX_SINKHORN = 10_000
+"""Largest ``sinkhorn_iter`` (the backward pass keeps ``O(B n sinkhorn_iter)`` numbers)."""
 
 METHODS = ("exact", "normal", "hybrid")
 
@@ -285,16 +298,29 @@ def softndcg_loss(
     discount: str | np.ndarray = "log2",
     method: str = "exact",
     n_exact: int = 10,
+    sinkhorn_iter: int = 0,
 ) -> LossResult:
     """``1 - SoftNDCG`` (eq. 15, truncated at ``k`` if given) and its exact gradient.
 
     SoftRank's own conventions are ``gain="exp2"`` and ``discount="log2"`` (eq. 2);
-    ``sigma`` is the score smoothing ``sigma_s``. Queries without relevant documents have
-    loss 0 and zero gradient.
+    ``sigma`` is the score smoothing ``sigma_s``; ``sinkhorn_iter`` Sinkhorn iterations
+    post-scale the rank distributions (section 3.2, module docstring; 0: none). Queries
+    without relevant documents have loss 0 and zero gradient.
     """
+    if not 0 <= sinkhorn_iter <= MAX_SINKHORN:
+        raise ValueError(f"sinkhorn_iter must lie in 0..{MAX_SINKHORN}, got {sinkhorn_iter}")
     batch = ragged_batch(scores, relevance, lengths)
     u, d, defined = ndcg_weights(batch, k, gain, discount)
     gbar = -u[:, :, None] * d[None, None, :]
-    p, grad = _run(batch, sigma, method, n_exact, gbar)
+    if sinkhorn_iter:
+        p, _ = _run(batch, sigma, method, n_exact, None)
+        with np.errstate(divide="ignore"):
+            scaled = sinkhorn(np.log(p), batch.lengths, n_iter=sinkhorn_iter)
+        g_log_p = sinkhorn_vjp(scaled, gbar)
+        gbar = np.where(p > 0, g_log_p / np.where(p > 0, p, 1.0), 0.0)  # d/dp = d/dlog p / p
+        _, grad = _run(batch, sigma, method, n_exact, gbar)
+        p = scaled.p
+    else:
+        p, grad = _run(batch, sigma, method, n_exact, gbar)
     value = np.where(defined, 1.0 - np.einsum("bj,bjr,r->b", u, p, d), 0.0)
     return batch.result(value, grad)
