@@ -214,7 +214,6 @@ def aggregate_command(
     if rule is None:
         rule = "scores" if vector is not None else "borda"
     _check_options(rule, {"k": k, "scores": vector})
-    _warn_reversed(vector)
     with progressbar(votes.stat().st_size, f"reading {printable(votes.name)}", quiet) as bar:
         profile = read_votes(votes, progress=bar.update)
     try:
@@ -226,11 +225,12 @@ def aggregate_command(
     text = json.dumps(report, indent=2) + "\n" if fmt == "json" else _text(report)
     if output is None:
         sys.stdout.write(text)
-        return
-    refuse_to_overwrite(output, [votes])
-    with atomic_output(output, "w") as handle:
-        handle.write(text)
-    if not quiet:
+    else:
+        refuse_to_overwrite(output, [votes])
+        with atomic_output(output, "w") as handle:
+            handle.write(text)
+    _warn_reversed(vector)  # after everything that can fail: an error stays one line
+    if output is not None and not quiet:
         click.echo(f"wrote {output}", err=True)
 
 

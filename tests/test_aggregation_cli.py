@@ -167,6 +167,12 @@ def test_increasing_scores_warn_that_they_reward_last_places(repo_data):
     borda = json.loads(run("--rule", "borda", "--format", "json", path).stdout)["ranking"]
     assert json.loads(result.stdout)["ranking"] == borda[::-1]
     assert "warning" not in run("--scores", "3,2,1,0", path).stderr
+    # a vector that does not fit is an error, alone on its line (no warning before it)
+    bad = run("--scores", "0.5,2", path)
+    assert bad.exit_code == 2 and len(bad.stderr.splitlines()) == 1
+    assert bad.stderr.startswith("Error: ") and "needs 4 values" in bad.stderr
+    clash = run("--scores", "0,1,2,3", "-o", path, path)  # fails writing: still one line
+    assert clash.exit_code == 2 and len(clash.stderr.splitlines()) == 1
 
 
 def test_names_with_control_characters_are_shown_safely(tmp_path):

@@ -260,14 +260,7 @@ class KnownFailure:
     reason: str
 
 
-KNOWN_FAILURES: list[KnownFailure] = [
-    KnownFailure(
-        ("aggregate", "--scores", "0.5,2", "votes.csv"),
-        "stderr",
-        "warning: --scores gives last place more points",
-        "exit 2 prints the reversed-scores warning before the one-line error",
-    ),
-]
+KNOWN_FAILURES: list[KnownFailure] = []
 
 
 def _failure(argv: list[str], result: Result) -> tuple[str, str] | None:
