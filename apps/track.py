@@ -136,6 +136,9 @@ def _calibration_line(summary: TrackSummary) -> str:
     result = summary.calibration
     if result is None:
         return "not calibrated (the file's clock, sound speed and source offsets)"
+    runs = f"{len(result.loglik)} EM passes at {result.particles} particles"
+    if result.best == 0:
+        return f"calibration kept the file's values (no M-step raised the likelihood; {runs})"
     cal, first = result.calibration, result.trace[0]
     parts = []
     if "speed" in result.params:

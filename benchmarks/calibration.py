@@ -16,6 +16,7 @@ offsets are scored as ``c_0 + delta_i`` against the true ``c_0 + (true - written
 (RMS over the sources heard).
 
     python benchmarks/calibration.py [--particles 10000] [--seeds 1] [--days 404]
+        [--only TEXT] [--calibration-particles 2000] [--multipath 0]
 """
 
 from __future__ import annotations
@@ -62,9 +63,8 @@ def _truth_parameters(record, truth, mismatch: Mismatch) -> dict[str, object]:
     }
 
 
-def run_one(record, truth, mismatch: Mismatch, particles: int, calibrate: bool, seed: int):
-    """Score of one run and its estimated parameters against the truth."""
-    config = TrackConfig(particles=particles, seed=seed, calibrate=calibrate)
+def run_one(record, truth, mismatch: Mismatch, config: TrackConfig):
+    """Score of one run (``config``) and its estimated parameters against the truth."""
     track, summary = track_float(record, config)
     score = score_track(track, truth)
     true = _truth_parameters(record, truth, mismatch)
@@ -97,13 +97,22 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=1, help="floats per scenario (seeds 1..)")
     parser.add_argument("--days", type=int, default=404)
     parser.add_argument("--only", default=None, help="run only scenarios containing this text")
+    parser.add_argument(
+        "--calibration-particles", type=int, default=TrackConfig().calibration_particles
+    )
+    parser.add_argument(
+        "--multipath", type=float, default=0.0, help="the tracker's --multipath (P_M)"
+    )
     args = parser.parse_args()
     spec = SignalSpec(p_detect=range_dependent_detection(), sound_speed=NOMINAL_SPEED)
     header = (
         "| scenario | calibration | median km | p90 km | arrivals right | clutter called "
         "clutter | speed m/s (true) | drift s/day (true) | clock+offset RMS s | run time s |"
     )
-    print(f"{args.days}-day floats, {args.particles} particles, {args.seeds} seed(s)\n")
+    print(
+        f"{args.days}-day floats, {args.particles} particles ({args.calibration_particles} in "
+        f"the EM), tracker multipath {args.multipath:g}, {args.seeds} seed(s)\n"
+    )
     print(header)
     print("|" + "---|" * header.count(" | ") + "---|")
     for name, mismatch in SCENARIOS.items():
@@ -115,7 +124,14 @@ def main() -> None:
                 record, truth = dimes_float767(
                     seed=seed, days=args.days, spec=spec, mismatch=mismatch
                 )
-                rows.append(run_one(record, truth, mismatch, args.particles, calibrate, seed))
+                config = TrackConfig(
+                    particles=args.particles,
+                    seed=seed,
+                    calibrate=calibrate,
+                    calibration_particles=args.calibration_particles,
+                    multipath=args.multipath,
+                )
+                rows.append(run_one(record, truth, mismatch, config))
             mean = {k: float(np.mean([r[k] for r in rows])) for k in rows[0] if k != "true"}
             true = rows[0]["true"]
             speed = f"{_fmt(mean['speed'], 1)} ± {_fmt(mean['speed_std'], 1)} ({true['speed']:g})"

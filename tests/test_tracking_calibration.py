@@ -17,7 +17,9 @@ from rankmodels.errors import InputError
 from rankmodels.tracking.calibration import (
     CALIBRATION_PARAMS,
     Calibration,
+    direct_path_share,
     m_step,
+    m_step_pairs,
     parse_calibrate_params,
 )
 from rankmodels.tracking.config import TrackConfig
@@ -32,6 +34,7 @@ from rankmodels.tracking.pipeline import (
     track_pass,
 )
 from rankmodels.tracking.records import read_float, validate_float, write_float
+from rankmodels.tracking.signal_model import SignalModel
 from rankmodels.tracking.simulate import DAY, Mismatch, dimes_float767
 from rankmodels_app.simulate import simulate_float
 from rankmodels_app.track import track_float as track_float_command
@@ -429,3 +432,33 @@ def test_calibration_settings_are_checked(field, value):
     with pytest.raises(InputError) as err:
         TrackConfig(**{field: value})
     assert err.value.field == field
+
+
+def test_direct_path_share_is_the_share_of_direct_arrivals_by_residual(rng):
+    """Arrivals drawn from the multipath mixture (P_M = 0.2, exponential delays of mean 30 s,
+    sigma 5 s): in each 2-s bin of the residual the fraction that came direct matches
+    direct_path_share at the bin centre (to 0.03)."""
+    model = SignalModel(sigma=5.0, multipath=0.2)
+    n = 400_000
+    delayed = rng.random(n) < 0.2
+    resid = rng.normal(0.0, 5.0, n) + np.where(delayed, rng.exponential(30.0, n), 0.0)
+    edges = np.arange(-10.0, 30.0, 2.0)
+    which = np.digitize(resid, edges)
+    for k in range(1, edges.size):
+        inside = which == k
+        share = direct_path_share(np.array([edges[k - 1] + 1.0]), model)[0]
+        assert np.mean(~delayed[inside]) == pytest.approx(share, abs=0.03), edges[k - 1]
+
+
+def test_m_step_pairs_drop_delayed_arrivals_only_with_multipath_in_the_model():
+    toa = np.array([[100.0, 160.0, np.nan]])
+    posterior = np.array([[[1.0, 0.0, 0.0], [1.0, 0.0, 0.0], [np.nan] * 3]])  # both: source 0
+    dist = np.full((3, 1, 2), 150.0)
+    predicted = np.array([[100.0, 250.0]])
+    args = (toa, posterior, dist, np.array([1.0]), np.array([0.0, 20.0]), predicted)
+    plain = m_step_pairs(*args, SignalModel(multipath=0.0))
+    assert np.array_equal(plain["weight"], [1.0, 1.0])
+    mixed = m_step_pairs(*args, SignalModel(multipath=0.05))
+    # the arrival 60 s after its prediction is a delayed one: its pair is dropped
+    assert mixed["weight"].size == 1 and mixed["weight"][0] > 0.98
+    assert np.array_equal(mixed["residual_toa"], [100.0])

@@ -37,6 +37,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import stats
+
+from rankmodels.tracking.signal_model import SignalModel
 
 __all__ = [
     "CALIBRATION_PARAMS",
@@ -46,6 +49,7 @@ __all__ = [
     "CalibrationResult",
     "m_step",
     "m_step_pairs",
+    "direct_path_share",
     "parse_calibrate_params",
 ]
 
@@ -270,6 +274,8 @@ def m_step_pairs(
     distance_km: np.ndarray,
     day: np.ndarray,
     offset: np.ndarray,
+    predicted_toa: np.ndarray | None = None,
+    model: SignalModel | None = None,
 ) -> dict[str, np.ndarray]:
     """The E-step: :func:`m_step`'s (arrival, source) pairs from the smoother's output.
 
@@ -280,8 +286,19 @@ def m_step_pairs(
     file's ``source_offset``. Returns ``distance_km`` (M, K) and ``day``, ``source``,
     ``residual_toa`` (``T_tj - o_i``) and ``weight`` (``P(R_tj = i)``, pairs below
     :data:`MIN_PAIR_WEIGHT` left out), each (K,).
+
+    With multipath in the ``model`` (``P_M > 0``) an associated arrival may be a delayed one,
+    which the Gaussian M-step must not see: the weight is then ``P(R_tj = i)`` times the
+    probability that the arrival came by the direct path, :func:`direct_path_share` of its
+    residual against ``predicted_toa (T, s)`` (the current parameters' prediction at the
+    posterior mean).
     """
     weight = np.nan_to_num(np.asarray(posterior, dtype=float)[:, :, :-1], nan=0.0)
+    if model is not None and model.multipath > 0:
+        if predicted_toa is None:
+            raise ValueError("multipath in the model needs predicted_toa")
+        resid = np.asarray(toa, dtype=float)[:, :, None] - np.asarray(predicted_toa)[:, None, :]
+        weight = weight * np.nan_to_num(direct_path_share(resid, model), nan=0.0)
     dist = np.asarray(distance_km, dtype=float)
     keep = (weight >= MIN_PAIR_WEIGHT) & np.isfinite(dist[0])[:, None, :]
     t, j, i = np.nonzero(keep)
@@ -292,6 +309,19 @@ def m_step_pairs(
         "residual_toa": np.asarray(toa, dtype=float)[t, j] - np.asarray(offset, dtype=float)[i],
         "weight": np.clip(weight[t, j, i], 0.0, 1.0),
     }
+
+
+def direct_path_share(residual: np.ndarray, model: SignalModel) -> np.ndarray:
+    """``P(direct | residual)``: the direct path's share of the arrival density at
+    ``residual = T - pred`` (s), ``(1 - P_M) N(r; 0, sigma^2) / p(r)`` with ``p`` the
+    multipath mixture of :mod:`~rankmodels.tracking.signal_model` (exponentially modified
+    Gaussian delays of mean ``mu_D``); NaN where both densities vanish (and for NaN)."""
+    r = np.asarray(residual, dtype=float)
+    direct = np.log1p(-model.multipath) + stats.norm.logpdf(r, scale=model.sigma)
+    shape = model.multipath_delay / model.sigma
+    delayed = np.log(model.multipath) + stats.exponnorm.logpdf(r, shape, scale=model.sigma)
+    with np.errstate(invalid="ignore"):  # both densities 0 far out: NaN, as for NaN input
+        return np.exp(direct - np.logaddexp(direct, delayed))
 
 
 @dataclass(frozen=True)

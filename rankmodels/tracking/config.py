@@ -148,7 +148,7 @@ class TrackConfig:
     ess_threshold: float = 0.5
     calibrate: bool = False
     calibrate_params: frozenset[str] = frozenset(CALIBRATION_PARAMS)
-    calibration_particles: int = 2_000
+    calibration_particles: int = 1_000
     calibration_iterations: int = 5
 
     def __post_init__(self) -> None:

@@ -404,6 +404,8 @@ def calibrate(
             _trajectory_distances(run, this.ensembles),
             cycles.day,
             cycles.offset,
+            this.assoc.predicted_toa,
+            cycles.model,
         )
         try:
             theta = m_step(
