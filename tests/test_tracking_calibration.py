@@ -28,6 +28,7 @@ from rankmodels.tracking.geometry import great_circle_km
 from rankmodels.tracking.pipeline import (
     associate,
     prepare,
+    progress_steps,
     run_filter,
     smooth,
     track_float,
@@ -462,3 +463,20 @@ def test_m_step_pairs_drop_delayed_arrivals_only_with_multipath_in_the_model():
     # the arrival 60 s after its prediction is a delayed one: its pair is dropped
     assert mixed["weight"].size == 1 and mixed["weight"][0] > 0.98
     assert np.array_equal(mixed["residual_toa"], [100.0])
+
+
+@pytest.mark.parametrize(("iterations", "particles"), [(1, 300), (3, 300), (3, 200)])
+def test_progress_counts_every_em_pass_and_the_final_one(iterations, particles):
+    """progress(n) adds up to progress_steps whether the EM stops early or not, and whether the
+    final pass reuses the EM's (equal counts) or runs apart."""
+    record, _ = dimes_float767(seed=5, days=20, mismatch=CLOCK_AND_SPEED)
+    config = TrackConfig(
+        particles=300,
+        calibration_particles=particles,
+        ensemble=100,
+        calibrate=True,
+        calibration_iterations=iterations,
+    )
+    done = []
+    track_float(record, config, progress=done.append)
+    assert sum(done) == progress_steps(record, config)
