@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import sys
-import warnings
 from pathlib import Path
 
 import click
@@ -13,14 +12,13 @@ import xarray as xr
 
 from rankmodels.errors import InputError
 from rankmodels.plots.run_report import IMAGES, REPORT_FILE, write_run_report
-from rankmodels.tracking.batch import TRACK_FILE
+from rankmodels.tracking.batch import TRACK_FILE, read_record
 from rankmodels.tracking.calibration import CALIBRATION_PARAMS
 from rankmodels.tracking.config import LIMITS, TrackConfig
 from rankmodels.tracking.engines import ENGINES
 from rankmodels.tracking.output import write_track
 from rankmodels.tracking.pipeline import TrackSummary, progress_steps
 from rankmodels.tracking.pipeline import track_float as run_tracker
-from rankmodels.tracking.records import InvalidLabelsWarning, read_float
 from rankmodels_app._common import (
     BadInput,
     OneLineCommand,
@@ -78,16 +76,6 @@ def _config(**settings: object) -> TrackConfig:
         return TrackConfig(**settings)  # type: ignore[arg-type]
     except InputError as err:
         raise BadInput(f"{_OPTIONS.get(err.field or '', err.field)}: {err.message}") from None
-
-
-def _read_record(file: Path, engine: str) -> tuple[xr.Dataset, list[str]]:
-    """The validated record (hand labels strict only for the labels engine) and the warnings
-    the reader gave about labels it dropped."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", InvalidLabelsWarning)
-        record = read_float(file, labels_required=engine == "labels")
-    notes = [str(w.message) for w in caught if issubclass(w.category, InvalidLabelsWarning)]
-    return record, notes
 
 
 def _truth(file: Path, record: xr.Dataset) -> xr.Dataset | None:
@@ -373,8 +361,8 @@ def track_float(
     outputs = [TRACK_FILE, *((*IMAGES.values(), REPORT_FILE) if plots else ())]
     for name in outputs:
         refuse_to_overwrite(out / name, [file])
-    record, notes = _read_record(file, engine)
-    for note in notes:
+    record, note = read_record(file, labels_required=engine == "labels")
+    if note:
         click.echo(f"warning: {note}", err=True)
     truth = _truth(file, record) if plots else None
     try:

@@ -2,13 +2,17 @@
 
 Called by :mod:`rankmodels_app.track` when it is given more than one record or a folder. Every
 float is a Dask task (a local cluster of ``--workers`` processes, or the scheduler at
-``--scheduler``); a failed float is one line on stderr and the others go on.
+``--scheduler``); a failed float is one line on stderr and the others go on. With plots, the
+fleet overview (``fleet.png``, ``fleet.html``) closes the run.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
+from typing import Any
 
 import click
 import pandas as pd
@@ -55,9 +59,10 @@ def run_batch(
     exit_quality: int,
 ) -> None:
     """Track every record under ``out`` (default :data:`DEFAULT_BATCH_OUT`) and write the
-    summary table; one stderr line per failed float, a closing count; exit 2 when any failed
+    summary table and, with ``plots``, the fleet overview; one stderr line per failed float
+    and per float whose hand labels were dropped, a closing count; exit 2 when any failed
     (``exit_quality`` with ``strict`` when all ran but a quality check failed)."""
-    from rankmodels.studies.runner import dask_client
+    from rankmodels.plots.fleet import FLEET_FILES, write_fleet
 
     files = record_files(paths)
     out = DEFAULT_BATCH_OUT if out is None else out
@@ -65,25 +70,45 @@ def run_batch(
         float_folders(files)
     except ValueError as err:
         raise BadInput(str(err)) from None
-    for name in SUMMARY_FILES:
+    for name in (*SUMMARY_FILES, *(FLEET_FILES if plots else ())):
         refuse_to_overwrite(out / name, files)
     if scheduler is None and workers is None:
         workers = max(1, min(len(files), os.cpu_count() or 1))
-    try:
-        with (
-            dask_client(workers=None if scheduler else workers, scheduler=scheduler) as client,
-            progressbar(len(files), "Floats", quiet) as bar,
-        ):
-            table = track_many(files, out, config, plots=plots, client=client, progress=bar.update)
-    except (OSError, TimeoutError) as err:
-        raise BadInput(f"--scheduler {scheduler}: cannot connect ({err})") from None
+    with _client(workers, scheduler) as client, progressbar(len(files), "Floats", quiet) as bar:
+        table = track_many(files, out, config, plots=plots, client=client, progress=bar.update)
     written = write_summary(table, out)
+    if plots:
+        written += write_fleet(out, table)
     _report(table, out, written, strict, exit_quality)
+
+
+@contextmanager
+def _client(workers: int | None, scheduler: str | None) -> Iterator[Any]:
+    """A Dask client (:func:`rankmodels.studies.runner.dask_client`) on ``workers`` local
+    processes or at ``scheduler``; a scheduler address that is malformed or does not answer is
+    :class:`BadInput` naming it (a failure while the client is in use is not)."""
+    from rankmodels.studies.runner import dask_client
+
+    if scheduler is None:
+        with dask_client(workers=workers) as client:
+            yield client
+        return
+    stack = ExitStack()
+    try:
+        client = stack.enter_context(dask_client(scheduler=scheduler))
+    except ValueError as err:  # distributed's parser of addresses
+        raise BadInput(f"--scheduler {scheduler!r}: not a scheduler address ({err})") from None
+    except (OSError, TimeoutError) as err:
+        raise BadInput(f"--scheduler {scheduler!r}: cannot connect ({err})") from None
+    with stack:
+        yield client
 
 
 def _report(
     table: pd.DataFrame, out: Path, written: list[str], strict: bool, exit_quality: int
 ) -> None:
+    for warning in table["warning"][table["warning"] != ""]:
+        click.echo(f"warning: {warning}", err=True)
     failed = table[table["status"] == FAILED]
     for reason in failed["reason"]:
         click.echo(f"Error: {reason}", err=True)
@@ -94,10 +119,11 @@ def _report(
         f"wrote {out}/: {', '.join([*done['float'], *written])}"
     )
     quality = int((done["quality_failed"] > 0).sum())
-    if quality:
+    if quality and not (strict and failed.empty):
         click.echo(f"warning: {quality} float(s) failed a track quality check", err=True)
     if len(failed):
         click.echo(f"Error: {len(failed)} of {len(table)} floats failed", err=True)
         raise click.exceptions.Exit(EXIT_BAD_INPUT)
     if strict and quality:
+        click.echo(f"Error: {quality} float(s) failed a track quality check (--strict)", err=True)
         raise click.exceptions.Exit(exit_quality)

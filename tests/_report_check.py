@@ -22,10 +22,13 @@ class _References(HTMLParser):
     def __init__(self):
         super().__init__()
         self.urls: list[str] = []
+        self.images: list[str] = []
         self._in_style = False
 
     def handle_starttag(self, tag, attrs):
         self._in_style = tag == "style"
+        if tag == "img":
+            self.images.append(dict(attrs).get("src") or "")
         for name, value in attrs:
             if name in _URL_ATTRS and value is not None:
                 self.urls.append(value)
@@ -57,7 +60,7 @@ def decoded_images(html_text: str) -> list[tuple[bytes, Image.Image]]:
     parser = _References()
     parser.feed(html_text)
     out = []
-    for url in parser.urls:
+    for url in parser.images:
         assert url.startswith(_DATA_PNG), url[:60]
         png = base64.b64decode(url[len(_DATA_PNG) :], validate=True)
         image = Image.open(io.BytesIO(png))

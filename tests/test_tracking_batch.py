@@ -1,17 +1,24 @@
 """Tracking many floats: ``track-float a.nc b.nc ...`` / ``track-float FOLDER/`` on a 2-worker
-Dask LocalCluster, failed floats reported while the others go on, the summary table, and
-``rankmodels.tracking.batch.track_many`` (serial = Dask)."""
+Dask LocalCluster, failed floats reported while the others go on, the summary table, the fleet
+overview (``fleet.png``, ``fleet.html``), ``--strict``, dropped hand labels, unreachable
+schedulers, and ``rankmodels.tracking.batch.track_many`` (serial = Dask)."""
 
 from __future__ import annotations
 
+import html
 import json
+import re
 
+import cartopy.crs as ccrs
+import dask
 import numpy as np
 import pandas as pd
 import pytest
 import xarray as xr
 from click.testing import CliRunner
+from matplotlib.colors import to_rgba
 
+from rankmodels.plots.fleet import fleet_map, fleet_tracks, float_colors, write_fleet
 from rankmodels.tracking import simulate
 from rankmodels.tracking.batch import SUMMARY_COLUMNS, track_many
 from rankmodels.tracking.config import TrackConfig
@@ -149,3 +156,123 @@ def test_batch_usage_errors_are_one_line(tmp_path, args, expected):
     assert run.exit_code == 2, run.output
     (line,) = run.stderr.strip().splitlines()
     assert expected.format(d=tmp_path) in line
+
+
+# --- the fleet overview -------------------------------------------------------------------
+
+
+def test_fleet_page_links_each_tracked_float_and_travels(experiment):
+    root, run = experiment
+    out = root / "out"
+    assert "summary.json, fleet.png, fleet.html" in run.stdout
+    page = (out / "fleet.html").read_text()
+    links = external_references(page)  # the only references: the floats' own reports
+    assert links == ["f1/report.html", "f2/report.html"]
+    assert all((out / link).is_file() for link in links)
+    ((png, image),) = decoded_images(page)
+    assert png == (out / "fleet.png").read_bytes() and image.width > 500
+    rows = page.split("<tr>")[2:]  # after the header row
+    assert [re.sub("<[^>]*>", "", row.split("</td>")[0]) for row in rows] == ["f1", "f2", "f3"]
+    summary = pd.read_csv(out / "summary.csv", keep_default_na=False, na_values=[""])
+    failed_reason = summary["reason"][2]
+    assert "f3/report.html" not in page and html.escape(failed_reason) in rows[2]
+    assert "swatch" not in rows[2]  # not on the map, so no colour
+
+
+def test_fleet_map_draws_every_tracked_float_and_no_failed_one(experiment):
+    root, _ = experiment
+    out = root / "out"
+    table = pd.read_csv(out / "summary.csv", keep_default_na=False, na_values=[""])
+    tracks = fleet_tracks(out, table)
+    assert list(tracks) == ["f1", "f2"]  # f3 failed: no track
+    fig = fleet_map(tracks)
+    ax = fig.axes[0]
+    lines = [line for line in ax.lines if line.get_gid() == "fleet-track"]
+    assert [line.get_label() for line in lines] == ["f1", "f2"]
+    colors = [to_rgba(line.get_color()) for line in lines]
+    assert colors == [tuple(c) for c in float_colors(2)] and colors[0] != colors[1]
+    for line, track in zip(lines, tracks.values(), strict=True):
+        expected = ax.projection.transform_points(
+            ccrs.Geodetic(), track["lon"].values, track["lat"].values
+        )[:, :2]
+        np.testing.assert_allclose(np.c_[line.get_xdata(), line.get_ydata()], expected)
+    (sources,) = [c for c in ax.collections if c.get_gid() == "sources"]
+    assert len(sources.get_offsets()) == tracks["f1"].sizes["source"]
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert legend[:2] == ["f1", "f2"] and "sound source" in legend
+
+
+def test_fleet_of_failed_floats_is_a_table_without_map(tmp_path):
+    (tmp_path / "bad.nc").write_bytes(b"not a record")
+    table = track_many([tmp_path / "bad.nc"], tmp_path / "out", CONFIG, plots=True)
+    assert write_fleet(tmp_path / "out", table) == ["fleet.html"]
+    page = (tmp_path / "out" / "fleet.html").read_text()
+    assert "No float was tracked" in page and external_references(page) == []
+    assert not (tmp_path / "out" / "fleet.png").exists()
+    with pytest.raises(ValueError, match="no tracks"):
+        fleet_map({})
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 32])
+def test_float_colors_are_distinct(n):
+    colors = float_colors(n)
+    assert colors.shape == (n, 4) and len({tuple(c) for c in colors}) == n
+
+
+# --- --strict, dropped hand labels, --scheduler ---------------------------------------------
+
+
+def test_batch_strict_exits_3_and_dropped_labels_are_warned(tmp_path):
+    """A float tracked with a sound speed 10 % too high fails its quality checks: a warning,
+    exit 0; with --strict exit 3 and the count. A record with inconsistent hand labels is
+    tracked without them and said so, as track-float does for one float."""
+    record = simulate.dimes_float767(seed=12, days=60)[0]
+    write_float(record.assign(sound_speed=record["sound_speed"] * 1.1), tmp_path / "fast.nc")
+    labelled = simulate.dimes_float767(seed=3, days=8)[0]
+    labels = labelled["source_label"].values
+    labelled["source_label"] = labelled["source_label"].copy(data=np.where(labels == 0, 12, labels))
+    labelled.to_netcdf(tmp_path / "labels.nc")  # write_float refuses inconsistent labels
+    files = [str(tmp_path / "fast.nc"), str(tmp_path / "labels.nc")]
+    args = ["--particles", "1000", "--seed", "1", "--no-calibrate", "--no-plots", "--workers", "1"]
+    loose = CliRunner().invoke(track_float, [*files, "--out", str(tmp_path / "a"), *args, "-q"])
+    assert loose.exit_code == 0, loose.output
+    table = pd.read_csv(tmp_path / "a" / "summary.csv", keep_default_na=False, na_values=[""])
+    assert list(table["status"]) == ["ok", "ok"] and table["quality_failed"][0] > 0
+    bad = int((table["quality_failed"] > 0).sum())
+    stderr = loose.stderr.strip().splitlines()
+    note = f"warning: {tmp_path / 'labels.nc'}: source_label: unknown label 12"
+    assert [line for line in stderr if line.startswith(note)] == [f"warning: {table.warning[1]}"]
+    assert pd.isna(table["warning"][0]) and "ignored" in table["warning"][1]  # '' read as NaN
+    single = CliRunner().invoke(track_float, [files[1], "--out", str(tmp_path / "one"), *args[:6]])
+    assert single.exit_code == 0 and f"warning: {table.warning[1]}\n" in single.stderr
+    assert f"warning: {bad} float(s) failed a track quality check" in stderr
+
+    strict = CliRunner().invoke(
+        track_float, [*files, "--out", str(tmp_path / "b"), *args, "-q", "--strict"]
+    )
+    assert strict.exit_code == 3, strict.output
+    assert strict.stderr.strip().splitlines()[-1] == (
+        f"Error: {bad} float(s) failed a track quality check (--strict)"
+    )
+    assert (tmp_path / "b" / "fast" / "track.nc").is_file()
+    assert (tmp_path / "b" / "summary.csv").read_text() != ""
+
+
+@pytest.mark.parametrize(
+    ("address", "expected"),
+    [
+        ("tcp://127.0.0.1:9", "'tcp://127.0.0.1:9': cannot connect (Timed out"),
+        ("xyz://host:1", "'xyz://host:1': not a scheduler address (unknown address scheme"),
+        ("127.0.0.1:port", "'127.0.0.1:port': not a scheduler address ("),
+    ],
+)
+def test_scheduler_that_cannot_be_reached_is_one_line(tmp_path, address, expected):
+    for name in ("a", "b"):
+        (tmp_path / f"{name}.nc").write_bytes(b"x")
+    argv = [str(tmp_path / "a.nc"), str(tmp_path / "b.nc"), "--scheduler", address]
+    with dask.config.set({"distributed.comm.timeouts.connect": "1s"}):
+        run = CliRunner().invoke(track_float, [*argv, "--out", str(tmp_path / "o"), "-q"])
+    assert run.exit_code == 2, run.output
+    (line,) = run.output.strip().splitlines()
+    assert line.startswith(f"Error: --scheduler {expected}")
+    assert not (tmp_path / "o").exists()

@@ -31,13 +31,14 @@ from rankmodels.tracking.config import TrackConfig
 from rankmodels.tracking.geometry import great_circle_km
 from rankmodels.tracking.output import write_track
 from rankmodels.tracking.pipeline import TrackSummary, track_float
-from rankmodels.tracking.records import read_float
+from rankmodels.tracking.records import InvalidLabelsWarning, read_float
 
 __all__ = [
     "SUMMARY_COLUMNS",
     "SUMMARY_FILES",
     "TRACK_FILE",
     "float_folders",
+    "read_record",
     "track_many",
     "track_one",
     "write_summary",
@@ -51,6 +52,7 @@ SUMMARY_COLUMNS: dict[str, str] = {
     "float": "name of the float's output folder (the record's file name without .nc)",
     "status": f"{OK!r} or {FAILED!r}",
     "reason": "why it failed, one line ('' when ok)",
+    "warning": "the reader's warning about hand labels it dropped ('' for none)",
     "file": "the float record",
     "float_id": "the record's float_id attribute",
     "cycles": "listening cycles",
@@ -92,9 +94,30 @@ def float_folders(files: Sequence[str | os.PathLike[str]]) -> list[str]:
 def _empty_row(file: str, name: str) -> dict[str, Any]:
     row: dict[str, Any] = {column: math.nan for column in SUMMARY_COLUMNS}
     row.update(
-        float=name, file=file, status=FAILED, reason="", float_id="", quality="", calibrated=""
+        float=name,
+        file=file,
+        status=FAILED,
+        reason="",
+        warning="",
+        float_id="",
+        quality="",
+        calibrated="",
     )
     return row
+
+
+def read_record(
+    file: str | os.PathLike[str], labels_required: bool = False
+) -> tuple[xr.Dataset, str]:
+    """The validated record of ``file`` (:func:`~rankmodels.tracking.records.read_float`;
+    hand labels checked strictly only when ``labels_required``) and the reader's
+    :class:`~rankmodels.tracking.records.InvalidLabelsWarning` about inconsistent hand labels
+    it dropped, one line naming the file ('' when none)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", InvalidLabelsWarning)
+        record = read_float(file, labels_required=labels_required)
+    notes = [str(w.message) for w in caught if issubclass(w.category, InvalidLabelsWarning)]
+    return record, "; ".join(notes)
 
 
 def end_distance_km(record: xr.Dataset, track: xr.Dataset) -> float:
@@ -153,15 +176,14 @@ def track_one(
     figures and ``report.html``, with the true track of a simulated record beside it); the
     summary row (:data:`SUMMARY_COLUMNS`). Never raises for a bad float: an
     :class:`~rankmodels.errors.InputError` or file-system error is the row's one-line
-    ``reason``, any other exception ``"internal error: Type: message"``."""
+    ``reason``, any other exception ``"internal error: Type: message"``; the reader's warning
+    about dropped hand labels (:func:`read_record`) is the row's ``warning``."""
     started = time.perf_counter()
     file = os.fspath(file)
     row = _empty_row(file, name if name is not None else Path(out).name)
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # dropped hand labels: the labels engine refuses
-            record = read_float(file, labels_required=config.engine == "labels")
-            track, summary = track_float(record, config)
+        record, row["warning"] = read_record(file, labels_required=config.engine == "labels")
+        track, summary = track_float(record, config)
         track.attrs["source_file"] = file
         with atomic_path(Path(out) / TRACK_FILE) as tmp:
             write_track(track, tmp)
