@@ -221,7 +221,7 @@ def tracking_clutter(
     out: Path,
     quiet: bool,
 ) -> None:
-    """Tracking MSE versus clutter, ranked model vs baseline (dissertation Fig. 5.8).
+    """Tracking MSE versus clutter, ranked model vs baseline ([Pareek2017] Fig. 5.8).
 
     Writes OUT/tracking_clutter.csv (one row per task), OUT/tracking_clutter_summary.csv (mean,
     SE, median per grid point and metric), OUT/tracking_clutter.nc, the figure
@@ -313,7 +313,7 @@ def aggregation(
     quiet: bool,
 ) -> None:
     """Which positional rule ranks A above B, the majority preference of a Mallows mixture
-    (dissertation section 4.6, Fig. 4.1).
+    ([Pareek2017] section 4.6, Fig. 4.1).
 
     Exact part (infinitely many votes, from the mixture's exact marginals, on the weights
     0.51, 0.52, ..., 1 and --weights): OUT/aggregation_exact.nc and the crossing table printed.

@@ -12,7 +12,7 @@ The two are inverse permutations of each other (``rank[order[k]] == k``).
 All functions here accept a single permutation of shape ``(n,)`` or a batch of shape
 ``(..., n)`` and work along the last axis.
 
-Distances are the ones of the dissertation, chapter 4 (section 4.2): Kendall's tau
+Distances are those of [Pareek2017], chapter 4 (section 4.2): Kendall's tau
 (number of discordant pairs), Spearman's footrule ``sum_x |rank_a[x] - rank_b[x]|``,
 Cayley (``n`` minus the number of cycles of ``a^{-1} b``) and Hamming (number of
 positions where the orders differ).

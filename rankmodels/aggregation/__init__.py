@@ -1,4 +1,4 @@
-"""Distributional rank aggregation (dissertation, chapter 4).
+"""Distributional rank aggregation ([Pareek2017] chapter 4).
 
 A profile is a distribution over rankings (:class:`Profile`); rules turn it into consensus
 rankings, reporting every optimal ranking and how many there are (:func:`aggregate`; the

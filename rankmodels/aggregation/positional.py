@@ -1,4 +1,4 @@
-"""Positional scoring rules (dissertation section 4.5, definition 14, table 4.1).
+"""Positional scoring rules ([Pareek2017] section 4.5, definition 14, table 4.1).
 
 A score vector ``h`` gives ``h[k]`` points to the candidate at position ``k`` (0 = best;
 the paper's ``h(i)`` is ``h[i-1]``). The cumulative score is

@@ -1,4 +1,4 @@
-"""Profiles as distributions over rankings (dissertation, section 4.2).
+"""Profiles as distributions over rankings ([Pareek2017] section 4.2).
 
 A :class:`Profile` is a *histogram* over ballots -- the unique ballot types and their
 weights -- never a list of voters: only the distribution ``P`` over rankings is used

@@ -1,6 +1,6 @@
 """Figures of the simulation studies (:mod:`rankmodels.studies`).
 
-:func:`metric_versus_clutter` is dissertation Figure 5.8: a metric's mean over replicates
+:func:`metric_versus_clutter` is [Pareek2017] Figure 5.8: a metric's mean over replicates
 against the clutter rate ``lambda`` (top axis ``P_C = lambda / (1 + lambda)``), one line per
 likelihood engine with error bars of +-2 standard errors, one panel per trajectory, on one
 fixed y scale (log by default: the same scale whatever the numbers of a run, shared by the

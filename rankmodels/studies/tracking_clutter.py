@@ -1,4 +1,4 @@
-"""Tracking MSE versus clutter: dissertation section 5.5.1, Figures 5.6-5.8.
+"""Tracking MSE versus clutter: [Pareek2017] section 5.5.1, Figures 5.6-5.8.
 
 The paper's simulation: a target moving in a straight line (Fig. 5.6, 5.8) or a spiral
 (Fig. 5.7) among 10 fixed beacons in the plane records, each step, the first ``r = 4`` arrival

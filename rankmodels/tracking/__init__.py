@@ -1,4 +1,4 @@
-"""RAFOS float tracking with ranked signals (dissertation chapter 5).
+"""RAFOS float tracking with ranked signals ([Pareek2017] chapter 5).
 
 A float records, every listening cycle, the first ``r`` times of arrival of signals from ``s``
 moored sound sources, without their labels; some signals are lost, some recorded ones are

@@ -1,4 +1,4 @@
-"""Float dynamics: a Gaussian random walk in the local tangent plane (dissertation eq. 5.1).
+"""Float dynamics: a Gaussian random walk in the local tangent plane ([Pareek2017] eq. 5.1).
 
 Between two cycles ``dt`` days apart the float moves by ``Delta = (east, north)`` km,
 

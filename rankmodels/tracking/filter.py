@@ -1,4 +1,4 @@
-"""Bootstrap particle filter (dissertation Algorithm 2) with log-space weights.
+"""Bootstrap particle filter ([Pareek2017] Algorithm 2) with log-space weights.
 
 For cycles ``t = 0 .. T-1`` with observations ``y_t`` (the ranked TOAs of cycle ``t``):
 

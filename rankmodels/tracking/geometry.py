@@ -2,7 +2,7 @@
 
 Positions are ``(lat, lon)`` in degrees; distances and displacements are in km on a sphere
 of radius :data:`EARTH_RADIUS_KM`. RAFOS travel times are ``distance / sound_speed`` (the
-dissertation's ``||X_t - b_i|| / v_s`` in eq. 5.2 and 5.66, with the Euclidean norm replaced
+[Pareek2017]'s ``||X_t - b_i|| / v_s`` in eq. 5.2 and 5.66, with the Euclidean norm replaced
 by the great-circle distance).
 
 A *tangent-plane step* moves a point by ``(east, north)`` km in the local plane at that

@@ -1,6 +1,6 @@
 """Track a float: record -> particle filter (+ smoother) -> association posteriors -> track.
 
-:func:`track_float` runs one function per stage (dissertation Algorithm 2 plus smoothing):
+:func:`track_float` runs one function per stage ([Pareek2017] Algorithm 2 plus smoothing):
 
 1. :func:`prepare`: cycle ``t`` is ``dt_t`` days after the previous one (the first after
    ``launch_time``); the particles start at the launch position and follow the tangent-plane

@@ -1,4 +1,4 @@
-"""The generative model of one listening cycle of a RAFOS float (dissertation ch. 5).
+"""The generative model of one listening cycle of a RAFOS float ([Pareek2017] ch. 5).
 
 Given the float position ``X`` the float hears, in one listening window ``[0, W]``:
 

@@ -1,6 +1,6 @@
 """Simulated RAFOS float records with known truth.
 
-The generative model is the one the tracker assumes (dissertation section 5.2 and eq.
+The generative model is the one the tracker assumes ([Pareek2017] section 5.2 and eq.
 5.64-5.67), with a few realistic departures that the tracker does *not* know about:
 
 * trajectories: straight, spiral, or a *drifting* random walk whose velocity is a mean drift

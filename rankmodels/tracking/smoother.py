@@ -1,6 +1,6 @@
 """Particle smoother: forward filtering, backward simulation (FFBSi).
 
-The dissertation only filters (Algorithm 2). When the whole record is available -- and in
+[Pareek2017] only filters (Algorithm 2). When the whole record is available -- and in
 particular the recovery position, appended by the caller as a last step whose likelihood is a
 Gaussian around the surfacing fix -- every position can use all the data. Given the filter's
 weighted particle sets ``{(x_t^i, w_t^i)}``, a smoothed trajectory is drawn backwards

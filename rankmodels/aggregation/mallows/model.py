@@ -1,7 +1,7 @@
 """Mallows models and mixtures of Mallows models (Kendall distance).
 
 The Mallows model with centre ``W`` (an order, best first) and dispersion ``phi in (0, 1]``
-(dissertation section 4.6, ``P(. | W) ~ phi ** l_KT(., W)``) is
+([Pareek2017] section 4.6, ``P(. | W) ~ phi ** l_KT(., W)``) is
 
     P(sigma | W, phi) = phi ** d_K(sigma, W) / Z_n(phi),
     Z_n(phi) = prod_{m=1}^{n} S_m(phi),   S_m(phi) = 1 + phi + ... + phi**(m-1)
