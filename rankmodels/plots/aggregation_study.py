@@ -1,4 +1,4 @@
-"""Figure of the aggregation study (:mod:`rankmodels.studies.aggregation_study`), dissertation
+"""Figure of the aggregation study (:mod:`rankmodels.studies.aggregation_study`), [Pareek2017]
 Figure 4.1.
 
 One row per experiment. The first panel is the distributional limit: each rule's exact score

@@ -1,4 +1,4 @@
-"""Which positional rule recovers the majority preference of a Mallows mixture: dissertation
+"""Which positional rule recovers the majority preference of a Mallows mixture: [Pareek2017]
 section 4.6, Figure 4.1.
 
 Setup (section 4.6.1). Five candidates A-E; a two-component Mallows mixture
