@@ -3,6 +3,7 @@ boosted trees) on LETOR / SVMlight files."""
 
 from __future__ import annotations
 
+import inspect
 import json
 import warnings
 from collections.abc import Callable
@@ -21,6 +22,7 @@ from rankmodels.ltr.letor import LetorData, LetorOrderWarning, read_letor
 from rankmodels.ltr.losses import LOSSES, LossSpec
 from rankmodels.ltr.mlp import fit_mlp_ranker
 from rankmodels.ltr.model_io import MODEL_KINDS, AnyRanker, ranker_to_dict, read_ranker
+from rankmodels.ltr.query_norm import NORMALISATIONS, NormalisedRanker, normalise_queries
 from rankmodels.ltr.rerank import L2_GRID, fit_reranker
 from rankmodels.ltr.splits import holdout_split, kfold_indices
 from rankmodels.ltr.surrogate_search import SurrogateSearch, best_surrogate, mixture_options
@@ -107,6 +109,13 @@ def _cutoff_option(help: str) -> Callable[[F], F]:
     )
 
 
+def _knob_help(text: str, function: Callable[..., Any], name: str) -> str:
+    """``text`` and the default of keyword ``name`` of the library trainer ``function``."""
+    value = inspect.signature(function).parameters[name].default
+    shown = ",".join(map(str, value)) if isinstance(value, tuple) else str(value)
+    return f"{text}  [default: {shown}]"
+
+
 @click.group("ltr", cls=OneLineGroup)
 def ltr_group() -> None:
     """Learning to rank on LETOR / SVMlight files."""
@@ -152,9 +161,45 @@ def _training_options(f: F) -> F:
             type=click.Choice(MODEL_KINDS),
             default="linear",
             show_default=True,
-            help="linear (L-BFGS), mlp (one tanh hidden layer of 32, Adam), boost "
+            help="linear (L-BFGS), mlp (tanh hidden layers, Adam), boost "
             "(listwise gradient boosting of regression trees) or rerank (the --base model's "
             "scores re-ranked by cosine-similarity kernels, dissertation eq. 2.20).",
+        ),
+        click.option(
+            "--normalise",
+            type=click.Choice(NORMALISATIONS),
+            default="none",
+            show_default=True,
+            help="Per-query feature normalisation before training (kept in the model file "
+            "and applied by evaluate and predict).",
+        ),
+        click.option(
+            "--hidden",
+            metavar="W1[,W2...]",
+            help=_knob_help("mlp: hidden layer widths", fit_mlp_ranker, "hidden"),
+        ),
+        click.option(
+            "--max-depth",
+            type=click.IntRange(1, 30),
+            help=_knob_help(
+                "boost: depth of each regression tree", fit_boosted_ranker, "max_depth"
+            ),
+        ),
+        click.option(
+            "--min-leaf",
+            type=click.IntRange(1, 10**9),
+            help=_knob_help(
+                "boost: least documents in a tree leaf", fit_boosted_ranker, "min_leaf"
+            ),
+        ),
+        click.option(
+            "--shrinkage",
+            type=NumberRange(0.0, 1.0, min_open=True),
+            help=_knob_help(
+                "boost: shrinkage (learning rate) of every tree's step",
+                fit_boosted_ranker,
+                "shrinkage",
+            ),
         ),
         click.option(
             "--base",
@@ -182,7 +227,8 @@ def _training_options(f: F) -> F:
             type=click.IntRange(min=1, max=100_000),
             default=100,
             show_default=True,
-            help="L-BFGS iterations per annealing stage (linear), epochs (mlp), trees (boost).",
+            help="L-BFGS iterations per annealing stage (linear), epochs (mlp), boosting "
+            "rounds (boost).",
         ),
     ]
     for option in reversed(options):
@@ -206,6 +252,8 @@ class _Recipe:
     search_evals: int | None
     cutoff: int
     source: Path
+    mlp: dict[str, object]
+    trees: dict[str, object]
 
     @property
     def steps(self) -> int:
@@ -243,9 +291,9 @@ class _Recipe:
         weights: dict[str, float],
         progress: Callable[[int], None],
     ) -> AnyRanker:
-        """One model; mlp and boost stop early on ``valid`` (20 % of ``train`` if None);
-        rerank fits its base, then its kernel weights, choosing l2 on ``valid`` (20 % of
-        ``train`` held out for both if None)."""
+        """One model; linear stops early on ``valid`` when given, mlp and boost on
+        ``valid`` or 20 % of ``train``; rerank fits its base, then its kernel weights,
+        choosing l2 on ``valid`` (20 % of ``train`` held out for both if None)."""
         opts = {**self.opts, **weights}
         if self.kind == "rerank":
             if valid is None:
@@ -266,6 +314,7 @@ class _Recipe:
                 return fit_linear_ranker(
                     train,
                     self.loss,
+                    valid=valid,
                     options=opts,
                     stages=self.stages,
                     l2=self.l2,
@@ -282,6 +331,7 @@ class _Recipe:
                     epochs=self.max_iter,
                     seed=self.seed,
                     progress=progress,
+                    **self.mlp,
                 )
             return fit_boosted_ranker(
                 train,
@@ -291,6 +341,7 @@ class _Recipe:
                 n_trees=self.max_iter,
                 seed=self.seed,
                 progress=progress,
+                **self.trees,
             )
         except TrainingError as err:
             raise BadInput(f"{self.source}: {err}") from None
@@ -299,6 +350,39 @@ class _Recipe:
 def _check_anneal(kind: str, anneal: str | None) -> None:
     if anneal is not None and kind != "linear":
         raise BadInput(f"--anneal: only the linear model anneals, not --model {kind}")
+
+
+def _model_knobs(
+    kind: str,
+    base: str,
+    hidden: str | None,
+    max_depth: int | None,
+    min_leaf: int | None,
+    shrinkage: float | None,
+) -> tuple[dict[str, object], dict[str, object]]:
+    """The library keywords of ``--hidden`` (mlp) and ``--max-depth``, ``--min-leaf``,
+    ``--shrinkage`` (boost), refused for a model that has no such knob."""
+    trained = {kind, base} if kind == "rerank" else {kind}
+    what = f"--model {kind}" + (f" --base {base}" if kind == "rerank" else "")
+    mlp: dict[str, object] = {}
+    if hidden is not None:
+        if "mlp" not in trained:
+            raise BadInput(f"--hidden: only an mlp has hidden layers, not {what}")
+        try:
+            widths = tuple(int(w) for w in hidden.split(","))
+        except ValueError:
+            raise BadInput(
+                f"--hidden: expected comma-separated layer widths, got {hidden!r}"
+            ) from None
+        if not all(1 <= w <= 10_000 for w in widths):
+            raise BadInput(f"--hidden: layer widths must be in 1 .. 10000, got {hidden!r}")
+        mlp["hidden"] = widths
+    knobs = {"max_depth": max_depth, "min_leaf": min_leaf, "shrinkage": shrinkage}
+    trees = {name: value for name, value in knobs.items() if value is not None}
+    if trees and "boost" not in trained:
+        flag = "--" + next(iter(trees)).replace("_", "-")
+        raise BadInput(f"{flag}: only boost grows trees, not {what}")
+    return mlp, trees
 
 
 def _check_search(search_evals: int | None, loss: str, opts: dict[str, object]) -> None:
@@ -329,8 +413,8 @@ def _search_report(search: SurrogateSearch, cutoff: int) -> dict[str, object]:
 @click.option(
     "--valid",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="Validation queries for early stopping (mlp, boost; default: 20 % of the "
-    "training queries).",
+    help="Validation queries for early stopping (every model) and the choices of rerank and "
+    "--surrogate-search (default: none for linear, 20 % of the training queries for the rest).",
 )
 @click.option(
     "--test-fraction",
@@ -355,6 +439,11 @@ def ltr_train(
     options: tuple[str, ...],
     anneal: str | None,
     kind: str,
+    normalise: str,
+    hidden: str | None,
+    max_depth: int | None,
+    min_leaf: int | None,
+    shrinkage: float | None,
     base: str,
     search_evals: int | None,
     l2: float,
@@ -378,9 +467,10 @@ def ltr_train(
     _check_anneal(kind, anneal)
     _check_search(search_evals, loss, opts)
     stages = _parse_anneal(anneal, spec, opts)
+    knobs = _model_knobs(kind, base, hidden, max_depth, min_leaf, shrinkage)
     if output is not None:
         refuse_to_overwrite(output, [data] + ([valid] if valid else []))
-    letor = _read(data)
+    letor = normalise_queries(_read(data), normalise)
     n_queries = letor.lengths.shape[0]
     try:
         train_idx, test_idx = holdout_split(n_queries, test_fraction, seed)
@@ -396,9 +486,12 @@ def ltr_train(
         valid_data = _read(valid, n_features=n_features)
         if valid_data.features.shape[2] > n_features:
             raise BadInput(f"{valid} has more features than {data} ({n_features})")
+        valid_data = normalise_queries(valid_data, normalise)
     check_learnable(train, data)
     ridge = ridge_ranker(train)
-    recipe = _Recipe(kind, base, loss, opts, stages, l2, max_iter, seed, search_evals, cutoff, data)
+    recipe = _Recipe(
+        kind, base, loss, opts, stages, l2, max_iter, seed, search_evals, cutoff, data, *knobs
+    )
     with progressbar(recipe.steps, f"training {loss} {kind}", quiet) as bar:
         model, search = recipe.fit(train, valid_data, bar.update)
     report = {
@@ -407,6 +500,7 @@ def ltr_train(
         **({"surrogate_search": _search_report(search, cutoff)} if search else {}),
         "anneal": stages,
         "seed": seed,
+        "normalise": normalise,
         "queries": {"train": int(train.lengths.shape[0]), "test": n_test},
         f"ndcg@{cutoff}": {
             "train": model.ndcg(train, cutoff),
@@ -416,7 +510,7 @@ def ltr_train(
             "train": ridge.ndcg(train, cutoff),
             "test": ridge.ndcg(test, cutoff) if n_test else None,
         },
-        **ranker_to_dict(model, n_features),
+        **ranker_to_dict(NormalisedRanker(model, normalise), n_features),
         "version": __version__,
     }
     line = f"{loss} {kind}: NDCG@{cutoff} train {report[f'ndcg@{cutoff}']['train']:.4f}"
@@ -550,6 +644,11 @@ def ltr_crossval(
     options: tuple[str, ...],
     anneal: str | None,
     kind: str,
+    normalise: str,
+    hidden: str | None,
+    max_depth: int | None,
+    min_leaf: int | None,
+    shrinkage: float | None,
     base: str,
     search_evals: int | None,
     l2: float,
@@ -567,12 +666,15 @@ def ltr_crossval(
     _check_anneal(kind, anneal)
     _check_search(search_evals, loss, opts)
     stages = _parse_anneal(anneal, spec, opts)
-    letor = _read(data)
+    knobs = _model_knobs(kind, base, hidden, max_depth, min_leaf, shrinkage)
+    letor = normalise_queries(_read(data), normalise)
     n_queries = letor.lengths.shape[0]
     if folds > n_queries:
         raise BadInput(f"--folds {folds} is more than the {n_queries} queries of {data}")
     values, alphas = [], []
-    recipe = _Recipe(kind, base, loss, opts, stages, l2, max_iter, seed, search_evals, cutoff, data)
+    recipe = _Recipe(
+        kind, base, loss, opts, stages, l2, max_iter, seed, search_evals, cutoff, data, *knobs
+    )
     with progressbar(folds * recipe.steps, f"crossval {loss} {kind}", quiet) as bar:
         for train_idx, test_idx in kfold_indices(n_queries, folds, seed):
             train, test = letor.subset(train_idx), letor.subset(test_idx)

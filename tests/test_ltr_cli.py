@@ -101,6 +101,16 @@ def test_losses_command_lists_the_registry():
         (["--l2", "nan"], ["--l2", "'nan' is not a number"]),
         (["--l2", "inf"], ["--l2", "inf is not in the range"]),
         (["-k", "100000000000000000000"], ["--cutoff", "is not in the range 1<=x<=1000000000"]),
+        (["--hidden", "8"], ["--hidden: only an mlp has hidden layers, not --model linear"]),
+        (["--model", "rerank", "--hidden", "8"], ["not --model rerank --base linear"]),
+        (["--model", "mlp", "--hidden", "8,x"], ["--hidden: expected comma-separated", "'8,x'"]),
+        (["--model", "mlp", "--hidden", "0"], ["--hidden: layer widths must be in 1 .. 10000"]),
+        (["--model", "mlp", "--max-depth", "2"], ["--max-depth: only boost grows trees"]),
+        (["--shrinkage", "0.5"], ["--shrinkage: only boost grows trees, not --model linear"]),
+        (["--model", "boost", "--shrinkage", "0"], ["--shrinkage", "0.0<x<=1.0"]),
+        (["--model", "boost", "--shrinkage", "nan"], ["--shrinkage", "'nan' is not a number"]),
+        (["--model", "boost", "--max-depth", "0"], ["--max-depth", "not in the range"]),
+        (["--normalise", "l2"], ["--normalise", "'l2' is not one of"]),
     ],
 )
 def test_bad_options_exit_2_with_one_line(tmp_path, args, fragments):
@@ -375,5 +385,100 @@ def test_crossval_and_predict_bad_input(tmp_path, rng):
         '"feature_mean": [0, 0, 0], "feature_scale": [1, 1, 1]}'
     )
     _bad(_run("predict", path, "-m", bad), "params: must be a list of 10 numbers")
+    bad.write_text('{"model": "linear", "normalise": "l2", "weights": [1, 2, 3]}')
+    _bad(_run("predict", path, "-m", bad), str(bad), "normalise: must be one of none, zscore")
     bad.write_text('{"model": "forest"}')
     _bad(_run("evaluate", path, "-m", bad), "model: must be one of linear, mlp, boost")
+
+
+def _refit_file(tmp_path, seed: int = 3, n_queries: int = 40, name: str = "train.txt"):
+    """A synthetic file and the data as read back from it (6 significant digits)."""
+    data, _ = synthetic_letor(n_queries=n_queries, n_features=3, docs=(4, 8), seed=seed)
+    path = tmp_path / name
+    path.write_text(format_letor(data))
+    return path, read_letor(path)
+
+
+def _predicted(tmp_path, path, *train_args) -> np.ndarray:
+    """``train --test-fraction 0 -o`` then ``predict``: one score per document."""
+    model = tmp_path / "model.json"
+    result = _run("train", path, "--test-fraction", "0", "-o", model, "-q", *train_args)
+    assert result.exit_code == 0, result.output
+    scores = _run("predict", path, "-m", model)
+    assert scores.exit_code == 0, scores.output
+    return np.array([float(v) for v in scores.stdout.split()])
+
+
+def test_mlp_and_boosting_knobs_reach_the_library(tmp_path):
+    """--hidden, --max-depth, --min-leaf and --shrinkage train what the library trains with
+    those keywords (the CLI's model refitted here), and they change the model."""
+    from rankmodels.ltr.boost import fit_boosted_ranker
+    from rankmodels.ltr.mlp import fit_mlp_ranker
+
+    path, data = _refit_file(tmp_path)
+    common = ("--loss", "listnet", "--max-iter", "15")
+    mlp = _predicted(tmp_path, path, *common, "--model", "mlp", "--hidden", "5,3")
+    assert json.loads((tmp_path / "model.json").read_text())["hidden"] == [5, 3]
+    lib = fit_mlp_ranker(data, "listnet", hidden=(5, 3), l2=1e-3, epochs=15, seed=0)
+    np.testing.assert_allclose(mlp, lib.scores(data)[data.mask], rtol=1e-12)
+    knobs = ("--max-depth", "2", "--min-leaf", "3", "--shrinkage", "0.5")
+    boost = _predicted(tmp_path, path, *common, "--model", "boost", *knobs)
+    trees = json.loads((tmp_path / "model.json").read_text())["trees"]
+    assert max(len(t["feature"]) for t in trees) <= 7  # depth 2: at most 7 nodes
+    lib = fit_boosted_ranker(
+        data, "listnet", n_trees=15, seed=0, max_depth=2, min_leaf=3, shrinkage=0.5
+    )
+    np.testing.assert_allclose(boost, lib.scores(data)[data.mask], rtol=1e-12)
+    default = _predicted(tmp_path, path, *common, "--model", "boost")
+    assert not np.allclose(default, boost)
+    assert (
+        max(len(t["feature"]) for t in json.loads((tmp_path / "model.json").read_text())["trees"])
+        > 7
+    )
+
+
+def test_per_query_normalisation_is_trained_saved_and_applied(tmp_path):
+    """--normalise zscore: the model is the library's fit on the normalised queries, the
+    file says so, and predict / evaluate normalise the raw file before scoring; crossval
+    --normalise minmax is the library's cross-validation on min-max normalised queries."""
+    from rankmodels.ltr.query_norm import normalise_queries
+    from rankmodels.ltr.splits import kfold_indices
+    from rankmodels.ltr.train import fit_linear_ranker
+
+    path, data = _refit_file(tmp_path)
+    args = ("--loss", "listnet", "--max-iter", "30")
+    scores = _predicted(tmp_path, path, *args, "--normalise", "zscore")
+    spec = json.loads((tmp_path / "model.json").read_text())
+    assert spec["normalise"] == "zscore"
+    z = normalise_queries(data, "zscore")
+    lib = fit_linear_ranker(z, "listnet", max_iter=30, l2=1e-3)
+    np.testing.assert_allclose(scores, lib.scores(z)[data.mask], rtol=1e-10)
+    evaluate = _run("evaluate", path, "-m", tmp_path / "model.json", "--format", "json")
+    assert json.loads(evaluate.stdout)["ndcg@10"] == pytest.approx(lib.ndcg(z))
+    assert not np.allclose(scores, _predicted(tmp_path, path, *args), atol=1e-3)
+    result = _run(
+        "crossval", path, "--folds", "3", *args, "--normalise", "minmax", "--format", "json"
+    )
+    assert result.exit_code == 0, result.output
+    m = normalise_queries(data, "minmax")
+    expected = [
+        fit_linear_ranker(m.subset(tr), "listnet", max_iter=30).ndcg(m.subset(te))
+        for tr, te in kfold_indices(40, 3, 0)
+    ]
+    np.testing.assert_allclose(json.loads(result.stdout)["folds"], expected, rtol=1e-10)
+
+
+def test_linear_model_stops_early_on_valid(tmp_path):
+    """train --model linear --valid FILE is the library's early-stopped fit on those
+    validation queries, which here differs from the fit that ignores them."""
+    from rankmodels.ltr.train import fit_linear_ranker
+
+    path, data = _refit_file(tmp_path, seed=5, n_queries=10)
+    valid_path, valid = _refit_file(tmp_path, seed=6, n_queries=20, name="valid.txt")
+    args = ("--loss", "softrank", "--option", "sigma=0.5", "--l2", "0", "--max-iter", "25")
+    scores = _predicted(tmp_path, path, *args, "--valid", valid_path)
+    kw = dict(options={"sigma": 0.5}, l2=0.0, max_iter=25)
+    lib = fit_linear_ranker(data, "softrank", valid=valid, **kw)
+    np.testing.assert_allclose(scores, lib.scores(data)[data.mask], rtol=1e-10)
+    plain = fit_linear_ranker(data, "softrank", **kw)
+    assert not np.allclose(plain.weights, lib.weights)

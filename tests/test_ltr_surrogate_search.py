@@ -128,11 +128,14 @@ def test_cli_train_reports_alpha_and_keeps_the_model_of_it(tmp_path):
     assert len(tried) == 5
     best = max(tried, key=lambda t: t["valid_ndcg@10"])
     assert report["surrogate_search"]["alpha"] == best["alpha"]
-    # the model is the one fitted on S_1 (80 % of the training queries) with that alpha
+    # the model is the one fitted on S_1 (80 % of the training queries) with that alpha,
+    # stopping early on S_2 as every model does
     data = read_letor(path)
     fit_idx, valid_idx = holdout_split(30, 0.2, 4)
+    opts = {"c": 2.0, **best["alpha"]}
+    valid = data.subset(valid_idx)
     again = fit_linear_ranker(
-        data.subset(fit_idx), "bregman_mix", options={"c": 2.0, **best["alpha"]}, max_iter=20
+        data.subset(fit_idx), "bregman_mix", valid=valid, options=opts, max_iter=20
     )
     np.testing.assert_allclose(report["weights"], again.weights, rtol=1e-10)
     assert again.ndcg(data.subset(valid_idx)) == pytest.approx(best["valid_ndcg@10"])

@@ -9,6 +9,7 @@ import pytest
 
 from rankmodels.errors import InputError
 from rankmodels.ltr import metrics
+from rankmodels.ltr.early_stopping import EarlyStopping
 from rankmodels.ltr.letor import LetorData
 from rankmodels.ltr.losses import LOSSES
 from rankmodels.ltr.synthetic import synthetic_letor
@@ -157,3 +158,67 @@ def test_bad_arguments(rng):
         fit_linear_ranker(data, "listnet", options={"sigma": 1.0})
     with pytest.raises(TypeError, match="sigma takes a finite number"):
         fit_linear_ranker(data, "softrank", stages=[{"sigma": "abc"}])
+
+
+def _overfitting_split() -> tuple[LetorData, LetorData]:
+    """8 training and 12 validation queries on which unpenalised SoftRank's validation
+    NDCG@3 rises for four L-BFGS iterations, then falls (a seed where that happens)."""
+    data, _ = synthetic_letor(n_queries=20, n_features=4, docs=(4, 8), noise=1.0, seed=11)
+    return data.subset(np.arange(8)), data.subset(np.arange(8, 20))
+
+
+def test_early_stopping_returns_the_best_validation_iterate():
+    """With ``valid`` and a patience beyond ``max_iter`` the fit is the iterate (the ridge
+    start included) with the best validation NDCG@k: brute force over the fits stopped
+    after 1 .. M iterations (L-BFGS is deterministic, so those are its iterates)."""
+    fit, valid = _overfitting_split()
+    M, kw = 12, dict(options={"sigma": 0.5}, l2=0.0)
+    candidates = [ridge_ranker(fit)] + [
+        fit_linear_ranker(fit, "softrank", max_iter=m, **kw) for m in range(1, M + 1)
+    ]
+    scores = [c.ndcg(valid, 3) for c in candidates]
+    best = candidates[int(np.argmax(scores))]  # the first of equal scores
+    stopped = fit_linear_ranker(fit, "softrank", valid=valid, max_iter=M, patience=M, k=3, **kw)
+    np.testing.assert_array_equal(stopped.weights, best.weights)
+    assert 0 < np.argmax(scores) < M and max(scores) > scores[-1]  # neither start nor end
+
+
+def test_early_stopping_patience_and_progress():
+    """Patience 1 keeps the end of the first strictly improving run of iterates (brute
+    force over the fits stopped after m iterations); the progress calls sum to max_iter per
+    stage; ``valid=None`` is the plain fit."""
+    fit, valid = _overfitting_split()
+    kw = dict(options={"sigma": 0.5}, l2=0.0)
+    iterates = [ridge_ranker(fit)] + [
+        fit_linear_ranker(fit, "softrank", max_iter=m, **kw) for m in range(1, 13)
+    ]
+    scores = [c.ndcg(valid, 3) for c in iterates]
+    first_drop = next(m for m in range(1, 13) if scores[m] <= scores[m - 1])
+    assert first_drop > 2
+    steps: list[int] = []
+    stopped = fit_linear_ranker(
+        fit, "softrank", valid=valid, max_iter=12, patience=1, k=3, progress=steps.append, **kw
+    )
+    np.testing.assert_array_equal(stopped.weights, iterates[first_drop - 1].weights)
+    assert steps == [1] * first_drop + [12 - first_drop]
+    stages = [{"sigma": 1.0}, {"sigma": 0.3}]
+    steps.clear()
+    fit_linear_ranker(
+        fit, "softrank", valid=valid, stages=stages, max_iter=9, patience=1, progress=steps.append
+    )
+    assert sum(steps) == 18
+    plain = fit_linear_ranker(fit, "softrank", stages=stages, max_iter=9)
+    again = fit_linear_ranker(fit, "softrank", valid=None, stages=stages, max_iter=9)
+    np.testing.assert_array_equal(plain.weights, again.weights)
+
+
+def test_early_stopping_keeps_the_first_best_and_counts_patience():
+    stopper = EarlyStopping(2, "start")
+    assert stopper.best == "start" and stopper.best_score == -np.inf
+    assert not stopper.offer("a", 0.5)
+    assert not stopper.offer("b", 0.5)  # a tie is no improvement
+    assert not stopper.offer("c", 0.6)  # improvement resets the count
+    assert not stopper.offer("d", 0.1)
+    assert stopper.offer("e", 0.6) and stopper.best == "c"
+    with pytest.raises(ValueError, match="patience"):
+        EarlyStopping(0, None)

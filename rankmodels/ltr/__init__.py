@@ -15,7 +15,8 @@
   feature normalisation;
 * models: :mod:`~rankmodels.ltr.models` (linear, MLP: scores and back-propagation),
   :mod:`~rankmodels.ltr.train` (L-BFGS for the linear ranker, the training objective of any
-  model), :mod:`~rankmodels.ltr.mlp` (Adam, early stopping), :mod:`~rankmodels.ltr.boost`
+  model), :mod:`~rankmodels.ltr.mlp` (Adam), :mod:`~rankmodels.ltr.early_stopping` (every model's
+  early stopping on validation NDCG), :mod:`~rankmodels.ltr.boost`
   (listwise boosting, Algorithm 1) on :mod:`~rankmodels.ltr.trees` (numba regression
   trees), :mod:`~rankmodels.ltr.model_io` (model files); ``rankmodels ltr train/evaluate/
   predict/crossval``;

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from rankmodels.ltr.early_stopping import EarlyStopping
 from rankmodels.ltr.letor import LetorData
 from rankmodels.ltr.losses import LOSSES
 from rankmodels.ltr.models import mean_ndcg
@@ -153,7 +154,7 @@ def fit_boosted_ranker(
             progress(1)
     s_valid = sum((t.predict(monitor.features) for t in trees), np.zeros(monitor.relevance.shape))
     losses, ndcgs = [value], []
-    best, best_round, waited = -np.inf, len(trees), 0
+    stopper = EarlyStopping(patience, len(trees))  # candidates: ensemble sizes
     for _ in range(n_trees - len(trees)):
         found = first if first is not None and not ndcgs else boosting_round()
         if found is None:
@@ -166,12 +167,8 @@ def fit_boosted_ranker(
         ndcgs.append(mean_ndcg(monitor, np.where(monitor.mask, s_valid, 0.0), k))
         if progress is not None:
             progress(1)
-        if ndcgs[-1] > best:
-            best, best_round, waited = ndcgs[-1], len(trees), 0
-        else:
-            waited += 1
-            if waited >= patience:
-                break
+        if stopper.offer(len(trees), ndcgs[-1]):
+            break
     if progress is not None:
         progress(n_trees - len(trees))
-    return BoostedRanker(tuple(trees[:best_round]), tuple(losses), tuple(ndcgs), first is None)
+    return BoostedRanker(tuple(trees[: stopper.best]), tuple(losses), tuple(ndcgs), first is None)

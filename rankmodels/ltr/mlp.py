@@ -23,6 +23,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from rankmodels.ltr.early_stopping import EarlyStopping
 from rankmodels.ltr.letor import LetorData
 from rankmodels.ltr.models import MLP, Ranker
 from rankmodels.ltr.splits import holdout_split
@@ -86,7 +87,7 @@ def fit_mlp_ranker(
     )
     monitor = valid if valid is not None and valid.lengths.shape[0] else data
     theta = model.init(mean.shape[0], rng)
-    best, best_ndcg, waited, state = theta, -np.inf, 0, {}
+    stopper, state = EarlyStopping(patience, theta), {}
     n_queries = data.lengths.shape[0]
     for epoch in range(1, epochs + 1):
         for batch in np.array_split(rng.permutation(n_queries), -(-n_queries // batch_queries)):
@@ -103,15 +104,10 @@ def fit_mlp_ranker(
                     f"{objective.options}); try a smaller lr, a larger smoothing or l2"
                 )
             theta = adam_step(theta, grad, state, lr)
-        score = Ranker(model, theta, mean, scale).ndcg(monitor, k)
         if progress is not None:
             progress(1)
-        if score > best_ndcg:
-            best, best_ndcg, waited = theta, score, 0
-        else:
-            waited += 1
-            if waited >= patience:
-                if progress is not None:
-                    progress(epochs - epoch)
-                break
-    return Ranker(model, best, mean, scale)
+        if stopper.offer(theta, Ranker(model, theta, mean, scale).ndcg(monitor, k)):
+            if progress is not None:
+                progress(epochs - epoch)
+            break
+    return Ranker(model, stopper.best, mean, scale)

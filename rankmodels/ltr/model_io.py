@@ -13,6 +13,10 @@ of ``weights``):
   :data:`~rankmodels.ltr.rerank.KERNELS`), ``weights`` (one per kernel) and ``l2``
   (:class:`~rankmodels.ltr.rerank.RerankedRanker`).
 
+A model trained on per-query normalised features also has ``"normalise"`` (``zscore`` or
+``minmax``; ``none`` when absent), and is read back as a
+:class:`~rankmodels.ltr.query_norm.NormalisedRanker` that normalises every query it scores.
+
 :func:`ranker_from_dict` checks every field and raises
 :class:`~rankmodels.errors.InputError` naming the file and the field.
 """
@@ -28,6 +32,7 @@ import numpy as np
 from rankmodels.errors import InputError
 from rankmodels.ltr.boost import BoostedRanker
 from rankmodels.ltr.models import MLP, LinearRanker, Ranker
+from rankmodels.ltr.query_norm import NORMALISATIONS, NormalisedRanker
 from rankmodels.ltr.rerank import KERNELS, RerankedRanker
 from rankmodels.ltr.trees import Tree
 
@@ -35,12 +40,15 @@ __all__ = ["MODEL_KINDS", "n_features_of", "ranker_from_dict", "ranker_to_dict",
 
 MODEL_KINDS = ("linear", "mlp", "boost", "rerank")
 
-AnyRanker = Ranker | BoostedRanker | RerankedRanker
+AnyRanker = Ranker | BoostedRanker | RerankedRanker | NormalisedRanker
 Path = str | os.PathLike[str] | None
 
 
 def ranker_to_dict(ranker: AnyRanker, n_features: int) -> dict[str, Any]:
     """The JSON-able fields of ``ranker`` (module docstring)."""
+    if isinstance(ranker, NormalisedRanker):
+        inner = ranker_to_dict(ranker.ranker, n_features)
+        return inner if ranker.method == "none" else inner | {"normalise": ranker.method}
     if isinstance(ranker, RerankedRanker):
         return {
             "model": "rerank",
@@ -162,6 +170,14 @@ def ranker_from_dict(spec: object, path: Path = None) -> AnyRanker:
     kind = spec.get("model", "linear")
     if kind not in MODEL_KINDS:
         raise InputError(f"must be one of {', '.join(MODEL_KINDS)}", path=path, field="model")
+    method = spec.get("normalise", "none")
+    if method not in NORMALISATIONS:
+        raise InputError(
+            f"must be one of {', '.join(NORMALISATIONS)}", path=path, field="normalise"
+        )
+    if method != "none":
+        inner = ranker_from_dict({**spec, "normalise": "none"}, path)
+        return NormalisedRanker(inner, method)
     n = n_features_of(spec, path)
     if kind == "rerank":
         return _reranker(spec, path, n)

@@ -25,7 +25,22 @@ import numpy as np
 from rankmodels.ltr import metrics
 from rankmodels.ltr.letor import LetorData
 
-__all__ = ["LINEAR", "MLP", "Linear", "LinearRanker", "Ranker", "ScoreModel", "mean_ndcg"]
+__all__ = [
+    "LINEAR",
+    "MLP",
+    "Linear",
+    "LinearRanker",
+    "Ranker",
+    "ScoreModel",
+    "ScoringRanker",
+    "mean_ndcg",
+]
+
+
+class ScoringRanker(Protocol):
+    """A fitted ranker: ``(B, n_max)`` scores of a batch of queries."""
+
+    def scores(self, data: LetorData) -> np.ndarray: ...
 
 
 class ScoreModel(Protocol):

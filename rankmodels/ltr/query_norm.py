@@ -10,16 +10,20 @@ For each query ``b`` and feature ``f`` over its real documents ``j``:
   (LETOR's QueryLevelNorm).
 
 A feature constant within a query carries no ranking information there and becomes 0
-under ``zscore`` and ``minmax``. Padding stays 0.
+under ``zscore`` and ``minmax``. Padding stays 0. A ranker trained on normalised queries
+must see every later query normalised the same way: :class:`NormalisedRanker` does that.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from rankmodels.ltr.letor import LetorData
+from rankmodels.ltr.models import ScoringRanker, mean_ndcg
 
-__all__ = ["NORMALISATIONS", "normalise_queries"]
+__all__ = ["NORMALISATIONS", "NormalisedRanker", "normalise_queries"]
 
 NORMALISATIONS = ("none", "zscore", "minmax")
 
@@ -45,3 +49,19 @@ def normalise_queries(data: LetorData, method: str = "none") -> LetorData:
     scaled = (x - np.where(constant, 0.0, centre)) / np.where(constant, 1.0, spread)
     features = np.where(mask & ~constant, scaled, 0.0)
     return LetorData(features, data.relevance, data.lengths, data.qids)
+
+
+@dataclass(frozen=True)
+class NormalisedRanker:
+    """``ranker`` applied to the queries after :func:`normalise_queries` with ``method``."""
+
+    ranker: ScoringRanker
+    method: str
+
+    def scores(self, data: LetorData) -> np.ndarray:
+        """``(B, n_max)`` scores of the normalised queries of ``data`` (0 on padding)."""
+        return self.ranker.scores(normalise_queries(data, self.method))
+
+    def ndcg(self, data: LetorData, k: int = 10) -> float:
+        """Mean NDCG@k (a query without relevant documents counts 1, as LightGBM)."""
+        return mean_ndcg(data, self.scores(data), k)

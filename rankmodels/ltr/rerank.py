@@ -32,14 +32,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
 
 import numpy as np
 from scipy.optimize import minimize
 
 from rankmodels.ltr.letor import LetorData
 from rankmodels.ltr.losses import LOSSES
-from rankmodels.ltr.models import mean_ndcg
+from rankmodels.ltr.models import ScoringRanker, mean_ndcg
 from rankmodels.ltr.query_norm import normalise_queries
 from rankmodels.ltr.train import TrainingError, TrainingObjective, check_learnable
 
@@ -58,12 +57,6 @@ KERNELS = ("zscore", "minmax")
 
 L2_GRID = (1.0, 0.1, 0.01, 1e-3, 0.0)
 """The ``l2`` penalties tried by :func:`fit_reranker`, largest first."""
-
-
-class ScoringRanker(Protocol):
-    """A fitted base ranker: ``(B, n_max)`` scores of a batch of queries."""
-
-    def scores(self, data: LetorData) -> np.ndarray: ...
 
 
 def similarity_sums(data: LetorData, kernels: Sequence[str] = KERNELS) -> np.ndarray:

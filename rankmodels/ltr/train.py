@@ -11,7 +11,8 @@ design, zero on padding). Training minimises over ``w`` (``(F,)``)
 L-BFGS-B), starting from the ridge regression of the labels on the features (SinkProp
 section 5 initialises with the regression weights). A list of ``stages`` (option
 overrides, e.g. decreasing ``sigma``) warm-starts each stage from the previous one: the
-smoothing annealing of SinkProp / SmoothRank.
+smoothing annealing of SinkProp / SmoothRank. With validation queries the fit stops early
+on their NDCG@k, like the MLP and boosting (:func:`fit_linear_ranker`).
 
 A query whose documents all have the same label contributes a constant (0 for every
 loss), so training needs at least one query with two different labels
@@ -28,6 +29,7 @@ import numpy as np
 from scipy.optimize import minimize
 
 from rankmodels.errors import InputError
+from rankmodels.ltr.early_stopping import EarlyStopping
 from rankmodels.ltr.letor import LetorData
 from rankmodels.ltr.losses import LOSSES, LossSpec
 from rankmodels.ltr.models import LINEAR, LinearRanker, Ranker, ScoreModel
@@ -142,14 +144,25 @@ def fit_linear_ranker(
     data: LetorData,
     loss: str,
     *,
+    valid: LetorData | None = None,
     options: Mapping[str, object] | None = None,
     stages: Sequence[Mapping[str, object]] | None = None,
     l2: float = 1e-3,
     max_iter: int = 100,
+    patience: int = 10,
+    k: int = 10,
     progress: Callable[[int], None] | None = None,
 ) -> LinearRanker:
     """Fit ``w`` by L-BFGS on the :func:`training_objective` of ``loss`` with ``options``
     and optional annealing ``stages`` (each warm-started from the previous one).
+
+    With ``valid`` queries, training stops early as the other models do
+    (:class:`~rankmodels.ltr.early_stopping.EarlyStopping`): the ridge start and every
+    L-BFGS iterate are scored by their mean NDCG@k on ``valid``; a stage ends after
+    ``patience`` iterations without a new best, the next stage starts from the best
+    weights so far, and the best weights of all (the start included) are returned.
+    Without ``valid`` every stage runs to convergence or ``max_iter`` and its last iterate
+    is kept.
 
     ``progress(n)`` is called with the number of L-BFGS iterations done (in all
     ``max_iter * max(1, len(stages))`` steps, a stage that stops early reporting the rest).
@@ -159,11 +172,28 @@ def fit_linear_ranker(
     check_learnable(data)
     start = ridge_ranker(data)
     w = start.weights
+    stopper = None
+    if valid is not None and valid.lengths.shape[0]:
+        stopper = EarlyStopping(patience, w)
+        stopper.offer(w, start.ndcg(valid, k))
     for number, stage in enumerate(stages or [{}], start=1):
         objective = training_objective(
             data, loss, options={**(options or {}), **stage}, l2=l2, standardisation=start
         )
-        step = (lambda _w: progress(1)) if progress is not None else None
+        done = 0
+
+        def step(xk: np.ndarray) -> None:
+            nonlocal done
+            done += 1
+            if progress is not None:
+                progress(1)
+            if stopper is not None:
+                iterate = LinearRanker(xk.copy(), start.mean, start.scale)
+                if stopper.offer(iterate.weights, iterate.ndcg(valid, k)):
+                    raise StopIteration
+
+        if stopper is not None:
+            w, stopper.waited = stopper.best, 0
         with np.errstate(over="ignore", invalid="ignore"):
             result = minimize(
                 objective,
@@ -180,5 +210,5 @@ def fit_linear_ranker(
             )
         w = result.x
         if progress is not None:
-            progress(max_iter - min(int(result.nit), max_iter))
-    return LinearRanker(w, start.mean, start.scale)
+            progress(max_iter - min(done, max_iter))
+    return LinearRanker(w if stopper is None else stopper.best, start.mean, start.scale)
