@@ -10,16 +10,30 @@ numba cache is warm; the first call (which loads the compiled code) is reported 
 No peer library implements this model, so the ratios printed are between the engines
 (the exact sum over associations against the paper's loopy BP).
 
-    python benchmarks/tracking.py [--particles 100000] [--repeats 5] [--no-track]
+On a busy shared machine wall-clock rates of the threaded kernels swing by factors of several
+from run to run; ``--cpu-time`` runs the engines on one thread and divides by the process's CPU
+time instead, which repeats to a few percent under load (use it to compare two versions).
+
+    python benchmarks/tracking.py [--particles 100000] [--repeats 5] [--no-track] [--cpu-time]
+
+Fleet (``--fleet``, issue 12): ``--floats`` simulated floats of ``--days MIN MAX`` days tracked
+as ``track-float FOLDER/`` does (calibration on, figures and report per float unless
+``--no-plots``), serially and on a ``LocalCluster`` of ``--workers``; floats per minute and
+the speed-up.
+
+    python benchmarks/tracking.py --fleet [--floats 32] [--particles 2000] [--days 30 120]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
+import numba
 import numpy as np
 import xarray as xr
 
@@ -57,8 +71,15 @@ def benchmark_cycles(
     return out
 
 
-def rate(engine: str, cycles, model: SignalModel, repeats: int, association: bool) -> float:
-    """Best-of-``repeats`` particle-cycles per second over the benchmark cycles.
+def rate(
+    engine: str,
+    cycles,
+    model: SignalModel,
+    repeats: int,
+    association: bool,
+    clock: Callable[[], float] = time.perf_counter,
+) -> float:
+    """Best-of-``repeats`` particle-cycles per second (of ``clock``) over the benchmark cycles.
 
     Slow engines are timed on the first tenth of the particles (a run of about a second).
     """
@@ -71,16 +92,16 @@ def rate(engine: str, cycles, model: SignalModel, repeats: int, association: boo
             )
 
     run(probe)  # compile or load from cache
-    start = time.perf_counter()
+    start = clock()
     run(probe)
-    if time.perf_counter() - start > 0.1:
+    if clock() - start > 0.1:
         n = max(2000, cycles[0][1].shape[0] // 10)
         cycles = [(toa, pred[:n], lab) for toa, pred, lab in cycles]
     best = np.inf
     for _ in range(repeats):
-        start = time.perf_counter()
+        start = clock()
         run(cycles)
-        best = min(best, time.perf_counter() - start)
+        best = min(best, clock() - start)
     return sum(c[1].shape[0] for c in cycles) / best
 
 
@@ -97,6 +118,103 @@ def time_track(record: xr.Dataset, particles: int) -> tuple[float, float, dict]:
     return first, time.perf_counter() - start, summary
 
 
+def fleet_records(folder: Path, n: int, days: tuple[int, int]) -> list[Path]:
+    """``n`` simulated floats (:func:`rankmodels.tracking.simulate.dimes_float767`, seeds 1..n)
+    written into ``folder``: lengths evenly spread over ``days`` (shortest, longest), the drift,
+    straight and spiral trajectories in turn."""
+    from rankmodels.tracking.records import write_float
+    from rankmodels.tracking.simulate import dimes_float767
+
+    folder.mkdir(parents=True, exist_ok=True)
+    files = []
+    lengths = np.linspace(days[0], days[1], n).round().astype(int)
+    for i, length in enumerate(lengths):
+        trajectory = ("drift", "straight", "spiral")[i % 3]
+        record, _ = dimes_float767(seed=i + 1, days=int(length), trajectory=trajectory)
+        files.append(folder / f"float{i + 1:03d}.nc")
+        write_float(record, files[-1])
+    return files
+
+
+def time_fleet(files: list[Path], out: Path, config, plots: bool, client=None):
+    """Wall seconds of :func:`rankmodels.tracking.batch.track_many` over ``files`` (serially
+    without ``client``), the 1-minute load average after it, and its summary table."""
+    from rankmodels.tracking.batch import track_many
+
+    start = time.perf_counter()
+    table = track_many(files, out, config, plots=plots, client=client)
+    wall = time.perf_counter() - start
+    failed = table[table["status"] != "ok"]
+    if len(failed):
+        raise RuntimeError(f"{len(failed)} floats failed: {list(failed['reason'])}")
+    return wall, os.getloadavg()[0], table
+
+
+def fleet_main(argv: list[str] | None = None) -> None:
+    """``--fleet``: a batch of simulated floats tracked serially in this process and on a
+    ``LocalCluster`` of ``--workers`` single-threaded worker processes (serial first unless
+    ``--dask-first``: the shared machine's load drifts, so run both orders); floats per minute
+    and the speed-up. Every process loads the numba kernels and the plotting stack once before
+    the clock starts (a 5-day float), so both runs time tracking, not start-up."""
+    import tempfile
+
+    import numba
+
+    from rankmodels.studies.runner import dask_client
+    from rankmodels.tracking.batch import track_one
+    from rankmodels.tracking.config import TrackConfig
+
+    parser = argparse.ArgumentParser(description=fleet_main.__doc__.splitlines()[0])
+    parser.add_argument("--fleet", action="store_true", required=True)
+    parser.add_argument("--floats", type=int, default=32)
+    parser.add_argument("--particles", type=int, default=2000)
+    parser.add_argument("--days", type=int, nargs=2, default=(30, 120), metavar=("MIN", "MAX"))
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--no-plots", dest="plots", action="store_false")
+    parser.add_argument("--dask-first", action="store_true")
+    args = parser.parse_args(argv)
+    config = TrackConfig(particles=args.particles, calibrate=True)  # as track-float
+    cluster = f"LocalCluster, {args.workers} workers"
+
+    with tempfile.TemporaryDirectory(prefix="fleet-bench-") as tmp:
+        root = Path(tmp)
+        files = fleet_records(root, args.floats, tuple(args.days))
+        warm = fleet_records(root / "warm", 1, (5, 5))[0]
+        print(f"machine: {os.cpu_count()} cores, {numba.get_num_threads()} numba threads/process")
+        print(
+            f"{args.floats} simulated floats, {args.days[0]}-{args.days[1]} days, "
+            f"{args.particles:,} particles, calibration on, plots {'on' if args.plots else 'off'}",
+            flush=True,
+        )
+        track_one(warm, root / "warm-out", config, args.plots)
+
+        def serial() -> tuple:
+            load = os.getloadavg()[0]
+            return (load, *time_fleet(files, root / "serial", config, args.plots))
+
+        def on_dask() -> tuple:
+            with dask_client(workers=args.workers) as client:
+                client.run(track_one, warm, root / "warm-out", config, args.plots)
+                load = os.getloadavg()[0]
+                return (load, *time_fleet(files, root / "dask", config, args.plots, client))
+
+        runs = {"serial": serial, cluster: on_dask}
+        order = list(runs)[::-1] if args.dask_first else list(runs)
+        results = {name: runs[name]() for name in order}
+        for name, (before, wall, after, table) in results.items():
+            print(
+                f"  {name:24s} {wall:7.1f} s wall, {60 * args.floats / wall:5.1f} floats/min "
+                f"(per-float run times sum to {table['run_time_s'].sum():.1f} s); "
+                f"load average {before:.1f} before, {after:.1f} after"
+            )
+        (_, one, _, alone), (_, two, _, shared) = results["serial"], results[cluster]
+        slower = np.median(shared["run_time_s"] / alone["run_time_s"])
+        print(
+            f"{alone['cycles'].sum()} cycles in all; speed-up {one / two:.2f}x; a float's run "
+            f"time on the cluster / serially: median {slower:.2f}"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--particles", type=int, default=100_000)
@@ -104,7 +222,14 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--track-particles", type=int, default=10_000)
     parser.add_argument("--no-track", action="store_true")
+    parser.add_argument(
+        "--cpu-time", action="store_true", help="one thread, rates per CPU-second (engines only)"
+    )
     args = parser.parse_args()
+    clock = time.perf_counter
+    if args.cpu_time:
+        numba.set_num_threads(1)
+        clock = time.process_time
 
     rng = np.random.default_rng(0)
     record = read_float(DATA / "float767.nc")
@@ -117,7 +242,7 @@ def main() -> None:
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f}")
     print(
         f"s = 12, r = 4, {args.particles:,} particles x {args.cycles} cycles, best of "
-        f"{args.repeats}"
+        f"{args.repeats}{', one thread, per CPU-second' if args.cpu_time else ''}"
     )
     rows = [
         ("exact", paper, False),
@@ -132,11 +257,11 @@ def main() -> None:
     rates = {}
     for engine, model, assoc in rows:
         key = (engine, model is no_loss, assoc)
-        rates[key] = rate(engine, cycles, model, args.repeats, assoc)
+        rates[key] = rate(engine, cycles, model, args.repeats, assoc, clock)
         label = (
             f"{engine}{' +association' if assoc else ''}{' (P_D=1, lambda=0)' if key[1] else ''}"
         )
-        print(f"  {label:36s} {rates[key] / 1e6:8.3f} M particle-cycles/s")
+        print(f"  {label:36s} {rates[key] / 1e6:9.4g} M particle-cycles/s")
     print(
         f"exact / bp: {rates[('exact', False, False)] / rates[('bp', False, False)]:.1f}x "
         f"(with association {rates[('exact', False, True)] / rates[('bp', False, True)]:.1f}x)"
@@ -145,6 +270,7 @@ def main() -> None:
         f"exact / minfactor (P_D=1, lambda=0): "
         f"{rates[('exact', True, False)] / rates[('minfactor', True, False)]:.1f}x"
     )
+    print(f"exact / labels: {rates[('exact', False, False)] / rates[('labels', False, False)]:.3f}")
 
     if not args.no_track:
         first, second, summary = time_track(record, args.track_particles)
@@ -157,4 +283,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    if "--fleet" in sys.argv[1:]:
+        fleet_main()
+    else:
+        main()

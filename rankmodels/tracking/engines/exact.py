@@ -83,7 +83,7 @@ def _scratch(s, m):
     )
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _scaled_weights(c, pred, buf):
     """Fill ``buf.a`` (s, m), ``buf.k`` (m,) with scaled weights; return ``sum log u + sum c``.
 
@@ -124,7 +124,7 @@ def _scaled_weights(c, pred, buf):
     return total
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _forward(buf, keep):
     """Forward DP and clutter products ``kc[A]``; return ``Z``.
 
