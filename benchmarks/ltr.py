@@ -2,23 +2,40 @@
 
 5-fold cross-validation by query on the LETOR 4.0 MQ2008 fold-1 test file (156 queries, 46
 features). In each fold the training queries are split once more (seeded, 20 %) into a
-fitting and a validation part, the same for every model: MLP and boosting stop early on
-its NDCG@10, LightGBM ``lambdarank`` (the ``bench`` extra) stops early on its own
-``ndcg@10`` there, and linear models simply do not use it (L-BFGS, 50 iterations, ridge
-start). Every model is scored on the fold's test queries with ``rankmodels.ltr.metrics.ndcg``
+fitting and a validation part, the same for every row. Everything chosen is chosen on that
+validation part, never on the fold's test queries:
+
+* MLP and boosting stop early on its NDCG@10; LightGBM ``lambdarank`` (the ``bench`` extra)
+  stops early on its own ``ndcg@10`` there;
+* linear models with a fixed setting train on the whole training part (L-BFGS, 50
+  iterations, ridge start) and do not use it;
+* ``sinkprop linear, sigma chosen``: each candidate of :data:`SINKPROP_CANDIDATES` (one
+  sigma, or SinkProp section 5's annealing schedule) is fitted on the fitting part and
+  scored on the validation part; the best is refitted on the whole training part;
+* ``bregman_mix ..., alpha searched``: the surrogate weights of the dissertation's section
+  3.5 (:func:`rankmodels.ltr.surrogate_search.best_surrogate`, 12 fits) chosen on it;
+* ``rerank over BASE``: the base trained on the fitting part, the re-ranking weights
+  (dissertation eq. 2.20) on the fitting part with their l2 chosen on the validation part.
+
+Every model is scored on the fold's test queries with ``rankmodels.ltr.metrics.ndcg``
 (NDCG@10, a query without relevant documents counts 1 -- LightGBM's convention), so all
 rows share one metric. Reported: mean NDCG@10 over the 5 folds +- its standard error
-(std / sqrt(5)), and the mean wall time of one fit.
+(std / sqrt(5)); the paired differences from the ridge baseline and from LightGBM (mean
+over the folds of the row's NDCG@10 minus theirs on the same fold, +- the standard error of
+those 5 differences: the folds' shared difficulty cancels); and the mean wall time of one
+fit (selection and refit included).
 
-Run: ``python benchmarks/ltr.py [DATA] [--models linear,mlp,boost] [--losses ...]``
-(LightGBM and the ridge baseline are always included). Needs ``lightgbm``.
+Run: ``python benchmarks/ltr.py [DATA] [--models linear,mlp,boost] [--losses ...]
+[--rows SUBSTRING,...]`` (``--rows`` keeps the rows whose name contains one of the
+substrings). Needs ``lightgbm``.
 """
 
 from __future__ import annotations
 
 import argparse
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -27,7 +44,10 @@ from rankmodels.ltr.letor import LetorData, read_letor
 from rankmodels.ltr.losses import LOSSES
 from rankmodels.ltr.mlp import fit_mlp_ranker
 from rankmodels.ltr.models import mean_ndcg
+from rankmodels.ltr.rerank import fit_reranker
+from rankmodels.ltr.sinkprop import annealing_schedule
 from rankmodels.ltr.splits import holdout_split, kfold_splits
+from rankmodels.ltr.surrogate_search import best_surrogate
 from rankmodels.ltr.train import fit_linear_ranker, ridge_ranker
 
 DEFAULT_DATA = "../shared/data/letor/mq2008-fold1-test/test.txt"
@@ -40,15 +60,39 @@ LINEAR_OPTIONS: dict[str, dict[str, object]] = {
 }
 """Options that differ from the registry defaults (as the MQ2008 table of docs/ltr.md)."""
 
+SINKPROP_CANDIDATES: dict[str, list[dict[str, object]]] = {
+    "sigma 1": [{"sigma": 1.0}],
+    "sigma 0.3": [{"sigma": 0.3}],
+    "sigma 0.1": [{"sigma": 0.1}],
+    "anneal 1 -> 0.1": [{"sigma": float(s)} for s in annealing_schedule(1.0, 0.1, 3)],
+}
+"""SinkProp settings chosen among on the validation part (annealing stages of 50 L-BFGS
+iterations each)."""
 
-def _lightgbm(fit: LetorData, valid: LetorData) -> Callable[[LetorData], np.ndarray]:
+BOOST = {"n_trees": 300, "shrinkage": 0.1, "min_leaf": 20}
+SEARCH_EVALS = 12
+
+Scorer = Callable[[LetorData], np.ndarray]
+
+
+@dataclass(frozen=True)
+class Fold:
+    """One fold: the training part split into ``fit`` and ``valid``; ``test`` held out."""
+
+    fit: LetorData
+    valid: LetorData
+    train: LetorData
+    test: LetorData
+
+
+def _lightgbm(fold: Fold) -> Scorer:
     import lightgbm as lgb
 
     def flat(d: LetorData) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         return d.features[d.mask], d.relevance[d.mask], d.lengths
 
-    X, y, group = flat(fit)
-    Xv, yv, gv = flat(valid)
+    X, y, group = flat(fold.fit)
+    Xv, yv, gv = flat(fold.valid)
     train_set = lgb.Dataset(X, y, group=group)
     valid_set = lgb.Dataset(Xv, yv, group=gv, reference=train_set)
     params = {
@@ -75,31 +119,93 @@ def _lightgbm(fit: LetorData, valid: LetorData) -> Callable[[LetorData], np.ndar
     return scores
 
 
-def _fitters(models: list[str], losses: list[str]) -> dict[str, Callable]:
-    """name -> fit(fit_data, valid_data) returning a scorer ``LetorData -> (B, n)``."""
-    out: dict[str, Callable] = {
-        "ridge regression (linear baseline)": lambda f, v: ridge_ranker(f).scores,
+def _linear(
+    data: LetorData,
+    loss: str,
+    options: Mapping[str, object],
+    stages: Sequence[Mapping[str, object]] | None = None,
+):
+    return fit_linear_ranker(data, loss, options=options, stages=stages, max_iter=50)
+
+
+def _mlp(fold: Fold, loss: str, options: Mapping[str, object]):
+    return fit_mlp_ranker(
+        fold.fit, loss, valid=fold.valid, options=options, hidden=(32,), epochs=60, lr=3e-3, seed=0
+    )
+
+
+def _boost(fold: Fold, loss: str, options: Mapping[str, object]):
+    return fit_boosted_ranker(fold.fit, loss, valid=fold.valid, options=options, **BOOST)
+
+
+def _sinkprop_chosen(fold: Fold) -> Scorer:
+    """The :data:`SINKPROP_CANDIDATES` setting best on the validation part, refitted."""
+    valid_ndcg = {
+        name: _linear(fold.fit, "sinkprop", {}, stages).ndcg(fold.valid)
+        for name, stages in SINKPROP_CANDIDATES.items()
+    }
+    chosen = max(valid_ndcg, key=valid_ndcg.get)
+    print(f"    sinkprop validation NDCG@10 {valid_ndcg} -> {chosen}", flush=True)
+    return _linear(fold.train, "sinkprop", {}, SINKPROP_CANDIDATES[chosen]).scores
+
+
+def _searched(fit: Callable[[Fold, dict[str, float]], object]) -> Callable[[Fold], Scorer]:
+    """Best-surrogate search: ``fit(fold, alpha_options)`` on the fitting part, alpha chosen
+    on the validation part."""
+
+    def run(fold: Fold) -> Scorer:
+        ranker, search = best_surrogate(
+            lambda opts: fit(fold, opts),
+            lambda r: r.ndcg(fold.valid),
+            max_evals=SEARCH_EVALS,
+        )
+        print(f"    alpha {np.round(search.alpha, 3)} valid {search.value:.4f}", flush=True)
+        return ranker.scores
+
+    return run
+
+
+def _rerank(base: Callable[[Fold], object], loss: str) -> Callable[[Fold], Scorer]:
+    def run(fold: Fold) -> Scorer:
+        ranker = fit_reranker(fold.fit, base(fold), loss, fold.valid, max_iter=50)
+        print(f"    rerank weights {np.round(ranker.weights, 4)} l2 {ranker.l2}", flush=True)
+        return ranker.scores
+
+    return run
+
+
+def _fitters(models: Sequence[str], losses: Sequence[str]) -> dict[str, Callable[[Fold], Scorer]]:
+    """Row name -> ``fit(fold)`` returning a scorer ``LetorData -> (B, n)``."""
+    out: dict[str, Callable[[Fold], Scorer]] = {
+        "ridge regression (linear baseline)": lambda f: ridge_ranker(f.train).scores,
         "LightGBM lambdarank": _lightgbm,
     }
     for model in models:
         for loss in losses:
-            opts = LINEAR_OPTIONS.get(loss, {})
+            o = LINEAR_OPTIONS.get(loss, {})
             if model == "linear":
-                out[f"{loss} linear"] = lambda f, v, loss=loss, o=opts: (
-                    fit_linear_ranker(f, loss, options=o, max_iter=50).scores
-                )
+                out[f"{loss} linear"] = lambda f, loss=loss, o=o: _linear(f.train, loss, o).scores
             elif model == "mlp":
-                out[f"{loss} mlp"] = lambda f, v, loss=loss, o=opts: (
-                    fit_mlp_ranker(
-                        f, loss, valid=v, options=o, hidden=(32,), epochs=60, lr=3e-3, seed=0
-                    ).scores
-                )
+                out[f"{loss} mlp"] = lambda f, loss=loss, o=o: _mlp(f, loss, o).scores
             elif model == "boost":
-                out[f"{loss} boost"] = lambda f, v, loss=loss, o=opts: (
-                    fit_boosted_ranker(
-                        f, loss, valid=v, options=o, n_trees=300, shrinkage=0.1, min_leaf=20
-                    ).scores
-                )
+                out[f"{loss} boost"] = lambda f, loss=loss, o=o: _boost(f, loss, o).scores
+    if "linear" in models:
+        out["sinkprop linear, sigma chosen on validation"] = _sinkprop_chosen
+        out["bregman_mix linear, alpha searched"] = _searched(
+            lambda f, opts: fit_linear_ranker(f.fit, "bregman_mix", options=opts, max_iter=50)
+        )
+    if "boost" in models:
+        for surrogate in ("qnorm", "cross_entropy"):
+            out[f"bregman boost, {surrogate}"] = lambda f, s=surrogate: (
+                _boost(f, "bregman", {"surrogate": s}).scores
+            )
+        out["bregman_mix boost, alpha searched"] = _searched(
+            lambda f, opts: _boost(f, "bregman_mix", opts)
+        )
+    out["rerank over pirank linear"] = _rerank(
+        lambda f: _linear(f.fit, "pirank", LINEAR_OPTIONS["pirank"]), "pirank"
+    )
+    out["rerank over bregman boost"] = _rerank(lambda f: _boost(f, "bregman", {}), "bregman")
     return out
 
 
@@ -108,6 +214,7 @@ def main() -> None:
     parser.add_argument("data", nargs="?", default=DEFAULT_DATA)
     parser.add_argument("--models", default="linear,mlp,boost")
     parser.add_argument("--losses", default=",".join(LOSSES.names))
+    parser.add_argument("--rows", default="", help="keep rows containing one of these")
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
@@ -115,21 +222,44 @@ def main() -> None:
     folds = []
     for train, test in kfold_splits(data, args.folds, seed=args.seed):
         fit_idx, valid_idx = holdout_split(train.lengths.shape[0], 0.2, seed=args.seed)
-        folds.append((train.subset(fit_idx), train.subset(valid_idx), train, test))
+        folds.append(Fold(train.subset(fit_idx), train.subset(valid_idx), train, test))
     fitters = _fitters(args.models.split(","), args.losses.split(","))
+    keep = [r for r in args.rows.split(",") if r]
     print(f"{data.lengths.shape[0]} queries, {args.folds}-fold CV by query, NDCG@10 on test")
-    print("| model | NDCG@10 mean ± SE | fit time (s) |\n|---|---:|---:|")
+    print(
+        "| model | NDCG@10 mean ± SE | Δ vs ridge (paired) | Δ vs LightGBM (paired) "
+        "| fit time (s) |\n|---|---:|---:|---:|---:|",
+        flush=True,
+    )
+    references: dict[str, np.ndarray] = {}
     for name, fit in fitters.items():
+        is_reference = name.startswith(("ridge", "LightGBM"))
+        if keep and not is_reference and not any(r in name for r in keep):
+            continue
         values, times = [], []
-        for fit_part, valid_part, train, test in folds:
+        for fold in folds:
             t0 = time.perf_counter()
-            # linear models and the baseline train on the whole training part
-            uses_valid = not (name.endswith(" linear") or name.startswith("ridge"))
-            scorer = fit(fit_part, valid_part) if uses_valid else fit(train, None)
+            scorer = fit(fold)
             times.append(time.perf_counter() - t0)
-            values.append(mean_ndcg(test, scorer(test), 10))
-        se = np.std(values, ddof=1) / np.sqrt(len(values))
-        print(f"| {name} | {np.mean(values):.4f} ± {se:.4f} | {np.mean(times):.2f} |", flush=True)
+            values.append(mean_ndcg(fold.test, scorer(fold.test), 10))
+        if is_reference:
+            references[name.split()[0]] = np.array(values)
+        deltas = [
+            _mean_se(np.array(values) - references[r], signed=True)
+            if r in references and not name.startswith(r)
+            else "—"
+            for r in ("ridge", "LightGBM")
+        ]
+        print(
+            f"| {name} | {_mean_se(values)} | {deltas[0]} | {deltas[1]} | {np.mean(times):.2f} |",
+            flush=True,
+        )
+
+
+def _mean_se(values: Sequence[float] | np.ndarray, signed: bool = False) -> str:
+    """``mean ± standard error`` of per-fold values (with a sign when ``signed``)."""
+    se = np.std(values, ddof=1) / np.sqrt(len(values))
+    return f"{np.mean(values):{'+' if signed else ''}.4f} ± {se:.4f}"
 
 
 if __name__ == "__main__":
