@@ -294,7 +294,8 @@ def _warnings(summary: TrackSummary) -> list[str]:
     "--plots/--no-plots",
     default=True,
     show_default=True,
-    help="Write map.png, toa.png, diagnostics.png and report.html.",
+    help="Write map.png, toa.png, diagnostics.png and report.html (many floats: also "
+    "fleet.png and fleet.html).",
 )
 @click.option(
     "--strict",
