@@ -24,8 +24,10 @@ from rankmodels_app._common import (
     reports_bad_input,
 )
 
-# Rule options that have a command-line flag; a rule that takes one needs it.
-_FLAGS = {"k": "--k", "scores": "--scores"}
+# Rule options that have a command-line flag; a rule that takes one needs it, except the
+# switches.
+_FLAGS = {"k": "--k", "scores": "--scores", "batch_elimination": "--batch-elimination"}
+_SWITCHES = {"batch_elimination"}
 
 
 def _parse_scores(text: str | None) -> list[float] | None:
@@ -38,10 +40,11 @@ def _parse_scores(text: str | None) -> list[float] | None:
 
 
 def _check_options(rule: str, given: dict[str, object]) -> None:
-    """Each flag goes with the rules that take it, and those rules need it."""
+    """Each flag goes with the rules that take it, and those rules need it (switches such
+    as --batch-elimination are optional)."""
     takes = RULES[rule].options
     for option, flag in _FLAGS.items():
-        if given[option] is None and option in takes:
+        if given[option] is None and option in takes and option not in _SWITCHES:
             raise BadInput(f"--rule {rule} needs {flag}")
         if given[option] is not None and option not in takes:
             users = ", ".join(spec.name for spec in RULES if option in spec.options)
@@ -81,8 +84,28 @@ def _report(
         "n_optimal": result.n_optimal,
         "n_optimal_at_least": result.n_optimal_at_least,
         "ties": [list(t) for t in ties] if not result.unique else [],
+        **_runoff(names, result),
         "axioms": profile_axiom_report(profile, result, h),
     }
+
+
+def _runoff(names: tuple[str, ...], result: Aggregation) -> dict[str, Any]:
+    """``winners`` and ``rounds`` of instant runoff (nothing for the other rules)."""
+    if "rounds" not in result.details:
+        return {}
+    winners = result.details["winners"]
+    rounds = [
+        {
+            "round": i,
+            "votes": {names[x]: float(r.votes[x]) for x in r.continuing},
+            "exhausted": r.exhausted,
+            "eliminated": [names[x] for x in r.eliminated],
+            "tied": [names[x] for x in r.tied],
+            "batch": r.batch,
+        }
+        for i, r in enumerate(result.details["rounds"], start=1)
+    ]
+    return {"winners": None if winners is None else [names[x] for x in winners], "rounds": rounds}
 
 
 def _text(report: dict[str, Any]) -> str:
@@ -97,6 +120,7 @@ def _text(report: dict[str, Any]) -> str:
         score = f"  {scores[name]:.6g}" if scores else ""
         lines.append(f"{i:>4}  {label:<{width}}{score}".rstrip())
     lines.extend(_optimality_lines(report))
+    lines.extend(_round_lines(report))
     ax = report["axioms"]
     honoured = ax["honoured"]
 
@@ -127,6 +151,48 @@ def _text(report: dict[str, Any]) -> str:
             f"{rule['eps_strong_condorcet']:.4g}, eps-majority > {rule['eps_majority']:.4g}"
         )
     return "\n".join(lines) + "\n"
+
+
+def _votes(value: float) -> str:
+    """A tally: whole numbers with thousands separators, fractions (split ballots) with two
+    decimals."""
+    return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.2f}"
+
+
+def _round_lines(report: dict[str, Any]) -> list[str]:
+    """Instant runoff's tallies: one column per round, ``*`` marking who goes out; then the
+    exhausted ballots and every tie for last place."""
+    if not report.get("rounds"):
+        return []
+    rounds = report["rounds"]
+    shown = {name: printable(name) for name in report["ranking"]}
+    width = max(len(label) for label in [*shown.values(), "exhausted"])
+    columns = []
+    for r in rounds:
+        cells = {
+            n: _votes(v) + ("*" if n in r["eliminated"] else " ") for n, v in r["votes"].items()
+        }
+        cells["exhausted"] = _votes(r["exhausted"]) + " "
+        columns.append(cells)
+    sizes = [max(len(f"{i}") + 1, *map(len, c.values())) for i, c in enumerate(columns, 1)]
+    head = "".join(f"  {i:>{w - 1}} " for i, w in enumerate(sizes, start=1))
+    lines = [f"{'round':<{width}}{head}".rstrip()]
+    for name in [*report["ranking"], "exhausted"]:
+        label = shown.get(name, name)
+        row = "".join(f"  {c.get(name, ''):>{w}}" for c, w in zip(columns, sizes, strict=True))
+        lines.append(f"{label:<{width}}{row}".rstrip())
+    for i, r in enumerate(rounds, start=1):
+        if r["tied"]:
+            tied = ", ".join(printable(n) for n in r["tied"])
+            gone = ", ".join(printable(n) for n in r["eliminated"])
+            lines.append(f"round {i}: tied for fewest votes: {tied}; this ranking drops {gone}")
+        elif r["batch"]:
+            gone = ", ".join(printable(n) for n in r["eliminated"])
+            lines.append(f"round {i}: batch elimination of {gone}")
+    winners = report["winners"]
+    if winners is not None and len(winners) > 1:
+        lines.append("winners over all tie-breakings: " + ", ".join(map(printable, winners)))
+    return lines
 
 
 def _optimality_lines(report: dict[str, Any]) -> list[str]:
@@ -172,6 +238,12 @@ def _optimality_lines(report: dict[str, Any]) -> list[str]:
 @click.option("--k", "k", type=int, default=None, help="Approved positions for k-approval.")
 @click.option("--scores", default=None, help="Custom score vector, first place first: 3,2,1,0.")
 @click.option(
+    "--batch-elimination",
+    is_flag=True,
+    default=None,
+    help="irv: drop at once every candidate that cannot catch up with the next one.",
+)
+@click.option(
     "--format",
     "fmt",
     type=click.Choice(["text", "json"]),
@@ -198,6 +270,7 @@ def aggregate_command(
     rule: str | None,
     k: int | None,
     scores: str | None,
+    batch_elimination: bool | None,
     fmt: str,
     top: int | None,
     max_ties: int,
@@ -213,12 +286,15 @@ def aggregate_command(
     vector = _parse_scores(scores)
     if rule is None:
         rule = "scores" if vector is not None else "borda"
-    _check_options(rule, {"k": k, "scores": vector})
+    batch = True if batch_elimination else None
+    _check_options(rule, {"k": k, "scores": vector, "batch_elimination": batch})
     with progressbar(votes.stat().st_size, f"reading {printable(votes.name)}", quiet) as bar:
         profile = read_votes(votes, progress=bar.update)
     try:
         h = score_vector(rule, profile.n, k, vector)
-        result = aggregate(profile, rule, k=k, scores=vector, max_ties=max_ties)
+        result = aggregate(
+            profile, rule, k=k, scores=vector, max_ties=max_ties, batch_elimination=batch
+        )
     except ValueError as err:
         raise BadInput(f"{votes}: --rule {rule}: {err}") from None
     report = _report(profile, result, h, top)

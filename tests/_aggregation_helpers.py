@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 
@@ -182,9 +183,61 @@ def _reaches(edges: set[tuple[int, int]], a: int, b: int) -> bool:
     return False
 
 
+def irv_votes(ballots: Ballots, continuing: set[int]) -> dict[int, Fraction]:
+    """Instant runoff's exact tally over ``continuing``: each raw ballot counts for the
+    continuing members of its first group that has any, split equally; the candidates it
+    leaves out, and a last group of two or more, are unranked (the ballot is exhausted)."""
+    votes = {x: Fraction(0) for x in continuing}
+    for groups, w in zip(ballots.groups, ballots.weights, strict=True):
+        ranked = {x for g in groups for x in g}
+        full = [list(g) for g in groups] + (
+            [sorted(set(range(ballots.n)) - ranked)] * (len(ranked) < ballots.n)
+        )
+        for i, group in enumerate(full):
+            live = [x for x in group if x in continuing]
+            if live:
+                if i < len(full) - 1 or len(group) == 1:
+                    for x in live:
+                        votes[x] += Fraction(w) / len(live)
+                break
+    return votes
+
+
+def irv_rankings(ballots: Ballots, batch: bool = False) -> set[tuple[int, ...]]:
+    """Every order (best first) that instant runoff can produce: read from the bottom, each
+    candidate had the fewest votes among those above it and itself; with ``batch``, where
+    the lowest ``k >= 2`` have fewer votes together than the next, the bottom ``k`` places
+    hold exactly them, by non-increasing votes."""
+    out = set()
+    for perm in itertools.permutations(range(ballots.n)):
+        size = ballots.n
+        while size > 1:
+            continuing = set(perm[:size])
+            votes = irv_votes(ballots, continuing)
+            low = sorted(continuing, key=lambda x: votes[x])
+            sums = list(itertools.accumulate(votes[x] for x in low))
+            k = next((k for k in range(size - 1, 1, -1) if sums[k - 1] < votes[low[k]]), 0)
+            if batch and k and not all(votes[x] == 0 for x in low[:k]):
+                segment = perm[size - k : size]
+                if set(segment) != set(low[:k]) or any(
+                    votes[a] < votes[b] for a, b in itertools.pairwise(segment)
+                ):
+                    break
+                size -= k
+            elif votes[perm[size - 1]] != votes[low[0]]:
+                break
+            else:
+                size -= 1
+        else:
+            out.add(perm)
+    return out
+
+
 def optimal_rankings(rule: str, ballots: Ballots, **options: object) -> set[tuple[int, ...]]:
     """Every optimal ranking of ``rule`` on ``ballots``, from the rule's definition over
     all of ``S_n``. An unknown rule is a ``KeyError``: every registered rule needs one."""
+    if rule == "irv":
+        return irv_rankings(ballots, bool(options.get("batch_elimination")))
     perms, probs = expanded_distribution(ballots)
     n = ballots.n
     if rule in POSITIONAL:

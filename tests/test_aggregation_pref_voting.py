@@ -5,7 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rankmodels.aggregation import Profile, aggregate
+from rankmodels.aggregation import Profile, aggregate, read_votes
+from tests._aggregation_helpers import Ballots, random_ballots
+from tests.test_aggregation_real import raw_file
 
 pv_profiles = pytest.importorskip("pref_voting.profiles")
 scoring = pytest.importorskip("pref_voting.scoring_methods")
@@ -61,3 +63,55 @@ def test_kemeny_rankings_agree(n, seed):
     result = aggregate(ours, "kemeny")
     assert {tuple(t) for t in result.ties} == {tuple(r) for r in rankings}
     assert result.objective * ours.total == pytest.approx(float(distance))
+
+
+# ---------------------------------------------------------------- instant runoff
+iterative = pytest.importorskip("pref_voting.iterative_methods")
+with_ties = pytest.importorskip("pref_voting.profiles_with_ties")
+
+
+def pv_weak_orders(ballots: Ballots) -> object:
+    """The raw ballots as pref_voting's ProfileWithTies (unranked candidates left out)."""
+    rankings = [
+        {x: g for g, group in enumerate(groups) for x in group} for groups in ballots.groups
+    ]
+    return with_ties.ProfileWithTies(
+        rankings, rcounts=[int(w) for w in ballots.weights], candidates=list(range(ballots.n))
+    )
+
+
+@pytest.mark.parametrize("n, seed", [(n, s) for n in range(2, 7) for s in range(8)])
+def test_instant_runoff_winners_agree_with_ties_and_truncation(n, seed):
+    rng = np.random.default_rng(1000 * n + seed)
+    ballots = random_ballots(n, rng, m=int(rng.integers(3, 14)), pool=6, max_weight=5)
+    # parallel-universe tie-breaking; "split": a tie group shares the ballot
+    expected = iterative.instant_runoff_put(pv_weak_orders(ballots), score_method="split")
+    assert aggregate(ballots.profile(), "irv", max_ties=10**6).details["winners"] == sorted(
+        expected
+    )
+
+
+@pytest.mark.parametrize("n, seed", CASES)
+def test_instant_runoff_winners_agree_on_complete_ballots(n, seed):
+    ours, theirs = random_pair(n, np.random.default_rng(seed))
+    assert aggregate(ours, "irv", max_ties=10**6).winners() == sorted(
+        iterative.instant_runoff_put(theirs)
+    )
+
+
+def test_instant_runoff_on_dublin_north_round_by_round(shared_data):
+    path = shared_data / "preflib" / "00001-00000001.soi"
+    ours = read_votes(path)
+    _, raw = raw_file(path)
+    theirs = with_ties.ProfileWithTies(
+        [{x: k for k, x in enumerate(ranked)} for _, ranked in raw],
+        rcounts=[count for count, _ in raw],
+        candidates=list(range(ours.n)),
+    )
+    result = aggregate(ours, "irv")
+    assert result.winners() == sorted(iterative.instant_runoff_put(theirs, score_method="split"))
+    for r in result.details["rounds"]:  # every tally on the way
+        tops = theirs.tops_scores(curr_cands=list(r.continuing), score_type="split")
+        np.testing.assert_allclose(
+            [r.votes[x] for x in r.continuing], [tops[x] for x in r.continuing]
+        )

@@ -33,6 +33,7 @@ def rule_options(name: str, n: int, rng: np.random.Generator) -> dict[str, objec
         "k": lambda: int(rng.integers(1, n + 1)),
         "scores": lambda: np.sort(rng.integers(0, 3, size=n))[::-1].tolist(),
         "max_exact": lambda: 20,
+        "batch_elimination": lambda: bool(rng.integers(0, 2)),
     }
     return {opt: make[opt]() for opt in RULES[name].options}
 
@@ -43,11 +44,11 @@ def tied_profiles(n: int, rng: np.random.Generator, count: int):
         yield random_ballots(n, rng, m=2 + trial % 4, pool=2 + trial % 3, max_weight=1 + trial % 2)
 
 
-def test_every_option_is_known_and_kinds_are_the_three():
-    assert len(RULES) >= 13
+def test_every_option_is_known_and_kinds_are_the_four():
+    assert len(RULES) >= 14
     for spec in RULES:
         assert set(spec.options) <= set(OPTION_NAMES), spec.name
-        assert spec.kind in ("positional", "distance", "condorcet")
+        assert spec.kind in ("positional", "distance", "condorcet", "runoff")
         assert (spec.vector is not None) == (spec.kind == "positional")
         # a rule that may report only a lower bound says when
         assert spec.counts_ties_exactly == (spec.count_limit == ""), spec.name
@@ -65,7 +66,8 @@ def test_cli_offers_exactly_the_registered_rules():
 @pytest.mark.parametrize("name", RULES.names)
 def test_rule_rejects_options_it_does_not_take(name):
     profile = random_ballots(3, np.random.default_rng(0)).profile()
-    for option, value in {"k": 1, "scores": [1, 0, 0], "max_exact": 5}.items():
+    options = {"k": 1, "scores": [1, 0, 0], "max_exact": 5, "batch_elimination": True}
+    for option, value in options.items():
         if option not in RULES[name].options:
             with pytest.raises(ValueError, match=f"takes no {option}"):
                 aggregate(profile, name, **{option: value})

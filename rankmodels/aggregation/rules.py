@@ -15,27 +15,29 @@ from typing import Literal
 
 import numpy as np
 
-from rankmodels.aggregation import condorcet, distance, positional
+from rankmodels.aggregation import condorcet, distance, irv, positional
 from rankmodels.aggregation.profile import Profile
 from rankmodels.aggregation.result import DEFAULT_MAX_TIES, Aggregation
 from rankmodels.registry import Registry
 
 __all__ = ["RULES", "RuleOptions", "RuleSpec", "aggregate", "rules_table", "score_vector"]
 
-RuleKind = Literal["positional", "distance", "condorcet"]
-OPTION_NAMES = ("k", "scores", "max_exact")
+RuleKind = Literal["positional", "distance", "condorcet", "runoff"]
+OPTION_NAMES = ("k", "scores", "max_exact", "batch_elimination")
 """Options a rule may take (:attr:`RuleSpec.options`); the others must be left unset."""
 
 
 @dataclass(frozen=True)
 class RuleOptions:
     """Settings handed to a rule: ``k`` (k-approval), ``scores`` (the custom vector, first
-    place first), ``max_exact`` (Kemeny's largest exact component, ``None`` = default) and
-    ``max_ties``, the cap on listed optimal rankings (every rule)."""
+    place first), ``max_exact`` (Kemeny's largest exact component, ``None`` = default),
+    ``batch_elimination`` (instant runoff) and ``max_ties``, the cap on listed optimal
+    rankings (every rule)."""
 
     k: int | None = None
     scores: Sequence[float] | None = None
     max_exact: int | None = None
+    batch_elimination: bool | None = None
     max_ties: int = DEFAULT_MAX_TIES
 
 
@@ -45,7 +47,8 @@ class RuleSpec:
 
     ``solve(profile, options)`` runs it; ``kind`` is ``positional`` (sorts by a score
     vector, then ``vector(n, options)`` gives it), ``distance`` (minimises an expected
-    distance) or ``condorcet`` (reads only the pairwise majorities); ``options`` are the
+    distance), ``condorcet`` (reads only the pairwise majorities) or ``runoff`` (eliminates
+    candidates round by round); ``options`` are the
     :class:`RuleOptions` fields it takes besides ``max_ties``; ``counts_ties_exactly`` is
     True when ``n_optimal`` is always exact, False when it can be only a lower bound (then
     ``count_limit`` says when).
@@ -175,6 +178,20 @@ _register_listed(
     f"{_BLOCK_LIMIT}, or when the tie-breakings are too many to search",
 )
 
+RULES.register(
+    RuleSpec(
+        "irv",
+        "instant runoff: drop the candidate with the fewest first choices until one is left; "
+        "ranking = reverse elimination order, ties for last broken every way",
+        "runoff",
+        lambda p, o: irv.instant_runoff(p, o.max_ties, bool(o.batch_elimination)),
+        False,
+        ("batch_elimination",),
+        count_limit=f"at least, when the tie-breakings reach more than {irv.MAX_STATES:,} sets "
+        "of continuing candidates",
+    )
+)
+
 
 def score_vector(
     rule: str, n: int, k: int | None = None, scores: Sequence[float] | None = None
@@ -193,21 +210,24 @@ def aggregate(
     scores: Sequence[float] | None = None,
     max_ties: int = DEFAULT_MAX_TIES,
     max_exact: int | None = None,
+    batch_elimination: bool | None = None,
 ) -> Aggregation:
     """Consensus ranking(s) of ``profile`` under ``rule`` (a name in :data:`RULES`).
 
     ``k`` is the number of approved positions for ``k-approval``; ``scores`` the custom
     score vector (position 1 first) for rule ``scores``; ``max_exact`` the largest Kemeny
-    component solved exactly (default 20); ``max_ties`` caps the listed optimal rankings.
-    An option the rule does not take is an error.
+    component solved exactly (default 20); ``batch_elimination`` makes instant runoff drop
+    every candidate that cannot catch up at once; ``max_ties`` caps the listed optimal
+    rankings. An option the rule does not take is an error.
     """
     spec = RULES[rule]
     if max_ties < 1:
         raise ValueError(f"max_ties must be at least 1, got {max_ties}")
-    for option, value in zip(OPTION_NAMES, (k, scores, max_exact), strict=True):
+    given = (k, scores, max_exact, batch_elimination)
+    for option, value in zip(OPTION_NAMES, given, strict=True):
         if value is not None and option not in spec.options:
             raise ValueError(f"rule {rule!r} takes no {option}")
-    return spec.solve(profile, RuleOptions(k, scores, max_exact, max_ties))
+    return spec.solve(profile, RuleOptions(k, scores, max_exact, batch_elimination, max_ties))
 
 
 def rules_table() -> str:

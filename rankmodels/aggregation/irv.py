@@ -1,0 +1,315 @@
+"""Instant runoff (IRV, also "ranked-choice voting", "alternative vote", "Hare").
+
+Rounds: every ballot counts for its highest-ranked continuing candidate; the candidate with
+the fewest votes is eliminated; repeat until one candidate is left. The consensus ranking is
+the winner followed by the others in reverse order of elimination.
+
+Conventions (documented for users in ``docs/aggregation.md``)
+    * A ballot's unranked candidates -- its last tie group when that group has two or more
+      members (see :class:`.Profile`: ``A>B=C`` of three candidates is the ballot ``A``) --
+      receive nothing: once its ranked candidates are all eliminated the ballot is
+      *exhausted*. A ranking that misses only one candidate is the complete ranking; the
+      missing one is reached only when it is the last candidate left.
+    * A tie group elsewhere on a ballot splits the ballot equally among its continuing
+      members (pref_voting's ``score_method="split"``). This is IRV of the ballot read as the
+      uniform distribution over its linear extensions, the convention of the whole package,
+      in every round where exhausted ballots are counted as exhausted.
+    * Ties for the fewest votes are broken *every possible way* (parallel-universe
+      tie-breaking): each choice is followed, and every ranking it leads to is an optimal
+      ranking of the rule (so ``n_optimal`` counts the distinct elimination orders and the
+      winners are all candidates some tie-breaking elects). The listed first ranking
+      eliminates, among tied candidates, the one with the highest index. Candidates with no
+      votes change no tally when eliminated, so they go all at once (all their orders).
+    * ``batch_elimination``: in a round where the lowest ``k >= 2`` candidates together
+      have fewer votes than the next one, they are eliminated together (they could never
+      overtake it); within the batch the ranking orders them by their votes, equal votes
+      in every order. The winners are the same as one at a time; the rounds are fewer.
+
+Tallies are compared with a tolerance of ``1e-9`` times the total weight (split ballots
+give fractions).
+
+Cost: one round is ``O(m n)`` for ``m`` distinct ballots, in a compiled loop; without ties
+there are ``n - 1`` rounds. Ties multiply the rounds by the number of distinct sets of
+continuing candidates that the tie-breakings reach, at most :data:`MAX_STATES`; beyond it
+the count of optimal rankings is a lower bound.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+from rankmodels.aggregation.counting import DEFAULT_MAX_TIES, Count
+from rankmodels.aggregation.profile import Profile
+from rankmodels.aggregation.result import Aggregation
+
+__all__ = ["MAX_STATES", "Round", "instant_runoff", "tallies"]
+
+MAX_STATES = 100_000
+"""Most sets of continuing candidates the tie-breaking search visits."""
+
+_RTOL = 1e-9
+
+
+@numba.njit(cache=True)
+def _tallies(
+    orders: np.ndarray, levels: np.ndarray, weights: np.ndarray, continuing: np.ndarray
+) -> tuple:  # pragma: no cover
+    m, n = orders.shape
+    votes = np.zeros(n)
+    exhausted = 0.0
+    for j in range(m):
+        last = levels[j, n - 1]
+        trailing_tie = n >= 2 and levels[j, n - 2] == last
+        for k in range(n):
+            if continuing[orders[j, k]]:
+                level = levels[j, k]
+                if level == last and trailing_tie:
+                    exhausted += weights[j]
+                    break
+                end = k
+                members = 0
+                while end < n and levels[j, end] == level:
+                    members += continuing[orders[j, end]]
+                    end += 1
+                share = weights[j] / members
+                for q in range(k, end):
+                    if continuing[orders[j, q]]:
+                        votes[orders[j, q]] += share
+                break
+    return votes, exhausted
+
+
+def tallies(profile: Profile, continuing: np.ndarray) -> tuple[np.ndarray, float]:
+    """``(votes, exhausted)`` of one round: ``votes[x]`` the weight of the ballots counting
+    for continuing candidate ``x`` (0 for the others), shape ``(n,)``; ``exhausted`` the
+    weight of ballots whose ranked candidates are all eliminated. ``continuing`` is a
+    boolean mask of shape ``(n,)``."""
+    mask = np.asarray(continuing, dtype=np.bool_)
+    return _tallies(profile.orders, profile.levels, profile.weights, mask)
+
+
+@dataclass(frozen=True)
+class Round:
+    """One round on the way to the first listed ranking.
+
+    ``votes``: ``(n,)`` weight counting for each continuing candidate (0 for the others);
+    ``continuing``: the candidates still in; ``exhausted``: weight of exhausted ballots;
+    ``eliminated``: who goes out at the end of the round, in the listed ranking's order
+    (several at once in a batch or when they have no votes); ``tied``: the candidates tied
+    for the fewest votes when there was a choice (else empty); ``batch``: whether this was
+    a batch elimination.
+    """
+
+    continuing: tuple[int, ...]
+    votes: np.ndarray
+    exhausted: float
+    eliminated: tuple[int, ...]
+    tied: tuple[int, ...]
+    batch: bool
+
+
+@dataclass(frozen=True)
+class _Move:
+    """Leaving a state: ``groups`` go out (each group in any order, groups best first,
+    i.e. the first group ends up ranked highest), reaching ``state``; ``batch`` when the
+    move is a batch elimination."""
+
+    groups: tuple[tuple[int, ...], ...]
+    state: int
+    batch: bool = False
+
+    @property
+    def ways(self) -> int:
+        return math.prod(math.factorial(len(g)) for g in self.groups)
+
+
+class _Search:
+    """The states (bit masks of continuing candidates) reachable under every tie-breaking."""
+
+    def __init__(self, profile: Profile, batch: bool) -> None:
+        self.profile = profile
+        self.batch = batch
+        self.tol = _RTOL * profile.total
+        self.rounds: dict[int, tuple[np.ndarray, float]] = {}
+        self.moves: dict[int, list[_Move]] = {}
+        self.complete = True
+
+    def members(self, state: int) -> list[int]:
+        return [x for x in range(self.profile.n) if state >> x & 1]
+
+    def explore(self, start: int) -> None:
+        """Find the moves of every state reachable from ``start``: first along the listed
+        ranking (always, at most ``n`` states), then depth first up to :data:`MAX_STATES`."""
+        state = start
+        while state not in self.moves:
+            self.moves[state] = moves = self._moves(state)
+            state = moves[0].state if moves else state
+        visited: set[int] = set()
+        todo = [start]
+        while todo:
+            state = todo.pop()
+            if state in visited:
+                continue
+            visited.add(state)
+            if state not in self.moves:
+                if len(self.moves) >= MAX_STATES:
+                    self.complete = False
+                    return
+                self.moves[state] = self._moves(state)
+            todo.extend(m.state for m in self.moves[state] if m.state not in visited)
+
+    def _moves(self, state: int) -> list[_Move]:
+        members = self.members(state)
+        if len(members) <= 1:
+            return []
+        mask = np.zeros(self.profile.n, dtype=np.bool_)
+        mask[members] = True
+        votes, exhausted = tallies(self.profile, mask)
+        self.rounds[state] = (votes, exhausted)
+        by_votes = sorted(members, key=lambda x: votes[x])
+        low = votes[by_votes[0]]
+        tied = [x for x in members if votes[x] <= low + self.tol]
+        if low <= self.tol and len(tied) > 1:  # no votes: eliminating them changes nothing
+            return [_Move((tuple(tied),), _without(state, tied))]  # all of them: state 0
+        if self.batch:
+            group = self._batch(by_votes, votes)
+            if group:
+                groups = _equal_groups(group, votes, self.tol)
+                return [_Move(groups, _without(state, group), batch=True)]
+        return [_Move(((x,),), _without(state, [x])) for x in sorted(tied, reverse=True)]
+
+    def _batch(self, by_votes: list[int], votes: np.ndarray) -> list[int]:
+        """The largest ``k >= 2`` lowest candidates with fewer votes together than the next
+        one, or ``[]``."""
+        below = np.cumsum(votes[by_votes])
+        for k in range(len(by_votes) - 1, 1, -1):
+            if below[k - 1] < votes[by_votes[k]] - self.tol:
+                return by_votes[:k]
+        return []
+
+    def counts(self, start: int) -> tuple[dict[int, int], dict[int, frozenset[int]]]:
+        """Rankings and winners from every explored state (children before parents)."""
+        count: dict[int, int] = {}
+        winners: dict[int, frozenset[int]] = {}
+        for state in sorted(self.moves, key=int.bit_count):
+            moves = self.moves[state]
+            if not moves:
+                count[state], winners[state] = 1, frozenset(self.members(state))
+                continue
+            count[state] = sum(m.ways * count.get(m.state, 0) for m in moves)
+            winners[state] = frozenset().union(
+                *(winners.get(m.state, ()) if m.state else m.groups[0] for m in moves)
+            )  # state 0: every continuing candidate had no votes, any of them may win
+        return count, winners
+
+    def rankings(self, start: int) -> Iterator[list[int]]:
+        """Every ranking from ``start`` (best first), the first listed first, generated
+        lazily (a depth-first walk with an explicit stack)."""
+        stack = [self._choices(start, [])]
+        if not self.moves.get(start):
+            yield self.members(start)
+            return
+        while stack:
+            step = next(stack[-1], None)
+            if step is None:
+                stack.pop()
+                continue
+            state, bottom = step
+            moves = self.moves.get(state)
+            if moves is None:  # not explored: the search stopped
+                continue
+            if not moves:
+                yield self.members(state) + bottom
+            else:
+                stack.append(self._choices(state, bottom))
+
+    def _choices(self, state: int, bottom: list[int]) -> Iterator[tuple[int, list[int]]]:
+        for move in self.moves[state]:
+            for order in _orders(move.groups):
+                yield move.state, list(order) + bottom
+
+
+def _orders(groups: tuple[tuple[int, ...], ...]) -> Iterator[tuple[int, ...]]:
+    """Every concatenation of an order of each group (lazily; groups are few)."""
+    if not groups:
+        yield ()
+        return
+    for head in itertools.permutations(groups[0]):
+        for rest in _orders(groups[1:]):
+            yield head + rest
+
+
+def _without(state: int, gone: list[int] | tuple[int, ...]) -> int:
+    for x in gone:
+        state &= ~(1 << x)
+    return state
+
+
+def _equal_groups(group: list[int], votes: np.ndarray, tol: float) -> tuple[tuple[int, ...], ...]:
+    """``group`` by decreasing votes, equal votes (within ``tol``) together."""
+    ordered = sorted(group, key=lambda x: (-votes[x], x))
+    out: list[list[int]] = []
+    for x in ordered:
+        if out and votes[out[-1][0]] - votes[x] <= tol:
+            out[-1].append(x)
+        else:
+            out.append([x])
+    return tuple(tuple(g) for g in out)
+
+
+def instant_runoff(
+    profile: Profile, max_ties: int = DEFAULT_MAX_TIES, batch_elimination: bool = False
+) -> Aggregation:
+    """Instant runoff on ``profile`` (conventions in the module docstring).
+
+    Returns an :class:`Aggregation` whose rankings are the elimination orders reversed
+    (winner first) over every tie-breaking, at most ``max_ties`` listed; ``details`` holds
+    ``rounds`` (the :class:`Round` list of the first listed ranking), ``winners`` (sorted
+    candidate indices elected by some tie-breaking) and ``states`` (sets of continuing
+    candidates visited).
+    """
+    n = profile.n
+    start = (1 << n) - 1
+    search = _Search(profile, batch_elimination)
+    search.explore(start)
+    count, winners = search.counts(start)
+    ties = [np.array(r, dtype=np.int64) for r in itertools.islice(search.rankings(start), max_ties)]
+    exact = search.complete
+    total = max(count.get(start, 0), len(ties))
+    rounds = _rounds(search, start)
+    return Aggregation(
+        rule="irv",
+        ranking=ties[0],
+        ties=ties,
+        count=Count(total, exact),
+        details={
+            "rounds": rounds,
+            "winners": sorted(winners.get(start, ())) if exact else None,
+            "states": len(search.moves),
+        },
+    )
+
+
+def _rounds(search: _Search, start: int) -> list[Round]:
+    """The rounds along the first listed ranking."""
+    rounds = []
+    state = start
+    while search.moves.get(state):
+        move = search.moves[state][0]
+        votes, exhausted = search.rounds[state]
+        members = tuple(search.members(state))
+        moves = search.moves[state]
+        gone = tuple(x for g in move.groups for x in g)
+        if len(moves) > 1:
+            tied = tuple(sorted(m.groups[0][0] for m in moves))
+        else:  # candidates without votes go together; a batch's equal votes are ties too
+            tied = gone if not move.batch and len(gone) > 1 else ()
+        rounds.append(Round(members, votes, float(exhausted), gone, tied, move.batch))
+        state = move.state
+    return rounds
