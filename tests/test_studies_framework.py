@@ -185,3 +185,16 @@ def test_dataset_round_trips_through_netcdf(tmp_path):
     for (shift, name, rep), y in table["y"].items():
         assert back["y"].sel(shift=shift, name=name, replicate=rep).item() == pytest.approx(y)
     assert back.attrs["study"] == "toy" and back.attrs["seed"] == 11
+
+
+@pytest.mark.parametrize("address", ["xyz://host:1", "127.0.0.1:port"])
+def test_a_client_that_cannot_start_leaves_dask_s_scheduler_alone(address):
+    """A malformed address fails inside ``Client``, after it set dask's global scheduler to
+    "dask.distributed": dask_client restores it, or every later xarray write in the process
+    fails with "no Client active"."""
+    import dask
+
+    before = dask.config.get("scheduler", None)
+    with pytest.raises((ValueError, KeyError, OSError)), dask_client(scheduler=address):
+        pass
+    assert dask.config.get("scheduler", None) == before

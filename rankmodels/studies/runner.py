@@ -125,17 +125,26 @@ def dask_client(
         raise ImportError(
             "running a study on Dask needs dask.distributed: pip install 'rankmodels[studies]'"
         ) from err
-    if scheduler is not None:
-        with Client(scheduler) as client:
+    import dask
+
+    # A Client sets dask's global scheduler to "dask.distributed" as it starts; one that fails
+    # to connect (a malformed address) leaves it there, and every later dask-aware call in the
+    # process (xarray's to_netcdf among them) then fails with "no Client active".
+    previous = dask.config.get("scheduler", None)
+    try:
+        if scheduler is not None:
+            with Client(scheduler) as client:
+                yield client
+            return
+        with (
+            LocalCluster(
+                n_workers=workers,
+                threads_per_worker=1,
+                processes=processes,
+                dashboard_address=":0",
+            ) as cluster,
+            Client(cluster) as client,
+        ):
             yield client
-        return
-    with (
-        LocalCluster(
-            n_workers=workers,
-            threads_per_worker=1,
-            processes=processes,
-            dashboard_address=":0",
-        ) as cluster,
-        Client(cluster) as client,
-    ):
-        yield client
+    finally:
+        dask.config.set(scheduler=previous)
