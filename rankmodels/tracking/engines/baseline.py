@@ -1,4 +1,4 @@
-"""Baseline likelihood with the arrival order ignored (dissertation eq. 5.72).
+"""Baseline likelihood with the arrival order ignored ([Pareek2017] eq. 5.72).
 
 The paper's comparison model has the bipartite structure of Fig. 5.5 but the source factor
 

@@ -1,4 +1,4 @@
-"""Loopy belief propagation on the bipartite S_i / R_j graph (dissertation eqs. 5.28-5.63).
+"""Loopy belief propagation on the bipartite S_i / R_j graph ([Pareek2017] eqs. 5.28-5.63).
 
 The conditional random field of Fig. 5.5 has source variables ``S_i`` (an arrival ``j``, late
 ``L`` or missing ``M``) and arrival variables ``R_j`` (a source ``i`` or clutter ``C``), unary

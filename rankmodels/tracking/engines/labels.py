@@ -1,4 +1,4 @@
-"""Likelihood with hand-labelled associations (dissertation eq. 5.73).
+"""Likelihood with hand-labelled associations ([Pareek2017] eq. 5.73).
 
 With the source ``R_j`` of every recorded arrival known, a particle's weight is
 
