@@ -23,6 +23,7 @@ import numba
 import numpy as np
 
 from rankmodels.aggregation.ballot_table import BallotTable, group_keys
+from rankmodels.aggregation.csv_common import DistinctValues, add_count, decode, running_totals
 from rankmodels.aggregation.profile import Profile
 from rankmodels.aggregation.scan import ASCII_SPACE, intern_spans, text_lines
 from rankmodels.aggregation.stream import (
@@ -33,7 +34,6 @@ from rankmodels.aggregation.stream import (
     run,
     text_chunks,
 )
-from rankmodels.aggregation.votes_csv import DistinctValues, add_count, decode, running_totals
 from rankmodels.errors import InputError
 
 __all__ = ["PREFLIB_TYPES", "parse_preflib", "read_preflib"]
