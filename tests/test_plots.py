@@ -305,11 +305,19 @@ def test_map_zooms_to_the_track_with_an_overview_of_the_whole_array(offline_map,
     # its red outline is the main map's frame: it encloses the track and no off-map source
     outline = one(fig, "overview-extent")
     frame = shapely.Polygon(np.c_[outline.get_xdata(), outline.get_ydata()])
+    # nothing drawn in the inset is cut off: the outline (whose top edge bulges north of its
+    # corners on a conic map), the sources and the track lie inside the drawn inset, in pixels
+    renderer = fig.canvas.get_renderer()
+    inset.apply_aspect()
+    ibox = inset.get_window_extent(renderer)
+    for drawn in (np.c_[outline.get_xdata(), outline.get_ydata()], ixy):
+        px = inset.transData.transform(drawn)
+        assert ((px[:, 0] >= ibox.x0) & (px[:, 0] <= ibox.x1)).all()
+        assert ((px[:, 1] >= ibox.y0) & (px[:, 1] <= ibox.y1)).all()
     txy = projected(inset, track["lon"].values, track["lat"].values)
     assert shapely.contains_xy(frame, txy[:, 0], txy[:, 1]).all()
     np.testing.assert_array_equal(shapely.contains_xy(frame, ixy[:, 0], ixy[:, 1]), on_map)
     # the inset sits in a corner holding no track point, the one overview_corner chose
-    renderer = fig.canvas.get_renderer()
     box = inset.get_window_extent(renderer)
     pix = ax.transData.transform(projected(ax, track["lon"].values, track["lat"].values))
     assert not ((pix[:, 0] > box.x0) & (pix[:, 0] < box.x1) & (pix[:, 1] > box.y0)

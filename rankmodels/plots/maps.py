@@ -576,7 +576,7 @@ def _draw_overview(
 ) -> GeoAxes:
     """Inset map in the corner of :func:`overview_corner`: land, the sources (triangles in their
     colours), the track and the outline of the main map, over the sources and track with a
-    margin of 8 % (at least half a degree)."""
+    margin of 8 % of the larger side, in the inset's projected coordinates."""
     import cartopy.crs as ccrs
 
     all_lat, all_lon = np.concatenate([src_lat, lat]), np.concatenate([src_lon, lon])
@@ -585,30 +585,11 @@ def _draw_overview(
     ok = np.isfinite(all_lat) & np.isfinite(all_lon)
     s, n = all_lat[ok].min(), all_lat[ok].max()
     w, e = all_lon[ok].min(), all_lon[ok].max()
-    pad_lat, pad_lon = max(0.5, 0.08 * (n - s)), max(0.5, 0.08 * (e - w))
-    s, n = max(-89.0, s - pad_lat), min(89.0, n + pad_lat)
     corner = overview_corner(frame, xy)
     cx, cy = _CORNERS[corner]
     box = [cx * (1.0 - OVERVIEW_SIZE), cy * (1.0 - OVERVIEW_SIZE), OVERVIEW_SIZE, OVERVIEW_SIZE]
     ax = frame.ax.inset_axes(box, projection=map_projection(s, n, lon0), zorder=10)
     ax.set_anchor(corner)
-    relative = ccrs.PlateCarree(central_longitude=lon0)
-    ax.set_extent([w - pad_lon - lon0, e + pad_lon - lon0, s, n], relative)
-    ax.set_facecolor(style.OCEAN_COLOR)
-    clip = (w - pad_lon - 2.0, e + pad_lon + 2.0, max(s - 2.0, -90.0), min(n + 2.0, 90.0))
-    land = natural_earth_feature(
-        "land", "110m", extent=clip, facecolor=style.LAND_COLOR, edgecolor=style.COAST_COLOR,
-        linewidth=0.4,
-    )  # fmt: skip
-    ax.add_feature(land, zorder=1)
-    txy = ax.projection.transform_points(ccrs.Geodetic(), lon, lat)
-    (line,) = ax.plot(txy[:, 0], txy[:, 1], color=style.UNCERTAINTY_COLOR, lw=1.2, zorder=3)
-    line.set_gid("overview-track")
-    sxy = ax.projection.transform_points(ccrs.Geodetic(), src_lon, src_lat)
-    ax.scatter(
-        sxy[:, 0], sxy[:, 1], marker="^", s=22, c=style.source_colors(src_lat.size),
-        edgecolors="0.1", linewidths=0.5, zorder=4,
-    ).set_gid("overview-sources")  # fmt: skip
     x0, x1, y0, y1 = frame.bounds
     edge = np.linspace(0.0, 1.0, 50)
     outline = np.concatenate(
@@ -620,6 +601,35 @@ def _draw_overview(
         ]
     )
     oxy = ax.projection.transform_points(frame.ax.projection, outline[:, 0], outline[:, 1])
+    txy = ax.projection.transform_points(ccrs.Geodetic(), lon, lat)
+    sxy = ax.projection.transform_points(ccrs.Geodetic(), src_lon, src_lat)
+    # the extent in the inset's own projected coordinates, so that nothing drawn is cut off:
+    # a latitude/longitude box misses the arcs of conic parallels (the main map's top edge
+    # bulges north of its corners)
+    content = np.concatenate([oxy[:, :2], txy[:, :2], sxy[:, :2]])
+    content = content[np.isfinite(content).all(axis=1)]
+    (cx0, cy0), (cx1, cy1) = content.min(axis=0), content.max(axis=0)
+    pad = 0.08 * max(cx1 - cx0, cy1 - cy0)
+    ax.set_extent([cx0 - pad, cx1 + pad, cy0 - pad, cy1 + pad], ax.projection)
+    ax.set_facecolor(style.OCEAN_COLOR)
+    pad_lat, pad_lon = max(0.5, 0.08 * (n - s)), max(0.5, 0.08 * (e - w))
+    clip = (
+        w - pad_lon - 4.0,
+        e + pad_lon + 4.0,
+        max(s - pad_lat - 4.0, -90.0),
+        min(n + pad_lat + 4.0, 90.0),
+    )
+    land = natural_earth_feature(
+        "land", "110m", extent=clip, facecolor=style.LAND_COLOR, edgecolor=style.COAST_COLOR,
+        linewidth=0.4,
+    )  # fmt: skip
+    ax.add_feature(land, zorder=1)
+    (line,) = ax.plot(txy[:, 0], txy[:, 1], color=style.UNCERTAINTY_COLOR, lw=1.2, zorder=3)
+    line.set_gid("overview-track")
+    ax.scatter(
+        sxy[:, 0], sxy[:, 1], marker="^", s=22, c=style.source_colors(src_lat.size),
+        edgecolors="0.1", linewidths=0.5, zorder=4,
+    ).set_gid("overview-sources")  # fmt: skip
     (rect,) = ax.plot(oxy[:, 0], oxy[:, 1], color="#d62728", lw=1.1, zorder=5)
     rect.set_gid("overview-extent")
     for spine in ax.spines.values():
