@@ -12,6 +12,8 @@ import numpy as np
 
 from rankmodels.aggregation import RULES, Aggregation, Profile, aggregate, read_votes, score_vector
 from rankmodels.aggregation.axioms import profile_axiom_report
+from rankmodels.aggregation.cvr import CvrConventions
+from rankmodels.aggregation.io import FORMATS, PREFLIB_TYPES
 from rankmodels.aggregation.result import DEFAULT_MAX_TIES
 from rankmodels.text import printable
 from rankmodels_app._common import (
@@ -37,6 +39,39 @@ def _parse_scores(text: str | None) -> list[float] | None:
         return [float(v) for v in text.split(",")]
     except ValueError:
         raise BadInput(f"--scores: expected comma-separated numbers, got {text!r}") from None
+
+
+def _markers(text: str | None) -> tuple[str, ...] | None:
+    return None if text is None else tuple(m.strip() for m in text.split(","))
+
+
+def _names(text: str | None) -> list[str] | None:
+    """``--candidates``: distinct non-empty names."""
+    if text is None:
+        return None
+    names = [name.strip() for name in text.split(",")]
+    if not all(names) or len(set(names)) != len(names):
+        raise BadInput(f"--candidates: expected distinct non-empty names, got {text!r}")
+    return names
+
+
+def _conventions(
+    skipped: str | None,
+    overvote: str | None,
+    write_in: str | None,
+    exhausts: bool,
+    count_column: str,
+) -> CvrConventions:
+    given = {"skipped": _markers(skipped), "overvote": _markers(overvote)}
+    given["write_in"] = _markers(write_in)
+    try:
+        return CvrConventions(
+            **{k: v for k, v in given.items() if v is not None},
+            overvote_exhausts=exhausts,
+            count_column=count_column,
+        )
+    except ValueError as err:
+        raise BadInput(f"--cvr-skipped/--cvr-overvote/--cvr-write-in: {err}") from None
 
 
 def _check_options(rule: str, given: dict[str, object]) -> None:
@@ -263,6 +298,46 @@ def _optimality_lines(report: dict[str, Any]) -> list[str]:
     "--output", "-o", type=click.Path(dir_okay=False, path_type=Path), default=None,
     help="Write the result to this file (atomically) instead of standard output.",
 )  # fmt: skip
+@click.option(
+    "--format-in",
+    type=click.Choice(FORMATS),
+    default="auto",
+    show_default=True,
+    help="VOTES format: by extension and header, votes CSV, or cast-vote record.",
+)
+@click.option(
+    "--candidates",
+    default=None,
+    help="The only candidate names allowed, comma-separated (CSV and cast-vote records).",
+)
+@click.option(
+    "--cvr-skipped",
+    default=None,
+    help="Cast-vote records: markers of a skipped rank, comma-separated (an empty cell "
+    "always is one) [default: skipped,undervote].",
+)
+@click.option(
+    "--cvr-overvote", default=None, help="Cast-vote records: overvote markers [default: overvote]."
+)
+@click.option(
+    "--cvr-write-in",
+    default=None,
+    help="Cast-vote records: write-in markers, all counted for one candidate 'Write-in' "
+    "[default: write-in,writein].",
+)
+@click.option(
+    "--overvote",
+    type=click.Choice(["exhaust", "skip"]),
+    default="exhaust",
+    show_default=True,
+    help="Cast-vote records: an overvote ends the ballot, or is passed over.",
+)
+@click.option(
+    "--count-column",
+    default="count",
+    show_default=True,
+    help="Cast-vote records: the optional ballot-count column.",
+)
 @quiet_option
 @reports_bad_input
 def aggregate_command(
@@ -275,10 +350,18 @@ def aggregate_command(
     top: int | None,
     max_ties: int,
     output: Path | None,
+    format_in: str,
+    candidates: str | None,
+    cvr_skipped: str | None,
+    cvr_overvote: str | None,
+    cvr_write_in: str | None,
+    overvote: str,
+    count_column: str,
     quiet: bool,
 ) -> None:
-    """Aggregate the ranked ballots in VOTES (votes CSV or PrefLib .soc/.soi/.toc/.toi)
-    into consensus ranking(s), with scores and an axiom report.
+    """Aggregate the ranked ballots in VOTES (votes CSV, cast-vote record CSV with rank
+    columns, or PrefLib .soc/.soi/.toc/.toi) into consensus ranking(s), with scores and an
+    axiom report.
 
     Ties and unranked candidates: a ballot stands for the uniform distribution over its
     linear extensions (see docs/aggregation.md).
@@ -288,8 +371,14 @@ def aggregate_command(
         rule = "scores" if vector is not None else "borda"
     batch = True if batch_elimination else None
     _check_options(rule, {"k": k, "scores": vector, "batch_elimination": batch})
+    names = _names(candidates)
+    if names is not None and format_in == "auto" and votes.suffix.lower()[1:] in PREFLIB_TYPES:
+        raise BadInput("--candidates is for CSV files; a PrefLib file names its candidates")
+    conventions = _conventions(
+        cvr_skipped, cvr_overvote, cvr_write_in, overvote == "exhaust", count_column
+    )
     with progressbar(votes.stat().st_size, f"reading {printable(votes.name)}", quiet) as bar:
-        profile = read_votes(votes, progress=bar.update)
+        profile = read_votes(votes, names, bar.update, format_in, conventions)
     try:
         h = score_vector(rule, profile.n, k, vector)
         result = aggregate(

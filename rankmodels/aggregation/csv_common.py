@@ -27,6 +27,7 @@ from rankmodels.errors import InputError
 
 __all__ = [
     "UNKNOWN",
+    "first_record",
     "CsvReader",
     "DistinctValues",
     "Names",
@@ -179,6 +180,27 @@ class Records:
 
     def cells(self, r: int) -> list[str]:
         return record_cells(self.out, self.field_end, int(self.first[r]), int(self.nfields[r]))
+
+
+def first_record(path: str | os.PathLike[str], limit: int = 1 << 20) -> list[str] | None:
+    """The first non-blank record of a CSV file (its header), read from at most ``limit``
+    bytes; ``None`` when there is none there. Bytes that are not UTF-8 are replaced (the
+    reader reports them)."""
+    with open(path, "rb") as handle:
+        data = handle.read(limit + 1)
+    data = data.removeprefix(b"\xef\xbb\xbf")
+    buf = np.frombuffer(data[:limit], np.uint8)
+    out, field_end, first, nfields, _, content, _, _ = csv_records(buf, len(data) <= limit)
+    for r in range(first.size):
+        cells = [
+            out[a:b].tobytes().decode("utf-8", "replace")
+            for a, b in zip(
+                *csv_fields(out, field_end, np.arange(first[r], first[r] + nfields[r])), strict=True
+            )
+        ]
+        if any(cell.strip() for cell in cells):
+            return cells
+    return None
 
 
 class CsvReader:

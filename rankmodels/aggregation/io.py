@@ -1,8 +1,10 @@
-"""Reading and writing vote files: the votes CSV and PrefLib ``.soc/.soi/.toc/.toi``.
+"""Reading and writing vote files: the votes CSV, cast-vote records and PrefLib
+``.soc/.soi/.toc/.toi``.
 
-:func:`read_votes` picks the reader by the file extension: :mod:`.votes_csv` for ``.csv``
-and ``.txt``, :mod:`.preflib` for the PrefLib types. Both read the file in chunks of bytes
-without a Python loop per ballot and keep only the distinct ballots. Every problem raises
+:func:`read_votes` picks the reader by the file extension and the header:
+:mod:`.votes_csv` for ``.csv`` and ``.txt``, :mod:`.cvr` for a CSV with rank columns,
+:mod:`.preflib` for the PrefLib types. They read the file in chunks of bytes without a
+Python loop per ballot and keep only the distinct ballots. Every problem raises
 :class:`rankmodels.errors.InputError` naming the file and the line.
 """
 
@@ -15,6 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
+from rankmodels.aggregation.csv_common import first_record
+from rankmodels.aggregation.cvr import CvrConventions, rank_columns, read_cvr
 from rankmodels.aggregation.preflib import PREFLIB_TYPES, parse_preflib, read_preflib
 from rankmodels.aggregation.profile import Profile
 from rankmodels.aggregation.stream import Progress
@@ -22,6 +26,7 @@ from rankmodels.aggregation.votes_csv import NAME_OK, parse_votes_csv, read_vote
 from rankmodels.errors import InputError
 
 __all__ = [
+    "FORMATS",
     "PREFLIB_TYPES",
     "parse_preflib",
     "parse_votes_csv",
@@ -33,24 +38,46 @@ __all__ = [
 ]
 
 _CSV_SUFFIXES = (".csv", ".txt")
+FORMATS = ("auto", "csv", "cvr")
+"""``read_votes`` formats: by extension and header, the votes CSV, a cast-vote record."""
 
 
 def read_votes(
     path: str | os.PathLike[str],
     candidates: Sequence[str] | None = None,
     progress: Progress | None = None,
+    format: str = "auto",
+    conventions: CvrConventions | None = None,
 ) -> Profile:
-    """Read a votes CSV or a PrefLib file, chosen by the file extension."""
+    """Read a vote file: a votes CSV, a cast-vote record or a PrefLib file.
+
+    With ``format="auto"`` the extension picks PrefLib (``.soc/.soi/.toc/.toi``) or CSV
+    (``.csv``, ``.txt``), and a CSV whose header has rank columns (``rank1``,
+    ``Choice 1``, ...) and no ``ranking`` column is read as a cast-vote record
+    (:mod:`.cvr`, cells read by ``conventions``). ``candidates`` fixes the allowed names
+    (CSV and CVR); ``progress`` hears of the bytes read.
+    """
+    if format not in FORMATS:
+        raise ValueError(f"unknown format {format!r}; expected one of {', '.join(FORMATS)}")
     suffix = Path(path).suffix.lower()
-    if suffix.lstrip(".") in PREFLIB_TYPES:
+    if format == "auto" and suffix.lstrip(".") in PREFLIB_TYPES:
         return read_preflib(path, progress=progress)
-    if suffix in _CSV_SUFFIXES:
-        return read_votes_csv(path, candidates=candidates, progress=progress)
-    raise InputError(
-        f"unknown vote file type {suffix or '(none)'!r}; expected .csv or one of "
-        + ", ".join("." + t for t in PREFLIB_TYPES),
-        path=path,
-    )
+    if format == "auto" and suffix not in _CSV_SUFFIXES:
+        raise InputError(
+            f"unknown vote file type {suffix or '(none)'!r}; expected .csv or one of "
+            + ", ".join("." + t for t in PREFLIB_TYPES),
+            path=path,
+        )
+    if format == "cvr" or (format == "auto" and _looks_like_cvr(path)):
+        return read_cvr(path, candidates, progress, conventions)
+    return read_votes_csv(path, candidates=candidates, progress=progress)
+
+
+def _looks_like_cvr(path: str | os.PathLike[str]) -> bool:
+    header = first_record(path)
+    if header is None:
+        return False
+    return "ranking" not in [c.strip().lower() for c in header] and bool(rank_columns(header))
 
 
 def write_votes_csv(profile: Profile, handle: TextIO) -> None:
