@@ -10,9 +10,10 @@ validation part, never on the fold's test queries:
   ``num_leaves``, ``min_data_in_leaf`` and the learning rate there (:data:`LIGHTGBM_GRID`);
 * linear models with a fixed setting train on the whole training part (L-BFGS, 50
   iterations, ridge start) and do not use it;
-* ``sinkprop linear, sigma chosen``: each candidate of :data:`SINKPROP_CANDIDATES` (one
-  sigma, or SinkProp section 5's annealing schedule) is fitted on the fitting part and
-  scored on the validation part; the best is refitted on the whole training part;
+* ``sinkprop linear, sigma chosen`` (and ``softrank``): each candidate of
+  :data:`SMOOTHING_CANDIDATES` (one sigma, or SinkProp section 5's annealing schedule) is
+  fitted on the fitting part and scored on the validation part; the best is refitted on
+  the whole training part;
 * ``bregman_mix ..., alpha searched``: the surrogate weights of the dissertation's section
   3.5 (:func:`rankmodels.ltr.surrogate_search.best_surrogate`, 12 fits) chosen on it;
 * ``rerank over BASE``: the base trained on the fitting part, the re-ranking weights
@@ -62,14 +63,14 @@ LINEAR_OPTIONS: dict[str, dict[str, object]] = {
 }
 """Options that differ from the registry defaults (as the MQ2008 table of docs/ltr.md)."""
 
-SINKPROP_CANDIDATES: dict[str, list[dict[str, object]]] = {
+SMOOTHING_CANDIDATES: dict[str, list[dict[str, object]]] = {
     "sigma 1": [{"sigma": 1.0}],
     "sigma 0.3": [{"sigma": 0.3}],
     "sigma 0.1": [{"sigma": 0.1}],
     "anneal 1 -> 0.1": [{"sigma": float(s)} for s in annealing_schedule(1.0, 0.1, 3)],
 }
-"""SinkProp settings chosen among on the validation part (annealing stages of 50 L-BFGS
-iterations each)."""
+"""SinkProp / SoftRank smoothing settings chosen among on the validation part (annealing
+stages of 50 L-BFGS iterations each)."""
 
 LIGHTGBM_GRID: dict[str, tuple[float, ...]] = {
     "num_leaves": (7, 15, 31),
@@ -164,15 +165,21 @@ def _boost(fold: Fold, loss: str, options: Mapping[str, object]):
     return fit_boosted_ranker(fold.fit, loss, valid=fold.valid, options=options, **BOOST)
 
 
-def _sinkprop_chosen(fold: Fold) -> Scorer:
-    """The :data:`SINKPROP_CANDIDATES` setting best on the validation part, refitted."""
-    valid_ndcg = {
-        name: _linear(fold.fit, "sinkprop", {}, stages).ndcg(fold.valid)
-        for name, stages in SINKPROP_CANDIDATES.items()
-    }
-    chosen = max(valid_ndcg, key=valid_ndcg.get)
-    print(f"    sinkprop validation NDCG@10 {valid_ndcg} -> {chosen}", flush=True)
-    return _linear(fold.train, "sinkprop", {}, SINKPROP_CANDIDATES[chosen]).scores
+def _smoothing_chosen(loss: str) -> Callable[[Fold], Scorer]:
+    """The :data:`SMOOTHING_CANDIDATES` setting of ``loss`` best on the validation part,
+    refitted on the whole training part."""
+
+    def run(fold: Fold) -> Scorer:
+        valid_ndcg = {
+            name: _linear(fold.fit, loss, {}, stages).ndcg(fold.valid)
+            for name, stages in SMOOTHING_CANDIDATES.items()
+        }
+        chosen = max(valid_ndcg, key=valid_ndcg.get)
+        shown = {name: round(v, 4) for name, v in valid_ndcg.items()}
+        print(f"    {loss} validation NDCG@10 {shown} -> {chosen}", flush=True)
+        return _linear(fold.train, loss, {}, SMOOTHING_CANDIDATES[chosen]).scores
+
+    return run
 
 
 def _searched(fit: Callable[[Fold, dict[str, float]], object]) -> Callable[[Fold], Scorer]:
@@ -217,7 +224,8 @@ def _fitters(models: Sequence[str], losses: Sequence[str]) -> dict[str, Callable
             elif model == "boost":
                 out[f"{loss} boost"] = lambda f, loss=loss, o=o: _boost(f, loss, o).scores
     if "linear" in models:
-        out["sinkprop linear, sigma chosen on validation"] = _sinkprop_chosen
+        for loss in ("sinkprop", "softrank"):
+            out[f"{loss} linear, sigma chosen on validation"] = _smoothing_chosen(loss)
         out["bregman_mix linear, alpha searched"] = _searched(
             lambda f, opts: fit_linear_ranker(f.fit, "bregman_mix", options=opts, max_iter=50)
         )
