@@ -189,12 +189,15 @@ def test_dataset_round_trips_through_netcdf(tmp_path):
 
 @pytest.mark.parametrize("address", ["xyz://host:1", "127.0.0.1:port"])
 def test_a_client_that_cannot_start_leaves_dask_s_scheduler_alone(address):
-    """A malformed address fails inside ``Client``, after it set dask's global scheduler to
-    "dask.distributed": dask_client restores it, or every later xarray write in the process
-    fails with "no Client active"."""
+    """A malformed address fails inside ``Client``; a default client would by then have set
+    dask's global scheduler and registered itself, and every later xarray write in the process
+    would fail ("no Client active", or a distributed lock on the dead address)."""
     import dask
+    import distributed
 
     before = dask.config.get("scheduler", None)
     with pytest.raises((ValueError, KeyError, OSError)), dask_client(scheduler=address):
         pass
     assert dask.config.get("scheduler", None) == before
+    with pytest.raises(ValueError, match="No clients found"):
+        distributed.default_client()  # the failed client is not the process's client

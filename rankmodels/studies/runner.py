@@ -56,7 +56,7 @@ def _on_dask(study: Study, tasks: list[Task], client: Any, progress: Progress | 
     index = {future.key: i for i, future in enumerate(futures)}
     out: list[Any] = [None] * len(tasks)
     try:
-        for future, value in as_completed(futures, with_results=True):
+        for future, value in as_completed(futures, loop=client.loop, with_results=True):
             out[index[future.key]] = value
             if progress is not None:
                 progress(1)
@@ -125,26 +125,21 @@ def dask_client(
         raise ImportError(
             "running a study on Dask needs dask.distributed: pip install 'rankmodels[studies]'"
         ) from err
-    import dask
-
-    # A Client sets dask's global scheduler to "dask.distributed" as it starts; one that fails
-    # to connect (a malformed address) leaves it there, and every later dask-aware call in the
-    # process (xarray's to_netcdf among them) then fails with "no Client active".
-    previous = dask.config.get("scheduler", None)
-    try:
-        if scheduler is not None:
-            with Client(scheduler) as client:
-                yield client
-            return
-        with (
-            LocalCluster(
-                n_workers=workers,
-                threads_per_worker=1,
-                processes=processes,
-                dashboard_address=":0",
-            ) as cluster,
-            Client(cluster) as client,
-        ):
+    # The client is used explicitly (client.map), never as dask's default: a default Client
+    # sets dask's global scheduler and registers itself as the process's client as it starts,
+    # and one that fails to connect (a malformed address) stays registered, so every later
+    # dask-aware call in the process (xarray's to_netcdf takes a distributed lock) fails.
+    if scheduler is not None:
+        with Client(scheduler, set_as_default=False) as client:
             yield client
-    finally:
-        dask.config.set(scheduler=previous)
+        return
+    with (
+        LocalCluster(
+            n_workers=workers,
+            threads_per_worker=1,
+            processes=processes,
+            dashboard_address=":0",
+        ) as cluster,
+        Client(cluster, set_as_default=False) as client,
+    ):
+        yield client

@@ -259,7 +259,7 @@ def _on_dask(
     index = {future.key: i for i, future in enumerate(futures)}
     rows: list[dict[str, Any] | None] = [None] * len(paths)
     try:
-        for future in as_completed(futures):
+        for future in as_completed(futures, loop=client.loop):  # client is not the default
             i = index[future.key]
             try:
                 rows[i] = future.result()
