@@ -12,20 +12,38 @@ a modest profile); n = 16 and n = 20 for rankmodels alone (pref_voting would enu
 :func:`~rankmodels.aggregation.aggregate` runs it (majority components first) and
 ``split=False`` (one subset DP over all n candidates, the worst case).
 
-Run: ``python benchmarks/aggregation.py`` (``--ballots 100000`` for a quick run). Needs
-pref_voting (``pip install -e '.[bench]'``). numba functions are compiled before timing.
+Part 3 -- real files end to end (``--files``). The same 10^6 ballots written as a votes CSV
+(30 MB, one ballot per line), a PrefLib ``.soc`` (equal ballots merged: 874k lines) and a
+cast-vote record (``rank1 .. rank10`` columns), in a temporary folder. For each file: the
+whole ``aggregate --rule borda`` and ``--rule irv`` command as a fresh process (interpreter
+start, reading, the rule, the axiom report, JSON written), its wall time and peak memory
+(``/usr/bin/time -v``); reading alone in this process (ballots per second); and pref_voting
+in a fresh process reading the same file and running the same rule (``preflib_to_profile``
+for the ``.soc``, ``csv_to_profile(csv_format="rank_columns")`` for the CVR; it has no
+reader for the votes CSV), one run each, killed after ``--pv-timeout`` seconds.
+
+Run: ``python benchmarks/aggregation.py`` (``--ballots 100000`` for a quick run; ``--files``
+adds part 3, ``--only-files`` runs only it). Needs pref_voting (``pip install -e
+'.[bench]'``) and ``/usr/bin/time``. numba functions are compiled before timing.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
+import json
+import re
+import subprocess
+import sys
+import tempfile
 import time
 import warnings
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 
-from rankmodels.aggregation import Profile, aggregate
+from rankmodels.aggregation import Profile, aggregate, read_votes, write_preflib
 from rankmodels.aggregation.distance import kemeny
 
 
@@ -48,6 +66,123 @@ def row(label: str, ours: float, theirs: float | None) -> str:
     return f"| {label} | {ours * 1e3:,.1f} ms | {theirs:,.2f} s | {theirs / ours:,.0f}x |"
 
 
+def write_files(folder: Path, raw: np.ndarray) -> dict[str, Path]:
+    """The ballots ``raw`` as a votes CSV, a PrefLib ``.soc`` and a cast-vote record."""
+    names = np.array([f"c{i}" for i in range(raw.shape[1])])
+    rows = names[raw].tolist()
+    paths = {"CSV": folder / "votes.csv", ".soc": folder / "votes.soc", "CVR": folder / "cvr.csv"}
+    paths["CSV"].write_text("ranking\n" + "\n".join(map(">".join, rows)) + "\n")
+    header = ",".join(f"rank{k + 1}" for k in range(raw.shape[1]))
+    paths["CVR"].write_text(header + "\n" + "\n".join(map(",".join, rows)) + "\n")
+    with open(paths[".soc"], "w") as handle:
+        write_preflib(Profile.from_orders(raw, candidates=list(names)), handle)
+    return paths
+
+
+def timed_process(args: list[str], timeout: float) -> tuple[float | None, float | None, str]:
+    """Wall seconds, peak memory (MB) and standard output of a fresh process; ``None``
+    times after ``timeout``."""
+    start = time.perf_counter()
+    try:
+        done = subprocess.run(
+            ["/usr/bin/time", "-v", *args], capture_output=True, text=True, timeout=timeout
+        )
+    except subprocess.TimeoutExpired:
+        return None, None, ""
+    seconds = time.perf_counter() - start
+    if done.returncode != 0:
+        raise RuntimeError(f"{args} failed:\n{done.stderr[-2000:]}")
+    peak = re.search(r"Maximum resident set size \(kbytes\): (\d+)", done.stderr)
+    return seconds, int(peak.group(1)) / 1024 if peak else None, done.stdout
+
+
+AGGREGATE = "from rankmodels_app.aggregate import aggregate_main; aggregate_main()"
+"""The ``aggregate`` console script."""
+
+PREF_VOTING = """
+import sys, warnings
+warnings.filterwarnings("ignore")
+from pref_voting.io.readers import csv_to_profile, preflib_to_profile
+from pref_voting.iterative_methods import instant_runoff
+path, rule = sys.argv[1], sys.argv[2]
+if path.endswith(".soc"):
+    profile = preflib_to_profile(path, as_linear_profile=True)
+else:
+    profile = csv_to_profile(path, csv_format="rank_columns", as_linear_profile=True)
+print(profile.borda_scores() if rule == "borda" else instant_runoff(profile))
+"""
+
+
+def check_same(report: dict, theirs: object, n_ballots: int) -> None:
+    """Our JSON report agrees with pref_voting's printed result: Borda scores (theirs are
+    totals over ballots ``c0``, ``c1``, ... numbered 0, 1, ...; ours are averages), or the
+    instant-runoff winners."""
+    if report["rule"] == "borda":
+        ours = {int(name[1:]): score * n_ballots for name, score in report["scores"].items()}
+        assert all(np.isclose(ours[c], theirs[c]) for c in theirs), (ours, theirs)
+    else:
+        assert [int(name[1:]) for name in report["winners"]] == sorted(theirs)
+
+
+def end_to_end(raw: np.ndarray, timeout: float) -> list[str]:
+    """Part 3: the ``aggregate`` command and pref_voting on files of the ballots ``raw``."""
+    lines = [
+        "| file | rule | `aggregate` | peak memory | pref_voting | peak memory | ratio |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    reading = []
+    with tempfile.TemporaryDirectory(prefix="aggregation-bench-") as folder:
+        paths = write_files(Path(folder), raw)
+        for path in paths.values():  # compile every reader
+            read_votes(path)
+        for label, path in paths.items():
+            start = time.perf_counter()
+            profile = read_votes(path)
+            seconds = time.perf_counter() - start
+            reading.append(
+                f"| {label} | {path.stat().st_size / 1e6:,.0f} MB | {seconds:,.2f} s | "
+                f"{raw.shape[0] / seconds / 1e6:,.2f} M/s | {profile.weights.size:,} |"
+            )
+            for rule in ("borda", "irv"):
+                out = Path(folder) / "out.json"
+                ours, ours_mb, _ = timed_process(
+                    [sys.executable, "-c", AGGREGATE, "--rule", rule, "--format", "json",
+                     "--quiet", "-o", str(out), str(path)],
+                    timeout,
+                )  # fmt: skip
+                report = json.loads(out.read_text())
+                assert report["ballots"] == raw.shape[0]  # the command really read them all
+                theirs, theirs_mb, printed = None, None, ""
+                if label != "CSV":  # pref_voting has no reader for the votes CSV
+                    theirs, theirs_mb, printed = timed_process(
+                        [sys.executable, "-c", PREF_VOTING, str(path), rule], timeout
+                    )
+                if printed:
+                    check_same(report, ast.literal_eval(printed.strip()), raw.shape[0])
+                cell = "no reader" if label == "CSV" else f"> {timeout:,.0f} s"
+                cell = cell if theirs is None else f"{theirs:,.1f} s"
+                ratio = "-" if theirs is None else f"{theirs / ours:,.0f}x"
+                mem = "-" if theirs_mb is None else f"{theirs_mb:,.0f} MB"
+                lines.append(
+                    f"| {label} | {rule} | {ours:,.2f} s | {ours_mb:,.0f} MB | {cell} | "
+                    f"{mem} | {ratio} |"
+                )
+        profile = read_votes(paths["CSV"])
+        aggregate(profile, "irv")  # compiled already; time it again
+        t_irv, result = best_time(lambda: aggregate(profile, "irv"), 1)
+        t_borda, _ = best_time(lambda: aggregate(profile, "borda"), 1)
+    return [
+        *lines,
+        "",
+        "| file | size | `read_votes` | ballots per second | distinct ballots |",
+        "|---|---|---|---|---|",
+        *reading,
+        "",
+        f"after reading: IRV {t_irv * 1e3:,.0f} ms ({len(result.details['rounds'])} rounds), "
+        f"Borda {t_borda * 1e3:,.0f} ms on {profile.weights.size:,} distinct ballots",
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ballots", type=int, default=1_000_000)
@@ -55,7 +190,14 @@ def main() -> None:
     parser.add_argument("--kemeny-ballots", type=int, default=50)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--files", action="store_true", help="add part 3 (files end to end)")
+    parser.add_argument("--only-files", action="store_true", help="run only part 3")
+    parser.add_argument("--pv-timeout", type=float, default=1800.0)
     args = parser.parse_args()
+    if args.only_files:
+        raw = impartial_culture(args.ballots, args.candidates, np.random.default_rng(args.seed))
+        print("\n".join(end_to_end(raw, args.pv_timeout)))
+        return
     warnings.filterwarnings("ignore")
     from pref_voting.other_methods import kemeny_young_rankings
     from pref_voting.profiles import Profile as PVProfile
@@ -103,6 +245,8 @@ def main() -> None:
         lines.append(row(f"Kemeny n = {size}, 1000 ballots (largest component {biggest})", t, None))
         lines.append(row(f"Kemeny n = {size}, one DP over all {size}", t_whole, None))
     print("\n".join(lines))
+    if args.files:
+        print("\n".join(["", *end_to_end(raw, args.pv_timeout)]))
 
 
 if __name__ == "__main__":

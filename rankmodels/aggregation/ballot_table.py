@@ -39,15 +39,17 @@ def _equal(a: np.ndarray, a0: int, b: np.ndarray, b0: int, length: int) -> bool:
 
 
 @numba.njit(cache=True)
-def _insert(slots, koff, kdata, nkeys, new_data, new_off) -> tuple:  # pragma: no cover
+def _insert(slots, koff, khash, kdata, nkeys, new_data, new_off) -> tuple:  # pragma: no cover
     """Insert the keys ``new_data[new_off[i]:new_off[i + 1]]`` into the table (key ``j`` is
-    ``kdata[koff[j]:koff[j + 1]]``); return their ids and the (possibly grown) table."""
+    ``kdata[koff[j]:koff[j + 1]]``, its hash ``khash[j]``); return their ids and the
+    (possibly grown) table."""
     m = new_off.size - 1
     ids = np.empty(m, np.int64)
     ndata = koff[nkeys]
     if nkeys + m + 1 > koff.size:
         cap = max(2 * koff.size, nkeys + m + 1)
         koff = np.concatenate((koff[: nkeys + 1], np.empty(cap - nkeys - 1, np.int64)))
+        khash = np.concatenate((khash[:nkeys], np.empty(cap - nkeys, np.uint64)))
     if ndata + new_data.size > kdata.size:
         cap = max(2 * kdata.size, ndata + new_data.size)
         kdata = np.concatenate((kdata[:ndata], np.empty(cap - ndata, kdata.dtype)))
@@ -58,29 +60,35 @@ def _insert(slots, koff, kdata, nkeys, new_data, new_off) -> tuple:  # pragma: n
         slots = np.full(size, -1, np.int64)
         mask = np.uint64(size - 1)
         for j in range(nkeys):
-            s = _hash(kdata, koff[j], koff[j + 1]) & mask
+            s = khash[j] & mask
             while slots[s] >= 0:
                 s = (s + np.uint64(1)) & mask
             slots[s] = j
     mask = np.uint64(slots.size - 1)
     for i in range(m):
         a, b = new_off[i], new_off[i + 1]
-        s = _hash(new_data, a, b) & mask
+        h = _hash(new_data, a, b)
+        s = h & mask
         while True:
             j = slots[s]
             if j < 0:
                 slots[s] = nkeys
+                khash[nkeys] = h
                 kdata[ndata : ndata + b - a] = new_data[a:b]
                 ndata += b - a
                 koff[nkeys + 1] = ndata
                 ids[i] = nkeys
                 nkeys += 1
                 break
-            if koff[j + 1] - koff[j] == b - a and _equal(kdata, koff[j], new_data, a, b - a):
+            if (
+                khash[j] == h
+                and koff[j + 1] - koff[j] == b - a
+                and _equal(kdata, koff[j], new_data, a, b - a)
+            ):
                 ids[i] = j
                 break
             s = (s + np.uint64(1)) & mask
-    return ids, slots, koff, kdata, nkeys
+    return ids, slots, koff, khash, kdata, nkeys
 
 
 @numba.njit(cache=True)
@@ -216,12 +224,13 @@ class BallotTable:
     """Distinct ballots (prefix keys) and their total weights, growing as chunks arrive.
 
     Keys are stored as int16 codes while the candidates are fewer than 16,384 (int32
-    beyond), so that the table of a million distinct ballots of 10 candidates takes about
-    40 MB."""
+    beyond), with their hashes, so that the table of a million distinct ballots of 10
+    candidates takes about 60 MB."""
 
     def __init__(self) -> None:
         self._slots = np.full(1024, -1, np.int64)
         self._koff = np.zeros(256, np.int64)
+        self._khash = np.empty(256, np.uint64)
         self._kdata = np.empty(4096, np.int16)
         self._nkeys = 0
         self._weights = np.zeros(256)
@@ -237,8 +246,8 @@ class BallotTable:
                 self._kdata = self._kdata.astype(np.int32)
             else:
                 data = data.astype(np.int16)
-        ids, self._slots, self._koff, self._kdata, nkeys = _insert(
-            self._slots, self._koff, self._kdata, self._nkeys, data, offsets
+        ids, self._slots, self._koff, self._khash, self._kdata, nkeys = _insert(
+            self._slots, self._koff, self._khash, self._kdata, self._nkeys, data, offsets
         )
         self._nkeys = int(nkeys)
         if self._nkeys > self._weights.size:

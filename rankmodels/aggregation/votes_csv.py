@@ -7,12 +7,12 @@ out are unranked: tied below all ranked ones. The candidate set is every name th
 in order of first appearance, unless the caller passes the candidate list (then other names
 are errors). Rows whose cells are all blank are skipped.
 
-The file is read in chunks (:mod:`.stream`) and split into records by
-:func:`.scan.csv_records`, which follows ``csv.reader`` exactly. Only *distinct* texts reach
-Python: ranking texts are split into names in a compiled loop, each distinct name and each
-distinct count is parsed once, and the ballots are merged in a :class:`.BallotTable`.
-Validation is vectorised; the first bad row is then parsed again on its own
-(:meth:`_VotesCsv.explain`) to raise the error with its message and line number.
+The file is read in chunks and split into records as :class:`.csv_common.CsvReader` does
+(``csv.reader``'s rules exactly). Only *distinct* texts reach Python: ranking texts are
+split into names in a compiled loop, each distinct name and each distinct count is parsed
+once, and the ballots are merged in a :class:`.BallotTable`. Validation is vectorised; the
+first bad row is then parsed again on its own (:func:`parse_ranking`) to raise the error
+with its message and line number.
 """
 
 from __future__ import annotations
