@@ -154,7 +154,9 @@ def test_filter_arguments_are_checked(rng, kwargs, error, match):
         )
 
 
-def test_no_ensembles_when_n_ensemble_is_zero(rng):
+@pytest.mark.parametrize(("n_ensemble", "kept"), [(0, 0), (80, 50)])
+def test_ensemble_size_none_or_capped_at_the_particles(rng, n_ensemble, kept):
+    """n_ensemble = 0: no ensembles; more than N: capped at N equally weighted draws."""
     pf = particle_filter(
         np.zeros(2),
         np.ones(4),
@@ -162,18 +164,7 @@ def test_no_ensembles_when_n_ensemble_is_zero(rng):
         PlanarWalk(1.0),
         50,
         rng,
-        n_ensemble=0,
+        n_ensemble=n_ensemble,
     )
-    assert pf.ensembles.shape == (4, 0, 2)
+    assert pf.ensembles.shape == (4, kept, 2)
     assert np.isfinite(pf.mean).all()
-    # and an ensemble larger than the particle set is capped at N equally weighted draws
-    pf = particle_filter(
-        np.zeros(2),
-        np.ones(4),
-        lambda t, x: -np.sum(x**2, axis=1),
-        PlanarWalk(1.0),
-        50,
-        rng,
-        n_ensemble=80,
-    )
-    assert pf.ensembles.shape == (4, 50, 2)
