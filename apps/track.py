@@ -12,6 +12,7 @@ import xarray as xr
 
 from rankmodels.errors import InputError
 from rankmodels.plots.run_report import IMAGES, REPORT_FILE, write_run_report
+from rankmodels.text import with_error
 from rankmodels.tracking.batch import TRACK_FILE, read_record
 from rankmodels.tracking.calibration import CALIBRATION_PARAMS
 from rankmodels.tracking.config import LIMITS, TrackConfig
@@ -131,14 +132,13 @@ def _calibration_line(summary: TrackSummary) -> str:
     parts = []
     if "speed" in result.params:
         parts.append(
-            f"sound speed {cal.sound_speed:.1f} ± {cal.sound_speed_std:.1f} m/s "
+            f"sound speed {with_error(cal.sound_speed, cal.sound_speed_std, 1)} m/s "
             f"(file {first.sound_speed:g})"
         )
     if "drift" in result.params:
-        parts.append(
-            f"clock offset {cal.clock_offset:+.1f} ± {cal.clock_offset_std:.1f} s, "
-            f"drift {cal.clock_drift:+.4f} ± {cal.clock_drift_std:.4f} s/day"
-        )
+        offset = with_error(cal.clock_offset, cal.clock_offset_std, 1, signed=True)
+        drift = with_error(cal.clock_drift, cal.clock_drift_std, 4, signed=True)
+        parts.append(f"clock offset {offset} s, drift {drift} s/day")
     if "offsets" in result.params:
         largest = float(abs(cal.source_offset_correction).max())
         parts.append(f"source offset corrections up to {largest:.1f} s")

@@ -9,6 +9,7 @@ step.
 
 from __future__ import annotations
 
+import math
 import re
 
 REPLACEMENT = "\ufffd"
@@ -33,3 +34,12 @@ def printable(text: object) -> str:
     is kept unchanged, so the result has the same length as ``str(text)``.
     """
     return _CONTROL.sub(REPLACEMENT, _SPACE_LIKE.sub(" ", str(text)))
+
+
+def with_error(
+    value: float, std: float, digits: int, *, signed: bool = False, missing: str = "s.e. unknown"
+) -> str:
+    """``value ± std`` with ``digits`` decimals (``+`` shown when ``signed``); when ``std`` is
+    not finite the value carries ``missing`` in brackets instead, never a bare ``± nan``."""
+    text = f"{value:{'+' if signed else ''}.{digits}f}"
+    return f"{text} ± {std:.{digits}f}" if math.isfinite(std) else f"{text} ({missing})"

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from rankmodels.text import REPLACEMENT, printable
+from rankmodels.text import REPLACEMENT, printable, with_error
 
 SEPARATORS = set("\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f\x85\u2028\u2029")
 
@@ -53,3 +53,12 @@ def test_controls_replaced_and_everything_else_kept(text):
         else:
             assert after == before
     assert printable(out) == out
+
+
+def test_with_error_never_shows_a_bare_nan():
+    assert with_error(1480.04, 0.26, 1) == "1480.0 ± 0.3"
+    assert with_error(0.02, 0.0012, 4, signed=True) == "+0.0200 ± 0.0012"
+    assert with_error(1480.0, float("nan"), 1) == "1480.0 (s.e. unknown)"
+    assert with_error(-1.5, float("inf"), 2, signed=True, missing="not estimated") == (
+        "-1.50 (not estimated)"
+    )

@@ -27,7 +27,7 @@ from rankmodels.plots.track_summary import (
     source_table,
     truth_comparison,
 )
-from rankmodels.text import printable
+from rankmodels.text import printable, with_error
 from rankmodels.tracking.quality import quality_from_track
 
 FIGURE_CAPTIONS: dict[str, str] = {
@@ -271,8 +271,7 @@ def calibration_rows(track: xr.Dataset) -> dict[str, object]:
 
     def value(name: str, digits: int, signed: bool = False) -> str:
         v, sd = float(track[name]), float(track[f"{name}_std"])
-        text = f"{v:{'+' if signed else ''}.{digits}f}"
-        return f"{text} ± {sd:.{digits}f}" if math.isfinite(sd) else f"{text} (not estimated)"
+        return with_error(v, sd, digits, signed=signed, missing="not estimated")
 
     names = source_names(track)
     corrections = np.asarray(track["source_offset_correction"].values, dtype=float)
