@@ -17,7 +17,7 @@ from collections.abc import Sequence
 import numba
 import numpy as np
 
-from rankmodels.aggregation.profile import Profile
+from rankmodels.aggregation.profile import Profile, index_dtype
 
 __all__ = ["BallotTable", "group_keys"]
 
@@ -100,11 +100,10 @@ def _add_weights(
 
 
 @numba.njit(cache=True)
-def _complete(koff, kdata, nkeys, n) -> tuple:  # pragma: no cover
-    """``(orders, levels)``, ``(nkeys, n)``: each key with the candidates it leaves out
-    appended as one last group in ascending order."""
-    orders = np.empty((nkeys, n), np.int64)
-    levels = np.empty((nkeys, n), np.int64)
+def _complete(koff, kdata, orders, levels) -> None:  # pragma: no cover
+    """Fill ``orders`` and ``levels`` ``(nkeys, n)``: each key with the candidates it leaves
+    out appended as one last group in ascending order."""
+    nkeys, n = orders.shape
     ranked = np.zeros(n, np.int64)
     for j in range(nkeys):
         level = -1
@@ -123,7 +122,6 @@ def _complete(koff, kdata, nkeys, n) -> tuple:  # pragma: no cover
                     orders[j, k] = x
                     levels[j, k] = level
                     k += 1
-    return orders, levels
 
 
 @numba.njit(cache=True)
@@ -220,18 +218,21 @@ def group_keys(
     return data[:d], offsets, valid, ranked
 
 
+_WIDER = {np.dtype(np.int8): np.int16, np.dtype(np.int16): np.int32}
+
+
 class BallotTable:
     """Distinct ballots (prefix keys) and their total weights, growing as chunks arrive.
 
-    Keys are stored as int16 codes while the candidates are fewer than 16,384 (int32
-    beyond), with their hashes, so that the table of a million distinct ballots of 10
-    candidates takes about 60 MB."""
+    Keys are stored in the narrowest of int8, int16 and int32 that holds their codes (int8
+    while the candidates are fewer than 64, int16 below 16,384), with their hashes, so that
+    the table of a million distinct ballots of 10 candidates takes about 50 MB."""
 
     def __init__(self) -> None:
         self._slots = np.full(1024, -1, np.int64)
         self._koff = np.zeros(256, np.int64)
         self._khash = np.empty(256, np.uint64)
-        self._kdata = np.empty(4096, np.int16)
+        self._kdata = np.empty(4096, np.int8)
         self._nkeys = 0
         self._weights = np.zeros(256)
 
@@ -241,11 +242,10 @@ class BallotTable:
     def add(self, data: np.ndarray, offsets: np.ndarray) -> np.ndarray:
         """Insert the keys ``data[offsets[i]:offsets[i + 1]]`` (from :func:`group_keys`) and
         return their ids."""
-        if self._kdata.dtype == np.int16:
-            if data.size and data.max() > np.iinfo(np.int16).max:
-                self._kdata = self._kdata.astype(np.int32)
-            else:
-                data = data.astype(np.int16)
+        largest = int(data.max()) if data.size else 0
+        while largest > np.iinfo(self._kdata.dtype).max:  # widen the stored keys
+            self._kdata = self._kdata.astype(_WIDER[self._kdata.dtype])
+        data = data.astype(self._kdata.dtype, copy=False)
         ids, self._slots, self._koff, self._khash, self._kdata, nkeys = _insert(
             self._slots, self._koff, self._khash, self._kdata, self._nkeys, data, offsets
         )
@@ -264,10 +264,12 @@ class BallotTable:
         """The profile of the ballots counted (every key names only candidates below
         ``len(candidates)``). The table is emptied: its memory goes to the profile."""
         n, m = len(candidates), self._nkeys
-        koff, kdata = self._koff[: m + 1].copy(), self._kdata[: self._koff[m]].copy()
-        weights = self._weights[:m].copy()
-        self.__init__()
-        orders, levels = _complete(koff, kdata, m, n)
+        koff, kdata = self._koff[: m + 1], self._kdata[: self._koff[m]]
+        weights = self._weights[:m]
+        self.__init__()  # the hash slots and hashes go; the keys stay until completed
+        orders = np.empty((m, n), index_dtype(n))
+        levels = np.empty((m, n), index_dtype(n))
+        _complete(koff, kdata, orders, levels)
         del koff, kdata
         u = _merge_rows(orders, levels, weights)
         keep = weights[:u] > 0  # keys whose every ballot was dropped

@@ -40,8 +40,6 @@ from dataclasses import dataclass
 
 import numba
 import numpy as np
-from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import connected_components, maximum_bipartite_matching
 
 __all__ = [
     "DEFAULT_MAX_TIES",
@@ -183,6 +181,9 @@ def count_linear_extensions(before: np.ndarray, limit: int = DEFAULT_MAX_TIES) -
     ``before`` must be transitively closed (use :func:`transitive_closure`). Components of
     the incomparability graph above ``MAX_COUNT_SIZE`` are counted by listing up to ``limit``.
     """
+    from scipy.sparse import csr_matrix  # here: scipy is slow to import, and rarely needed
+    from scipy.sparse.csgraph import connected_components
+
     before = np.asarray(before, dtype=bool)
     n = before.shape[0]
     incomparable = ~(before | before.T) & ~np.eye(n, dtype=bool)
@@ -249,6 +250,9 @@ def _live_edges(adj: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | 
     """For the square bipartite graph ``adj[x, k]``: the edges that lie in some perfect
     matching, a component label per candidate and the position each candidate takes in one
     perfect matching (in the same component); ``None`` when there is no perfect matching."""
+    from scipy.sparse import csr_matrix  # here: scipy is slow to import, and rarely needed
+    from scipy.sparse.csgraph import connected_components, maximum_bipartite_matching
+
     n = adj.shape[0]
     graph = csr_matrix(adj)
     match = maximum_bipartite_matching(graph, perm_type="column")

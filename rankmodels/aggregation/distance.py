@@ -46,8 +46,6 @@ from collections import defaultdict
 
 import numba
 import numpy as np
-from scipy.optimize import linear_sum_assignment
-from scipy.sparse.csgraph import connected_components
 
 from rankmodels.aggregation.counting import (
     Count,
@@ -185,6 +183,8 @@ def _local_search(C: np.ndarray, order: np.ndarray) -> np.ndarray:  # pragma: no
 
 def _components(P: np.ndarray) -> list[np.ndarray]:
     """Strongly connected components of the weak-majority graph, best component first."""
+    from scipy.sparse.csgraph import connected_components  # here: scipy is slow to import
+
     n = P.shape[0]
     graph = (P >= 0.5 - OBJECTIVE_TOL) & ~np.eye(n, dtype=bool)
     k, labels = connected_components(graph, directed=True, connection="strong")
@@ -290,6 +290,8 @@ def _tight_edges(cost: np.ndarray, assigned: np.ndarray) -> np.ndarray:
 
 def footrule(profile: Profile, max_ties: int = DEFAULT_MAX_TIES) -> Aggregation:
     """Footrule consensus: the minimum-cost assignments of candidates to positions."""
+    from scipy.optimize import linear_sum_assignment  # here: scipy is slow to import
+
     M = profile.positional_matrix
     k = np.arange(profile.n)
     cost = M @ np.abs(k[:, None] - k[None, :])  # cost[x, k] = E|sigma'(x) - k|

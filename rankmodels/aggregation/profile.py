@@ -18,11 +18,15 @@ distribution over ``S_n`` and every quantity below is the one of chapter 4 for i
 * pairwise marginals ``P_{x<y} = P(sigma(x) < sigma(y))``, shape ``(n, n)``, with
   ``P_{x<y} + P_{y<x} = 1`` off the diagonal and zeros on it;
 * the positional marginal matrix ``M[x, k] = P(x at position k)``, shape ``(n, n)``, doubly
-  stochastic (:func:`rankmodels.dsm.marginal_matrix`), so a positional score is ``M @ h``.
+  stochastic, so a positional score is ``M @ h`` (eq. 4.5).
 
 Storage: ``orders[j]`` is a permutation listing ballot ``j`` best first (tied candidates in
 ascending index order) and ``levels[j, k]`` the index of the tie group holding position ``k``
-(``0, 1, ...``, non-decreasing); a strict ballot has ``levels[j] == arange(n)``.
+(``0, 1, ...``, non-decreasing); a strict ballot has ``levels[j] == arange(n)``. Both are
+held in the smallest signed integer type that counts to ``n - 1`` (:func:`index_dtype`:
+int8 up to 128 candidates, int16 up to 32,768), so a million distinct ballots of 10
+candidates take 20 MB rather than 160 MB. Arithmetic on them in numpy must widen first
+(``orders.astype(np.int64)``): ``orders * n`` would overflow int8.
 """
 
 from __future__ import annotations
@@ -34,10 +38,10 @@ from functools import cached_property
 import numba
 import numpy as np
 
-from rankmodels.dsm import marginal_matrix
-from rankmodels.permutations import as_permutation, inverse
+__all__ = ["Profile", "index_dtype"]
 
-__all__ = ["Profile"]
+# What _ballot_problem finds wrong with the arrays of a profile.
+_OK, _BAD_ORDER, _BAD_LEVELS = 0, 1, 2
 
 # Rows of up to this many candidates are packed into one int64 code (n**n < 2**63).
 _MAX_PACKED_N = 15
@@ -54,8 +58,8 @@ class Profile:
     Attributes
     ----------
     candidates: ``n`` candidate names; candidate ``x`` is ``candidates[x]``.
-    orders: ``(m, n)`` int64, ``m`` unique ballots, best first.
-    levels: ``(m, n)`` int64 tie-group index of each position.
+    orders: ``(m, n)`` ``index_dtype(n)``, ``m`` unique ballots, best first.
+    levels: ``(m, n)`` ``index_dtype(n)`` tie-group index of each position.
     weights: ``(m,)`` float64 positive ballot counts (or probabilities).
     """
 
@@ -70,8 +74,8 @@ class Profile:
             raise ValueError("a profile needs at least one candidate")
         if len(set(self.candidates)) != n:
             raise ValueError("candidate names must be unique")
-        orders = as_permutation(np.atleast_2d(self.orders), "orders")
-        levels = np.asarray(self.levels, dtype=np.int64)
+        orders = _indices(self.orders, "orders", _ORDER_MESSAGE)
+        levels = _indices(self.levels, "levels", _LEVELS_MESSAGE)
         weights = np.asarray(self.weights, dtype=np.float64)
         if orders.ndim != 2 or orders.shape[1] != n:
             raise ValueError(f"orders must have shape (m, {n}), got {orders.shape}")
@@ -82,9 +86,11 @@ class Profile:
         if weights.shape != (orders.shape[0],):
             raise ValueError(f"weights must have shape ({orders.shape[0]},), got {weights.shape}")
         _check_weights(weights)
-        steps = np.diff(levels, axis=1)
-        if np.any(levels[:, 0] != 0) or np.any((steps != 0) & (steps != 1)):
-            raise ValueError("levels must start at 0 and grow by 0 or 1 along each ballot")
+        problem = _ballot_problem(orders, levels)
+        if problem == _BAD_ORDER:
+            raise ValueError(_ORDER_MESSAGE.format(last=n - 1))
+        if problem == _BAD_LEVELS:
+            raise ValueError(_LEVELS_MESSAGE)
         object.__setattr__(self, "orders", orders)
         object.__setattr__(self, "levels", levels)
         object.__setattr__(self, "weights", weights)
@@ -102,10 +108,10 @@ class Profile:
         ``orders`` is ``(N, n)``, one ballot per row, best first (raw votes or unique
         ballots); ``weights`` ``(N,)`` defaults to one vote each. Equal rows are merged.
         """
-        orders = as_permutation(np.atleast_2d(orders), "orders")
+        orders = _indices(orders, "orders", _ORDER_MESSAGE)
         n = orders.shape[1]
         w = np.ones(orders.shape[0]) if weights is None else np.asarray(weights, dtype=float)
-        levels = np.broadcast_to(np.arange(n), orders.shape)
+        levels = np.broadcast_to(np.arange(n, dtype=orders.dtype), orders.shape)
         return cls._merged(_names(candidates, n), orders, levels, w, strict=True)
 
     @classmethod
@@ -132,8 +138,8 @@ class Profile:
             n = len(names)
         m = len(ballots)
         rows = [_canonical_weak_order(ballot, n) for ballot in ballots]
-        orders = np.array([r[0] for r in rows], dtype=np.int64).reshape(m, n)
-        levels = np.array([r[1] for r in rows], dtype=np.int64).reshape(m, n)
+        orders = np.array([r[0] for r in rows], dtype=index_dtype(n)).reshape(m, n)
+        levels = np.array([r[1] for r in rows], dtype=index_dtype(n)).reshape(m, n)
         w = np.ones(m) if weights is None else np.asarray(weights, dtype=float)
         return cls._merged(names, orders, levels, w, strict=False)
 
@@ -194,22 +200,10 @@ class Profile:
     def positional_matrix(self) -> np.ndarray:
         """``(n, n)`` doubly-stochastic ``M[x, k] = P(sigma(x) = k)`` (position 0 best).
 
-        A tie group spanning positions ``s .. s+g-1`` spreads each member uniformly over them:
-        per tie pattern, ``M_pattern = marginal_matrix(orders) @ B`` with ``B`` the block
-        averaging matrix of the pattern.
+        A tie group spanning positions ``s .. s+g-1`` spreads each member uniformly over them
+        (probability ``1/g`` at each); one compiled pass over the ballots, ``O(m n)``.
         """
-        if self.is_strict:
-            return marginal_matrix(self.orders, self.weights)
-        patterns, which = np.unique(self.levels, axis=0, return_inverse=True)
-        which = which.ravel()
-        p = self.probabilities
-        M = np.zeros((self.n, self.n))
-        for t, pattern in enumerate(patterns):
-            rows = which == t
-            block = pattern[:, None] == pattern[None, :]
-            B = block / block.sum(axis=1, keepdims=True)
-            M += p[rows].sum() * marginal_matrix(self.orders[rows], p[rows]) @ B
-        return M
+        return _positional_kernel(self.orders, self.levels, self.probabilities)
 
     @property
     def first_place(self) -> np.ndarray:
@@ -220,10 +214,10 @@ class Profile:
     def pairwise(self) -> np.ndarray:
         """``(n, n)`` pairwise marginals ``P[x, y] = P_{x<y}`` (x ranked above y).
 
-        Tied candidates count 1/2 each way; the diagonal is 0.
+        Tied candidates count 1/2 each way; the diagonal is 0. One compiled pass over the
+        ballots' positions, ``O(m n^2)``, without copying them.
         """
-        rank_level = np.take_along_axis(self.levels, inverse(self.orders), axis=1)
-        return _pairwise_kernel(rank_level, self.probabilities)
+        return _pairwise_kernel(self.orders, self.levels, self.probabilities)
 
     @property
     def margins(self) -> np.ndarray:
@@ -240,22 +234,117 @@ class Profile:
         return out
 
 
+def index_dtype(n: int) -> np.dtype:
+    """The smallest signed integer dtype holding ``0 .. n - 1``: int8 for up to 128
+    candidates, int16 up to 32,768, then int32."""
+    for dtype in (np.int8, np.int16, np.int32):
+        if n - 1 <= np.iinfo(dtype).max:
+            return np.dtype(dtype)
+    return np.dtype(np.int64)
+
+
+_ORDER_MESSAGE = "orders must be a permutation of 0..{last} along its last axis"
+_LEVELS_MESSAGE = "levels must start at 0 and grow by 0 or 1 along each ballot"
+
+
+def _indices(values: np.ndarray, name: str, out_of_range: str) -> np.ndarray:
+    """``values`` as a C-contiguous array of :func:`index_dtype` of its row length ``n``
+    (at least 2-d; no copy when it is one already). TypeError unless integer valued;
+    ValueError(``out_of_range``) for an entry outside ``0 .. n-1``, checked before the
+    narrowing cast so that it cannot wrap around."""
+    arr = np.atleast_2d(np.asarray(values))
+    if arr.size and not np.issubdtype(arr.dtype, np.integer):
+        if not (np.issubdtype(arr.dtype, np.floating) and np.all(arr == np.round(arr))):
+            raise TypeError(f"{name} must hold integers, got dtype {arr.dtype}")
+    n = arr.shape[-1]
+    dtype = index_dtype(n)
+    if arr.size and arr.dtype != dtype and (arr.min() < 0 or arr.max() > n - 1):
+        raise ValueError(out_of_range.format(last=n - 1))
+    return np.ascontiguousarray(arr, dtype=dtype)
+
+
 @numba.njit(cache=True)
-def _pairwise_kernel(rank_level: np.ndarray, p: np.ndarray) -> np.ndarray:  # pragma: no cover
-    m, n = rank_level.shape
+def _ballot_problem(orders: np.ndarray, levels: np.ndarray) -> int:  # pragma: no cover
+    """:data:`_BAD_ORDER` when a row of ``orders`` ``(m, n)`` is not a permutation of
+    ``0 .. n-1``, else :data:`_BAD_LEVELS` when a row of ``levels`` does not start at 0 and
+    grow by 0 or 1, else :data:`_OK`; one pass, no copies."""
+    m, n = orders.shape
+    seen = np.full(n, -1, np.int64)
+    for j in range(m):
+        for k in range(n):
+            x = orders[j, k]
+            if x < 0 or x >= n or seen[x] == j:
+                return _BAD_ORDER
+            seen[x] = j
+    for j in range(m):
+        if levels[j, 0] != 0:
+            return _BAD_LEVELS
+        for k in range(1, n):
+            step = levels[j, k] - levels[j, k - 1]
+            if step != 0 and step != 1:
+                return _BAD_LEVELS
+    return _OK
+
+
+@numba.njit(cache=True)
+def _positional_kernel(
+    orders: np.ndarray, levels: np.ndarray, p: np.ndarray
+) -> np.ndarray:  # pragma: no cover
+    """``M[x, k] = sum_j p_j P(x at position k | ballot j)``, shape ``(n, n)``.
+
+    A singleton group adds ``p_j`` at its position. A tie group of ``g`` members over
+    positions ``s .. e-1`` adds ``p_j / g`` to each member at each of them, written as a
+    difference (``+p_j / g`` at ``s``, ``-p_j / g`` at ``e``) and summed along the positions
+    at the end, so a long tie of unranked candidates costs ``O(g)``, not ``O(g^2)``.
+    """
+    m, n = orders.shape
+    M = np.zeros((n, n))
+    spread = np.zeros((n, n + 1))
+    for j in range(m):
+        w = p[j]
+        s = 0
+        while s < n:
+            e = s + 1
+            while e < n and levels[j, e] == levels[j, s]:
+                e += 1
+            if e == s + 1:
+                M[orders[j, s], s] += w
+            else:
+                share = w / (e - s)
+                for a in range(s, e):
+                    spread[orders[j, a], s] += share
+                    spread[orders[j, a], e] -= share
+            s = e
+    for x in range(n):
+        running = 0.0
+        for k in range(n):
+            running += spread[x, k]
+            M[x, k] += running
+    return M
+
+
+@numba.njit(cache=True)
+def _pairwise_kernel(
+    orders: np.ndarray, levels: np.ndarray, p: np.ndarray
+) -> np.ndarray:  # pragma: no cover
+    """``P[x, y] = sum_j p_j (1(x above y on ballot j) + 1/2 1(x, y tied on it))``, read
+    position by position: ``orders[j, k]`` is above every candidate at a later position of
+    a higher level and tied with those of the same level."""
+    m, n = orders.shape
     P = np.zeros((n, n))
     for j in range(m):
-        r = rank_level[j]
         w = p[j]
-        for x in range(n):
-            for y in range(x + 1, n):
-                if r[x] < r[y]:
-                    P[x, y] += w
-                elif r[x] > r[y]:
-                    P[y, x] += w
+        half = 0.5 * w
+        for k in range(n):
+            x = orders[j, k]
+            level = levels[j, k]
+            for q in range(k + 1, n):
+                y = orders[j, q]
+                if levels[j, q] == level:
+                    P[x, y] += half
+                    P[y, x] += half
                 else:
-                    P[x, y] += 0.5 * w
-                    P[y, x] += 0.5 * w
+                    P[x, y] += w
     return P
 
 
