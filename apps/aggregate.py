@@ -125,7 +125,8 @@ def _report(
 
 
 def _runoff(names: tuple[str, ...], result: Aggregation) -> dict[str, Any]:
-    """``winners`` and ``rounds`` of instant runoff (nothing for the other rules)."""
+    """``winners`` and ``rounds`` of the runoff rules (nothing for the other rules), and
+    Smith-IRV's ``smith_set``."""
     if "rounds" not in result.details:
         return {}
     winners = result.details["winners"]
@@ -137,10 +138,16 @@ def _runoff(names: tuple[str, ...], result: Aggregation) -> dict[str, Any]:
             "eliminated": [names[x] for x in r.eliminated],
             "tied": [names[x] for x in r.tied],
             "batch": r.batch,
+            "elected": [names[x] for x in r.elected],
         }
         for i, r in enumerate(result.details["rounds"], start=1)
     ]
-    return {"winners": None if winners is None else [names[x] for x in winners], "rounds": rounds}
+    smith = result.details.get("smith_set")
+    return {
+        "winners": None if winners is None else [names[x] for x in winners],
+        "rounds": rounds,
+        **({} if smith is None else {"smith_set": [names[x] for x in smith]}),
+    }
 
 
 def _text(report: dict[str, Any]) -> str:
@@ -195,10 +202,13 @@ def _votes(value: float) -> str:
 
 
 def _round_lines(report: dict[str, Any]) -> list[str]:
-    """Instant runoff's tallies: one column per round, ``*`` marking who goes out; then the
-    exhausted ballots and every tie for last place."""
+    """A runoff's tallies: one column per round, ``*`` marking who goes out; then the
+    exhausted ballots, every tie for last place and who is elected as Condorcet winner
+    (Benham); Smith-IRV's Smith set first."""
+    smith = report.get("smith_set")
+    smith_line = [] if smith is None else ["Smith set: " + ", ".join(map(printable, smith))]
     if not report.get("rounds"):
-        return []
+        return smith_line
     rounds = report["rounds"]
     shown = {name: printable(name) for name in report["ranking"]}
     width = max(len(label) for label in [*shown.values(), "exhausted"])
@@ -211,7 +221,7 @@ def _round_lines(report: dict[str, Any]) -> list[str]:
         columns.append(cells)
     sizes = [max(len(f"{i}") + 1, *map(len, c.values())) for i, c in enumerate(columns, 1)]
     head = "".join(f"  {i:>{w - 1}} " for i, w in enumerate(sizes, start=1))
-    lines = [f"{'round':<{width}}{head}".rstrip()]
+    lines = [*smith_line, f"{'round':<{width}}{head}".rstrip()]
     for name in [*report["ranking"], "exhausted"]:
         label = shown.get(name, name)
         row = "".join(f"  {c.get(name, ''):>{w}}" for c, w in zip(columns, sizes, strict=True))
@@ -224,6 +234,11 @@ def _round_lines(report: dict[str, Any]) -> list[str]:
         elif r["batch"]:
             gone = ", ".join(printable(n) for n in r["eliminated"])
             lines.append(f"round {i}: batch elimination of {gone}")
+        if r["elected"]:
+            lines.append(
+                f"round {i}: {printable(r['elected'][0])} beats every continuing candidate "
+                "head to head: elected"
+            )
     winners = report["winners"]
     if winners is not None and len(winners) > 1:
         lines.append("winners over all tie-breakings: " + ", ".join(map(printable, winners)))

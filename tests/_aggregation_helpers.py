@@ -203,14 +203,18 @@ def irv_votes(ballots: Ballots, continuing: set[int]) -> dict[int, Fraction]:
     return votes
 
 
-def irv_rankings(ballots: Ballots, batch: bool = False) -> set[tuple[int, ...]]:
+def irv_rankings(
+    ballots: Ballots, batch: bool = False, candidates: list[int] | None = None
+) -> set[tuple[int, ...]]:
     """Every order (best first) that instant runoff can produce: read from the bottom, each
     candidate had the fewest votes among those above it and itself; with ``batch``, where
     the lowest ``k >= 2`` have fewer votes together than the next, the bottom ``k`` places
-    hold exactly them, by non-increasing votes."""
+    hold exactly them, by non-increasing votes. With ``candidates``, the count runs among
+    them only (the others eliminated from the start) and the orders are of them."""
     out = set()
-    for perm in itertools.permutations(range(ballots.n)):
-        size = ballots.n
+    everyone = list(range(ballots.n)) if candidates is None else candidates
+    for perm in itertools.permutations(everyone):
+        size = len(everyone)
         while size > 1:
             continuing = set(perm[:size])
             votes = irv_votes(ballots, continuing)
@@ -233,11 +237,69 @@ def irv_rankings(ballots: Ballots, batch: bool = False) -> set[tuple[int, ...]]:
     return out
 
 
+def beats(ballots: Ballots) -> np.ndarray:
+    """``B[x, y]``: ``x`` beats ``y`` by a strict majority of the expanded distribution."""
+    return margins(*expanded_distribution(ballots)) > 0
+
+
+def benham_rankings(ballots: Ballots) -> set[tuple[int, ...]]:
+    """Every order Benham's rule can produce: the candidates not yet placed are a middle
+    segment of the order; when one of them beats all the others it takes the segment's
+    top place, otherwise the bottom place goes to one with the fewest votes among them."""
+    B = beats(ballots)
+    out = set()
+    for perm in itertools.permutations(range(ballots.n)):
+        top, bottom = 0, ballots.n
+        while bottom - top > 1:
+            live = set(perm[top:bottom])
+            winner = [x for x in live if all(B[x, y] for y in live - {x})]
+            if winner:
+                if perm[top] != winner[0]:
+                    break
+                top += 1
+            else:
+                votes = irv_votes(ballots, live)
+                if votes[perm[bottom - 1]] != min(votes.values()):
+                    break
+                bottom -= 1
+        else:
+            out.add(perm)
+    return out
+
+
+def smith_sets(ballots: Ballots) -> list[list[int]]:
+    """The Smith set (smallest set whose members all beat every outsider), then the Smith
+    set of the rest, and so on: found by trying every subset, smallest first."""
+    B = beats(ballots)
+    rest, out = set(range(ballots.n)), []
+    while rest:
+        smith = next(
+            list(S)
+            for r in range(1, len(rest) + 1)
+            for S in itertools.combinations(sorted(rest), r)
+            if all(B[x, y] for x in S for y in rest - set(S))
+        )
+        out.append(smith)
+        rest -= set(smith)
+    return out
+
+
+def smith_irv_rankings(ballots: Ballots) -> set[tuple[int, ...]]:
+    """Every order Smith-IRV can produce: each Smith set in turn, ranked by instant runoff
+    among its own candidates."""
+    parts = [irv_rankings(ballots, candidates=s) for s in smith_sets(ballots)]
+    return {sum(combo, ()) for combo in itertools.product(*parts)}
+
+
 def optimal_rankings(rule: str, ballots: Ballots, **options: object) -> set[tuple[int, ...]]:
     """Every optimal ranking of ``rule`` on ``ballots``, from the rule's definition over
     all of ``S_n``. An unknown rule is a ``KeyError``: every registered rule needs one."""
     if rule == "irv":
         return irv_rankings(ballots, bool(options.get("batch_elimination")))
+    if rule == "benham":
+        return benham_rankings(ballots)
+    if rule == "smith-irv":
+        return smith_irv_rankings(ballots)
     perms, probs = expanded_distribution(ballots)
     n = ballots.n
     if rule in POSITIONAL:

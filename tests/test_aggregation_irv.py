@@ -1,4 +1,5 @@
-"""Instant runoff: hand-counted elections, ties, exhausted ballots, batch elimination.
+"""Instant runoff and the Condorcet-IRV hybrids (Benham, Smith-IRV): hand-counted
+elections, ties, exhausted ballots, batch elimination.
 
 Expected tallies below are counted by hand from the ballots written in each test; the
 registry-wide tests compare every optimal ranking with enumeration of all orders
@@ -15,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from rankmodels.aggregation import Profile, aggregate, read_votes
-from rankmodels.aggregation.irv import MAX_STATES, instant_runoff
+from rankmodels.aggregation.irv import MAX_STATES, instant_runoff, majority_components
 from rankmodels_app.aggregate import aggregate_command
 from tests._aggregation_helpers import Ballots, irv_rankings, irv_votes, random_ballots
 
@@ -203,6 +204,7 @@ def test_cli_json_has_rounds_and_winners_and_reports_ties(tmp_path):
         "eliminated": ["C"],
         "tied": ["A", "B", "C"],
         "batch": False,
+        "elected": [],
     }
     text = run("--rule", "irv", str(path)).output
     assert "round 1: tied for fewest votes: A, B, C; this ranking drops C" in text
@@ -220,4 +222,82 @@ def test_batch_elimination_flag(tmp_path, shared_data):
     assert wrong.exit_code == 2
     assert wrong.output.strip() == (
         "Error: --batch-elimination is only for --rule irv, not --rule borda"
+    )
+
+
+# ---------------------------------------------------------------- Condorcet-IRV hybrids
+SQUEEZE = "A>C>B,35\nB>C>A,33\nC>A>B,32\n"  # C beats A 65:35 and B 67:33, fewest firsts
+
+
+def test_hybrids_elect_the_condorcet_winner_that_irv_eliminates_first(tmp_path):
+    profile = read_votes(election(tmp_path, SQUEEZE))
+    assert names(profile, aggregate(profile, "irv").ranking) == ["A", "B", "C"]
+    benham = aggregate(profile, "benham")
+    # C is elected before anyone goes; then A beats B 67:33 among the two left
+    assert names(profile, benham.ranking) == ["C", "A", "B"] and benham.unique
+    (only,) = benham.details["rounds"]
+    assert votes_of(profile, only) == {"A": 35, "B": 33, "C": 32}
+    assert names(profile, only.elected) == ["C"] and only.eliminated == ()
+    smith = aggregate(profile, "smith-irv")
+    assert names(profile, smith.details["smith_set"]) == ["C"]
+    assert names(profile, smith.ranking) == ["C", "A", "B"] and smith.unique
+    assert smith.details["rounds"] == []  # one candidate in the Smith set: no count
+
+
+# A, B, C beat each other in a cycle (A>B 24:10, B>C 26:8, C>A 18:16) and each beats D,
+# who has the second most first choices.
+CYCLE = "D>A>B>C,9\nA>B>C>D,7\nB>C>A>D,10\nC>A>B>D,8\n"
+
+
+def test_benham_and_smith_irv_part_where_d_has_first_choices(tmp_path):
+    profile = read_votes(election(tmp_path, CYCLE))
+    assert [names(profile, c) for c in majority_components(profile)] == [["A", "B", "C"], ["D"]]
+    # Benham: round 1 A 7, B 10, C 8, D 9, no Condorcet winner: A goes; then B beats C
+    # 26:8 and D 25:9 and is elected; among C and D, C beats D 25:9
+    benham = aggregate(profile, "benham")
+    first, second = benham.details["rounds"]
+    assert votes_of(profile, first) == {"A": 7, "B": 10, "C": 8, "D": 9}
+    assert names(profile, first.eliminated) == ["A"]
+    assert votes_of(profile, second) == {"B": 17, "C": 8, "D": 9}
+    assert names(profile, second.elected) == ["B"]
+    assert names(profile, benham.ranking) == ["B", "C", "D", "A"] and benham.unique
+    # Smith-IRV counts among A, B, C only: A 7 + 9, B 10, C 8: C goes, A 24 beats B 10
+    smith = aggregate(profile, "smith-irv")
+    first, second = smith.details["rounds"]
+    assert votes_of(profile, first) == {"A": 16, "B": 10, "C": 8}
+    assert votes_of(profile, second) == {"A": 24, "B": 10}
+    assert names(profile, smith.ranking) == ["A", "B", "C", "D"] and smith.unique
+    assert aggregate(profile, "irv").winners() == benham.winners() == [profile.index("B")]
+
+
+def test_benham_breaks_ties_every_way_and_reports_them(tmp_path):
+    profile = read_votes(election(tmp_path, "A>B>C,1\nB>C>A,1\nC>A>B,1\n"))
+    result = aggregate(profile, "benham")
+    # no Condorcet winner; all tie at 1 vote; whoever goes, the pair left has one
+    assert {tuple(names(profile, t)) for t in result.ties} == {
+        ("A", "B", "C"),
+        ("C", "A", "B"),
+        ("B", "C", "A"),
+    }
+    assert result.n_optimal == 3 and result.details["winners"] == [0, 1, 2]
+    first, second = result.details["rounds"]
+    assert names(profile, first.tied) == ["A", "B", "C"]
+    assert names(profile, second.elected) == ["A"]
+
+
+def test_cli_reports_the_hybrids(tmp_path):
+    path = election(tmp_path, CYCLE)
+    text = run("--rule", "benham", str(path)).output
+    assert "round 2: B beats every continuing candidate head to head: elected" in text
+    report = json.loads(run("--rule", "benham", "--format", "json", str(path)).output)
+    assert [r["elected"] for r in report["rounds"]] == [[], ["B"]]
+    assert report["winners"] == ["B"] and "smith_set" not in report
+    text = run("--rule", "smith-irv", str(path)).output
+    assert "Smith set: A, B, C" in text
+    report = json.loads(run("--rule", "smith-irv", "--format", "json", str(path)).output)
+    assert report["smith_set"] == ["A", "B", "C"] and report["ranking"] == ["A", "B", "C", "D"]
+    wrong = run("--rule", "benham", "--batch-elimination", str(path))
+    assert wrong.exit_code == 2
+    assert wrong.output.strip() == (
+        "Error: --batch-elimination is only for --rule irv, not --rule benham"
     )

@@ -115,3 +115,95 @@ def test_instant_runoff_on_dublin_north_round_by_round(shared_data):
         np.testing.assert_allclose(
             [r.votes[x] for x in r.continuing], [tops[x] for x in r.continuing]
         )
+
+
+# ---------------------------------------------------------------- Condorcet-IRV hybrids
+combined = pytest.importorskip("pref_voting.combined_methods")
+c1 = pytest.importorskip("pref_voting.c1_methods")
+
+
+@pytest.mark.parametrize("n, seed", CASES)
+def test_benham_and_smith_irv_winners_agree_on_complete_ballots(n, seed):
+    ours, theirs = random_pair(n, np.random.default_rng(seed))
+    big = 10**6
+    assert aggregate(ours, "benham", max_ties=big).winners() == sorted(iterative.benham_put(theirs))
+    assert aggregate(ours, "smith-irv", max_ties=big).winners() == sorted(
+        combined.smith_irv_put(theirs)
+    )
+
+
+def pv_as_counted(ballots: Ballots) -> object:
+    """The raw ballots as pref_voting's ProfileWithTies under this package's convention:
+    candidates a ballot leaves out form its last group, and a last group of two or more is
+    unranked (left out); unranked candidates are below ranked ones in every comparison
+    (pref_voting's extended strict preference)."""
+    rankings = []
+    for groups in ballots.groups:
+        ranked = {x for g in groups for x in g}
+        full = [list(g) for g in groups] + [[x for x in range(ballots.n) if x not in ranked]]
+        full = [g for g in full if g]
+        if len(full[-1]) > 1:
+            full = full[:-1]
+        rankings.append({x: level for level, group in enumerate(full) for x in group})
+    profile = with_ties.ProfileWithTies(
+        rankings, rcounts=[int(w) for w in ballots.weights], candidates=list(range(ballots.n))
+    )
+    profile.use_extended_strict_preference()
+    return profile
+
+
+def benham_split(theirs, candidates: list[int]) -> set[int]:
+    """pref_voting's ``benham_put`` with tie groups splitting a ballot (its ``benham_put``
+    needs linear ballots): the recursion written with its Condorcet winner and split tops
+    scores."""
+    winner = theirs.condorcet_winner(curr_cands=candidates)
+    if winner is not None:
+        return {winner}
+    scores = theirs.tops_scores(curr_cands=candidates, score_type="split")
+    low = min(scores.values())
+    out: set[int] = set()
+    for x in candidates:
+        if scores[x] <= low + 1e-9:
+            out |= benham_split(theirs, [c for c in candidates if c != x])
+    return out
+
+
+def where_hybrids_differ(rng: np.random.Generator) -> Ballots:
+    """Random tied and truncated ballots on which instant runoff, Benham and Smith-IRV do
+    not all elect the same candidates (rare among random profiles, so drawn until found)."""
+    for _ in range(2000):
+        n = int(rng.integers(3, 7))
+        ballots = random_ballots(n, rng, m=int(rng.integers(3, 10)), pool=3, max_weight=5)
+        profile = ballots.profile()
+        winners = {
+            tuple(aggregate(profile, rule, max_ties=10**6).details["winners"])
+            for rule in ("irv", "benham", "smith-irv")
+        }
+        if len(winners) > 1:
+            return ballots
+    raise AssertionError("no profile separates the rules")
+
+
+def assert_hybrids_agree(ballots: Ballots) -> None:
+    theirs = pv_as_counted(ballots)
+    ours = ballots.profile()
+    big = 10**6
+    assert aggregate(ours, "benham", max_ties=big).details["winners"] == sorted(
+        benham_split(theirs, list(range(ballots.n)))
+    )
+    smith = c1.smith_set(theirs)
+    result = aggregate(ours, "smith-irv", max_ties=big)
+    assert result.details["smith_set"] == sorted(smith)
+    expected = iterative.instant_runoff_put(theirs, curr_cands=smith, score_method="split")
+    assert result.details["winners"] == sorted(expected)
+
+
+@pytest.mark.parametrize("n, seed", [(n, s) for n in range(2, 7) for s in range(8)])
+def test_benham_and_smith_irv_winners_agree_with_ties_and_truncation(n, seed):
+    rng = np.random.default_rng(2000 * n + seed)
+    assert_hybrids_agree(random_ballots(n, rng, m=int(rng.integers(3, 14)), pool=6, max_weight=5))
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_benham_and_smith_irv_agree_where_they_differ_from_irv(seed):
+    assert_hybrids_agree(where_hybrids_differ(np.random.default_rng(seed)))

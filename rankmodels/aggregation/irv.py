@@ -25,6 +25,27 @@ Conventions (documented for users in ``docs/aggregation.md``)
       overtake it); within the batch the ranking orders them by their votes, equal votes
       in every order. The winners are the same as one at a time; the rounds are fewer.
 
+Condorcet-IRV hybrids (same conventions, ties broken every way as above)
+    * **Benham** (:func:`benham`): before each round, a continuing candidate who beats every
+      other continuing candidate head to head (strict majority of the pairwise marginals
+      ``P_{x<y}`` of :class:`.Profile`, unranked candidates below ranked ones and ties
+      counted 1/2) is elected and the count stops; otherwise the candidate with the fewest
+      votes is eliminated. Candidates go out one at a time, also those without votes
+      (eliminating one of them may leave a Condorcet winner). The ranking is built by the
+      same rule: the winner, then the rule applied to the candidates left (so the count
+      goes on without the winner), then the eliminated candidates in reverse order of
+      elimination. [GreenArmytage2011]; pref_voting's ``benham_put``.
+    * **Smith-IRV** (:func:`smith_irv`): instant runoff among the Smith set, the smallest
+      set of candidates who each beat every candidate outside it by a strict majority (the
+      first strongly connected component of the relation ``P_{x<y} >= P_{y<x}``); the
+      others count as eliminated from the start. The ranking is the Smith set by instant
+      runoff, then the rest by the same rule, i.e. the components in their majority order,
+      each ranked by instant runoff among its own candidates. [GreenArmytage2011];
+      pref_voting's ``smith_irv_put``.
+
+Both elect the Condorcet winner whenever there is one, and agree with instant runoff when
+no candidate beats all others along the way.
+
 Tallies are compared with a tolerance of ``1e-9`` times the total weight (split ballots
 give fractions).
 
@@ -44,11 +65,20 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from rankmodels.aggregation.counting import DEFAULT_MAX_TIES, Count
+from rankmodels.aggregation.condorcet import MARGIN_TOL, condorcet_winner
+from rankmodels.aggregation.counting import DEFAULT_MAX_TIES, Count, transitive_closure
 from rankmodels.aggregation.profile import Profile
 from rankmodels.aggregation.result import Aggregation
 
-__all__ = ["MAX_STATES", "Round", "instant_runoff", "tallies"]
+__all__ = [
+    "MAX_STATES",
+    "Round",
+    "benham",
+    "instant_runoff",
+    "majority_components",
+    "smith_irv",
+    "tallies",
+]
 
 MAX_STATES = 100_000
 """Most sets of continuing candidates the tie-breaking search visits."""
@@ -103,7 +133,8 @@ class Round:
     ``eliminated``: who goes out at the end of the round, in the listed ranking's order
     (several at once in a batch or when they have no votes); ``tied``: the candidates tied
     for the fewest votes when there was a choice (else empty); ``batch``: whether this was
-    a batch elimination.
+    a batch elimination; ``elected``: Benham's Condorcet winner of the continuing
+    candidates, elected in this round (the count stops), else empty.
     """
 
     continuing: tuple[int, ...]
@@ -112,17 +143,20 @@ class Round:
     eliminated: tuple[int, ...]
     tied: tuple[int, ...]
     batch: bool
+    elected: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
 class _Move:
     """Leaving a state: ``groups`` go out (each group in any order, groups best first,
     i.e. the first group ends up ranked highest), reaching ``state``; ``batch`` when the
-    move is a batch elimination."""
+    move is a batch elimination; ``top`` when the group is elected (Benham), i.e. placed
+    above the candidates left instead of below them."""
 
     groups: tuple[tuple[int, ...], ...]
     state: int
     batch: bool = False
+    top: bool = False
 
     @property
     def ways(self) -> int:
@@ -130,11 +164,13 @@ class _Move:
 
 
 class _Search:
-    """The states (bit masks of continuing candidates) reachable under every tie-breaking."""
+    """The states (bit masks of continuing candidates) reachable under every tie-breaking;
+    ``condorcet``: elect a Condorcet winner of the continuing candidates first (Benham)."""
 
-    def __init__(self, profile: Profile, batch: bool) -> None:
+    def __init__(self, profile: Profile, batch: bool, condorcet: bool = False) -> None:
         self.profile = profile
         self.batch = batch
+        self.condorcet = condorcet
         self.tol = _RTOL * profile.total
         self.rounds: dict[int, tuple[np.ndarray, float]] = {}
         self.moves: dict[int, list[_Move]] = {}
@@ -172,11 +208,18 @@ class _Search:
         mask[members] = True
         votes, exhausted = tallies(self.profile, mask)
         self.rounds[state] = (votes, exhausted)
+        if self.condorcet:
+            winner = condorcet_winner(self.profile.pairwise[np.ix_(members, members)])
+            if winner is not None:
+                elected = members[winner]
+                return [_Move(((elected,),), _without(state, [elected]), top=True)]
         by_votes = sorted(members, key=lambda x: votes[x])
         low = votes[by_votes[0]]
         tied = [x for x in members if votes[x] <= low + self.tol]
-        if low <= self.tol and len(tied) > 1:  # no votes: eliminating them changes nothing
-            return [_Move((tuple(tied),), _without(state, tied))]  # all of them: state 0
+        if low <= self.tol and len(tied) > 1 and not self.condorcet:
+            # no votes: eliminating them changes no tally, so they go together (state 0
+            # when that is everybody)
+            return [_Move((tuple(tied),), _without(state, tied))]
         if self.batch:
             group = self._batch(by_votes, votes)
             if group:
@@ -193,7 +236,7 @@ class _Search:
                 return by_votes[:k]
         return []
 
-    def counts(self, start: int) -> tuple[dict[int, int], dict[int, frozenset[int]]]:
+    def counts(self) -> tuple[dict[int, int], dict[int, frozenset[int]]]:
         """Rankings and winners from every explored state (children before parents)."""
         count: dict[int, int] = {}
         winners: dict[int, frozenset[int]] = {}
@@ -204,35 +247,41 @@ class _Search:
                 continue
             count[state] = sum(m.ways * count.get(m.state, 0) for m in moves)
             winners[state] = frozenset().union(
-                *(winners.get(m.state, ()) if m.state else m.groups[0] for m in moves)
-            )  # state 0: every continuing candidate had no votes, any of them may win
+                *(m.groups[0] if m.top or not m.state else winners.get(m.state, ()) for m in moves)
+            )  # elected, or state 0: every continuing candidate had no votes, any may win
         return count, winners
 
     def rankings(self, start: int) -> Iterator[list[int]]:
         """Every ranking from ``start`` (best first), the first listed first, generated
-        lazily (a depth-first walk with an explicit stack)."""
-        stack = [self._choices(start, [])]
+        lazily (a depth-first walk with an explicit stack): the elected candidates, the
+        last one left, the eliminated ones."""
         if not self.moves.get(start):
             yield self.members(start)
             return
+        stack = [self._choices(start, [], [])]
         while stack:
             step = next(stack[-1], None)
             if step is None:
                 stack.pop()
                 continue
-            state, bottom = step
+            state, top, bottom = step
             moves = self.moves.get(state)
             if moves is None:  # not explored: the search stopped
                 continue
             if not moves:
-                yield self.members(state) + bottom
+                yield top + self.members(state) + bottom
             else:
-                stack.append(self._choices(state, bottom))
+                stack.append(self._choices(state, top, bottom))
 
-    def _choices(self, state: int, bottom: list[int]) -> Iterator[tuple[int, list[int]]]:
+    def _choices(
+        self, state: int, top: list[int], bottom: list[int]
+    ) -> Iterator[tuple[int, list[int], list[int]]]:
         for move in self.moves[state]:
             for order in _orders(move.groups):
-                yield move.state, list(order) + bottom
+                if move.top:
+                    yield move.state, top + list(order), bottom
+                else:
+                    yield move.state, top, list(order) + bottom
 
 
 def _orders(groups: tuple[tuple[int, ...], ...]) -> Iterator[tuple[int, ...]]:
@@ -274,30 +323,74 @@ def instant_runoff(
     candidate indices elected by some tie-breaking) and ``states`` (sets of continuing
     candidates visited).
     """
-    n = profile.n
-    start = (1 << n) - 1
     search = _Search(profile, batch_elimination)
-    search.explore(start)
-    count, winners = search.counts(start)
-    ties = [np.array(r, dtype=np.int64) for r in itertools.islice(search.rankings(start), max_ties)]
+    return _count("irv", search, [list(range(profile.n))], max_ties)
+
+
+def benham(profile: Profile, max_ties: int = DEFAULT_MAX_TIES) -> Aggregation:
+    """Benham's rule: instant runoff that elects a Condorcet winner of the continuing
+    candidates as soon as there is one (module docstring). The result is laid out as
+    :func:`instant_runoff`'s; the last round is the one whose Condorcet winner is elected
+    (:attr:`Round.elected`)."""
+    search = _Search(profile, batch=False, condorcet=True)
+    return _count("benham", search, [list(range(profile.n))], max_ties)
+
+
+def smith_irv(profile: Profile, max_ties: int = DEFAULT_MAX_TIES) -> Aggregation:
+    """Instant runoff among the Smith set, then among each following majority component
+    (module docstring). The result is laid out as :func:`instant_runoff`'s; ``rounds``
+    are those of the Smith set's count and ``details["smith_set"]`` lists its
+    candidates."""
+    components = majority_components(profile)
+    result = _count("smith-irv", _Search(profile, batch=False), components, max_ties)
+    result.details["smith_set"] = components[0]
+    return result
+
+
+def majority_components(profile: Profile) -> list[list[int]]:
+    """The candidates split into the strongly connected components of the relation
+    ``P_{x<y} >= P_{y<x}`` ("not beaten by"), best first: every member of a component
+    beats every member of a later one by a strict majority. The first is the Smith set.
+    Margins within :data:`.condorcet.MARGIN_TOL` count as ties."""
+    P = profile.pairwise
+    reach = transitive_closure((P - P.T >= -MARGIN_TOL) | np.eye(profile.n, dtype=bool))
+    above = (reach.T & ~reach).sum(axis=1)  # candidates in higher components
+    return [np.flatnonzero(above == k).tolist() for k in np.unique(above)]
+
+
+def _count(rule: str, search: _Search, groups: list[list[int]], max_ties: int) -> Aggregation:
+    """Run the count of ``search`` among each group of candidates (the others counted as
+    eliminated) and rank the groups one after another, each by its own count."""
+    starts = [sum(1 << x for x in group) for group in groups]
+    for start in starts:
+        search.explore(start)
+    count, winners = search.counts()
     exact = search.complete
-    total = max(count.get(start, 0), len(ties))
-    rounds = _rounds(search, start)
+    listed = [list(itertools.islice(search.rankings(start), max_ties)) for start in starts]
+    ties = [
+        np.array([x for part in parts for x in part], dtype=np.int64)
+        for parts in itertools.islice(itertools.product(*listed), max_ties)
+    ]
+    total = Count.product(
+        Count(max(count.get(start, 0), len(found)), exact)
+        for start, found in zip(starts, listed, strict=True)
+    )
     return Aggregation(
-        rule="irv",
+        rule=rule,
         ranking=ties[0],
         ties=ties,
-        count=Count(total, exact),
+        count=total,
         details={
-            "rounds": rounds,
-            "winners": sorted(winners.get(start, ())) if exact else None,
+            "rounds": _rounds(search, starts[0]),
+            "winners": sorted(winners.get(starts[0], ())) if exact else None,
             "states": len(search.moves),
         },
     )
 
 
 def _rounds(search: _Search, start: int) -> list[Round]:
-    """The rounds along the first listed ranking."""
+    """The rounds along the first listed ranking, up to the election of a Condorcet winner
+    (Benham)."""
     rounds = []
     state = start
     while search.moves.get(state):
@@ -306,6 +399,9 @@ def _rounds(search: _Search, start: int) -> list[Round]:
         members = tuple(search.members(state))
         moves = search.moves[state]
         gone = tuple(x for g in move.groups for x in g)
+        if move.top:
+            rounds.append(Round(members, votes, float(exhausted), (), (), False, elected=gone))
+            break
         if len(moves) > 1:
             tied = tuple(sorted(m.groups[0][0] for m in moves))
         else:  # candidates without votes go together; a batch's equal votes are ties too

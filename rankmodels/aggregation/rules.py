@@ -178,6 +178,10 @@ _register_listed(
     f"{_BLOCK_LIMIT}, or when the tie-breakings are too many to search",
 )
 
+_RUNOFF_LIMIT = (
+    f"at least, when the tie-breakings reach more than {irv.MAX_STATES:,} sets of continuing "
+    "candidates"
+)
 RULES.register(
     RuleSpec(
         "irv",
@@ -187,9 +191,24 @@ RULES.register(
         lambda p, o: irv.instant_runoff(p, o.max_ties, bool(o.batch_elimination)),
         False,
         ("batch_elimination",),
-        count_limit=f"at least, when the tie-breakings reach more than {irv.MAX_STATES:,} sets "
-        "of continuing candidates",
+        count_limit=_RUNOFF_LIMIT,
     )
+)
+_register_listed(
+    "benham",
+    "instant runoff that elects a Condorcet winner of the continuing candidates as soon as "
+    "there is one; ranking = winner, the rule on the rest, then reverse elimination order",
+    "runoff",
+    irv.benham,
+    _RUNOFF_LIMIT,
+)
+_register_listed(
+    "smith-irv",
+    "instant runoff among the Smith set; ranking = the majority components in order, each by "
+    "instant runoff among its candidates",
+    "runoff",
+    irv.smith_irv,
+    _RUNOFF_LIMIT,
 )
 
 
