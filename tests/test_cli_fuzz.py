@@ -63,7 +63,8 @@ DOCUMENTED_EXITS = {"--strict": 3}
 
 
 def _leaf_commands(group: click.Group, path: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
-    for name, command in sorted(group.commands.items()):
+    for name in sorted(group.list_commands(click.Context(group))):  # the group loads lazily
+        command = group.get_command(click.Context(group), name)
         if isinstance(command, click.Group):
             yield from _leaf_commands(command, (*path, name))
         else:
@@ -74,7 +75,7 @@ def _command(path: tuple[str, ...]) -> click.Command:
     command: click.Command = cli
     for name in path:
         assert isinstance(command, click.Group)
-        command = command.commands[name]
+        command = command.get_command(click.Context(command), name)
     return command
 
 
