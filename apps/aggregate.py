@@ -61,6 +61,7 @@ def _conventions(
     write_in: str | None,
     exhausts: bool,
     count_column: str,
+    **settings: Any,
 ) -> CvrConventions:
     given = {"skipped": _markers(skipped), "overvote": _markers(overvote)}
     given["write_in"] = _markers(write_in)
@@ -69,6 +70,7 @@ def _conventions(
             **{k: v for k, v in given.items() if v is not None},
             overvote_exhausts=exhausts,
             count_column=count_column,
+            **settings,
         )
     except ValueError as err:
         raise BadInput(f"--cvr-skipped/--cvr-overvote/--cvr-write-in: {err}") from None
@@ -353,6 +355,20 @@ def _optimality_lines(report: dict[str, Any]) -> list[str]:
     show_default=True,
     help="Cast-vote records: the optional ballot-count column.",
 )
+@click.option(
+    "--skipped-ranks",
+    type=click.Choice(["continue", "exhaust-after-2"]),
+    default="continue",
+    show_default=True,
+    help="Cast-vote records: skipped ranks are passed over, or two in a row end the ballot "
+    "(Maine, 21-A M.R.S. 723-A).",
+)
+@click.option(
+    "--contest",
+    default=None,
+    help="Cast-vote records with several contests (DEM Mayor Choice 1 of 5, ...): part of the "
+    "rank columns' names of the one to count.",
+)
 @quiet_option
 @reports_bad_input
 def aggregate_command(
@@ -372,6 +388,8 @@ def aggregate_command(
     cvr_write_in: str | None,
     overvote: str,
     count_column: str,
+    skipped_ranks: str,
+    contest: str | None,
     quiet: bool,
 ) -> None:
     """Aggregate the ranked ballots in VOTES (votes CSV, cast-vote record CSV with rank
@@ -390,7 +408,13 @@ def aggregate_command(
     if names is not None and format_in == "auto" and votes.suffix.lower()[1:] in PREFLIB_TYPES:
         raise BadInput("--candidates is for CSV files; a PrefLib file names its candidates")
     conventions = _conventions(
-        cvr_skipped, cvr_overvote, cvr_write_in, overvote == "exhaust", count_column
+        cvr_skipped,
+        cvr_overvote,
+        cvr_write_in,
+        overvote == "exhaust",
+        count_column,
+        max_skipped_ranks=1 if skipped_ranks == "exhaust-after-2" else None,
+        contest=contest,
     )
     with progressbar(votes.stat().st_size, f"reading {printable(votes.name)}", quiet) as bar:
         profile = read_votes(votes, names, bar.update, format_in, conventions)

@@ -121,6 +121,119 @@ def test_irv_on_a_city_record_end_to_end(tmp_path):
     assert report["ballots"] == 5
 
 
+# ---------------------------------------------------------------- skipped ranks (Maine)
+SKIPS = """rank1,rank2,rank3,rank4,rank5
+A,,B,,
+A,,,B,C
+,,A,B,
+,A,,,B
+A,undervote,skipped,C,
+B,C,,,
+A,overvote,,C,
+D,A,B,C,
+"""
+
+
+def test_two_skipped_ranks_in_a_row_exhaust_the_ballot_in_maine(tmp_path):
+    path = write(tmp_path, SKIPS)
+    assert ballots(read_cvr(path)) == {
+        ("A", "B"): 3,  # skipped ranks passed over
+        ("A", "B", "C", "D"): 1,  # A,,,B,C: three of four ranked, D forced last
+        ("A", "C"): 1,  # markers are skipped ranks too
+        ("B", "C"): 1,
+        ("A",): 1,  # the overvote exhausts it
+        ("D", "A", "B", "C"): 1,
+    }
+    maine = read_cvr(path, conventions=CvrConventions(max_skipped_ranks=1))
+    # 21-A M.R.S. 723-A: "2 or more sequential skipped rankings before its highest continuing
+    # ranking" exhaust the ballot; one does not; trailing blanks skip nothing
+    assert ballots(maine) == {
+        ("A", "B"): 1,  # A,,B: one skipped rank
+        ("A",): 4,  # A,,,B,C  ,A,,,B  A,undervote,skipped,C  and the overvote
+        ("B", "C"): 1,
+        ("D", "A", "B", "C"): 1,
+    }  # ,,A,B, is exhausted before its first choice: left out
+    assert maine.total == 7
+    # an overvote passed over is not a skipped rank: A,overvote,,C keeps C
+    both = CvrConventions(max_skipped_ranks=1, overvote_exhausts=False)
+    assert ballots(read_cvr(path, conventions=both))[("A", "C")] == 1
+
+
+def test_skipped_ranks_option_on_the_command_line(tmp_path):
+    path = write(tmp_path, SKIPS)
+    args = ["--rule", "irv", "--format", "json", str(path)]
+    default = json.loads(CliRunner().invoke(aggregate_command, args).output)
+    assert default["ballots"] == 8
+    assert default["rounds"][0]["votes"] == {"A": 6.0, "B": 1.0, "C": 0.0, "D": 1.0}
+    maine = json.loads(
+        CliRunner().invoke(aggregate_command, ["--skipped-ranks", "exhaust-after-2", *args]).output
+    )
+    assert maine["ballots"] == 7
+    assert maine["rounds"][0]["votes"] == {"A": 5.0, "B": 1.0, "C": 0.0, "D": 1.0}
+    assert maine["winners"] == ["A"]
+
+
+# ---------------------------------------------------------------- contests in the header
+NYC = (
+    "Cast Vote Record,Precinct,"
+    "DEM Mayor Choice 1 of 3 Citywide (026916),DEM Mayor Choice 2 of 3 Citywide (026916),"
+    "DEM Mayor Choice 3 of 3 Citywide (026916),"
+    "DEM Comptroller Choice 1 of 2 Citywide (026918),"
+    "DEM Comptroller Choice 2 of 2 Citywide (026918)\n"
+    "1,P1,Adams,Garcia,undervote,Lander,overvote\n"
+    "2,P1,Garcia,,Wiley,Johnson,Lander\n"
+    "3,P2,undervote,undervote,undervote,Lander,Johnson\n"
+)
+
+
+def test_new_york_headers_pick_the_contest(tmp_path):
+    path = write(tmp_path, NYC)
+    mayor = read_votes(path, conventions=CvrConventions(contest="mayor"))
+    assert mayor.candidates == ("Adams", "Garcia", "Wiley")
+    assert ballots(mayor) == {("Adams", "Garcia", "Wiley"): 1, ("Garcia", "Wiley", "Adams"): 1}
+    comptroller = read_votes(path, conventions=CvrConventions(contest="Comptroller Choice"))
+    assert ballots(comptroller) == {("Lander", "Johnson"): 2, ("Johnson", "Lander"): 1}
+
+
+def test_one_contest_with_text_around_the_number_needs_no_choice(tmp_path):
+    text = "id,DEM Mayor Choice 1 of 2 Number 123,DEM Mayor Choice 2 of 2 Number 123\n1,A,B\n"
+    assert ballots(read_votes(write(tmp_path, text))) == {("A", "B"): 1}
+
+
+CONTESTS = (
+    "DEM Mayor Choice K of 3 Citywide (026916)', 'DEM Comptroller Choice K of 2 Citywide (026918)"
+)
+
+
+@pytest.mark.parametrize(
+    "text, contest, message",
+    [
+        (NYC, None, f"the header has rank columns of 2 contests ('{CONTESTS}'); name one"),
+        (NYC, "DEM", f"contest 'DEM' matches 2 contests of '{CONTESTS}'"),
+        (NYC, "Senate", f"contest 'Senate' matches no contest of '{CONTESTS}'"),
+        (
+            "Choice 1 of 3,Choice 2 of 3\nA,B\n",
+            None,
+            "contest 'Choice K of 3' has 2 rank columns, but they say 'of 3'",
+        ),
+        (
+            "x,Mayor Choice 2 of 2,Mayor Choice 1 of 2\n1,A,B\n",
+            None,
+            "rank columns out of order: column 2 is 'Mayor Choice 2 of 2' where rank 1",
+        ),
+    ],
+)
+def test_contest_errors_name_the_header_line(tmp_path, text, contest, message):
+    path = write(tmp_path, text)
+    with pytest.raises(InputError) as err:
+        read_votes(path, conventions=CvrConventions(contest=contest))
+    assert message in str(err.value) and err.value.field == "line 1"
+    args = ["--format-in", "cvr", str(path)] + ([] if contest is None else ["--contest", contest])
+    result = CliRunner().invoke(aggregate_command, args)
+    assert result.exit_code == 2
+    assert result.output.strip() == f"Error: {err.value}"
+
+
 # ---------------------------------------------------------------- fuzzing
 MARKERS = ["", " ", "undervote", "UnderVote", "skipped", "overvote", "write-in", "Writein"]
 names = st.sampled_from(["A", "B", "Cé", " A", "D d", "x,y", 'q"t'])
@@ -152,9 +265,12 @@ def reference(text: str, rules: CvrConventions, fixed):
                 return ("error", line)
             if not 0 < count < float("inf"):
                 return ("error", line)
-        ballot, stop = [], False
+        ballot, stop, run = [], False, 0
         for col in ranks:
             key = row[col].strip().casefold()
+            run = run + 1 if key in skipped else 0
+            limit = rules.max_skipped_ranks
+            stop |= limit is not None and run > limit
             if key in skipped:
                 continue
             if key in over:
@@ -212,10 +328,11 @@ def cvr_files(draw) -> str:
     st.sampled_from([1, 3, 17, 1 << 20]),
     st.booleans(),
     st.sampled_from([None, ["A", "B", "Cé", "Write-in"]]),
+    st.sampled_from([None, 0, 1]),
 )
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-def test_reader_equals_the_reference(text, chunk, exhausts, fixed):
-    rules = CvrConventions(overvote_exhausts=exhausts)
+def test_reader_equals_the_reference(text, chunk, exhausts, fixed, max_skipped):
+    rules = CvrConventions(overvote_exhausts=exhausts, max_skipped_ranks=max_skipped)
     expected = reference(text, rules, fixed)
     with tempfile.TemporaryDirectory() as folder:
         path = write(Path(folder), text)

@@ -8,11 +8,20 @@ appear left to right as 1, 2, ..., K; optional ballot-count column (``count`` un
 :attr:`CvrConventions.count_column` says otherwise; positive numbers, default 1). A cell
 holds a candidate's name or a marker.
 
+Rank columns may carry the contest around the number, as New York City's records do:
+``DEM Mayor Choice 1 of 5 Citywide (026916)``. Columns with the same text before and after
+the number (case and surrounding spaces aside) and the same ``of N`` form one contest
+(:func:`contests`), whose ranks must be 1..N; a file with several contests is read for the
+one :attr:`CvrConventions.contest` names.
+
 Conventions of real ranked-choice rules (all markers compared case-insensitively, after
 stripping spaces; see :class:`CvrConventions`):
 
 * **skipped rank / undervote** (an empty cell or e.g. ``undervote``): passed over, the
-  ballot continues with its next rank;
+  ballot continues with its next rank -- or, with :attr:`CvrConventions.max_skipped_ranks`
+  ``= k``, a run of more than ``k`` consecutive skipped ranks ends the ballot there (Maine,
+  ``k = 1``: "2 or more sequential skipped rankings before its highest continuing ranking"
+  exhaust it, [Maine723A] sub-§1 ¶D);
 * **overvote** (``overvote``: the voter marked several candidates at one rank): the ballot
   stops there -- it exhausts when the count reaches that rank -- or, with
   ``overvote_exhausts=False``, the rank is passed over like a skipped one;
@@ -46,7 +55,9 @@ from rankmodels.errors import InputError
 
 __all__ = [
     "WRITE_IN",
+    "Contest",
     "CvrConventions",
+    "contests",
     "parse_cvr",
     "rank_columns",
     "read_cvr",
@@ -55,7 +66,11 @@ __all__ = [
 WRITE_IN = "Write-in"
 """The candidate every write-in counts for."""
 
-_RANK = re.compile(r"^(?:rank|choice)[ _]?(\d+)$", re.IGNORECASE)
+_RANK = re.compile(
+    r"^(?P<before>.*?)(?<![a-z])(?:rank|choice)[ _]?(?P<rank>\d+)(?:\s+of\s+(?P<of>\d+))?"
+    r"(?P<after>(?:[^a-z0-9].*)?)$",
+    re.IGNORECASE | re.DOTALL,
+)
 _SKIP, _OVER = -1, -3  # cell codes besides candidate indices and UNKNOWN
 
 
@@ -65,8 +80,11 @@ class CvrConventions:
 
     ``skipped``, ``overvote``, ``write_in``: the markers of a skipped rank (an empty cell
     always is one), an overvote and a write-in; ``overvote_exhausts``: an overvote ends the
-    ballot (True) or is passed over (False); ``count_column``: the name of the optional
-    ballot-count column.
+    ballot (True) or is passed over (False); ``max_skipped_ranks``: ``None`` passes over any
+    number of skipped ranks, ``k`` ends the ballot at a run of more than ``k`` consecutive
+    ones (Maine: 1); ``count_column``: the name of the optional ballot-count column;
+    ``contest``: part of the rank columns' names that picks one contest when the header has
+    several (case ignored).
     """
 
     skipped: tuple[str, ...] = ("skipped", "undervote")
@@ -74,8 +92,14 @@ class CvrConventions:
     write_in: tuple[str, ...] = ("write-in", "writein")
     overvote_exhausts: bool = True
     count_column: str = "count"
+    max_skipped_ranks: int | None = None
+    contest: str | None = None
 
     def __post_init__(self) -> None:
+        if self.max_skipped_ranks is not None and self.max_skipped_ranks < 0:
+            raise ValueError(
+                f"max_skipped_ranks must be None or at least 0, got {self.max_skipped_ranks}"
+            )
         seen: dict[str, str] = {}
         for kind in ("skipped", "overvote", "write_in"):
             for marker in getattr(self, kind):
@@ -85,15 +109,41 @@ class CvrConventions:
                 seen[key] = kind
 
 
-def rank_columns(header: Sequence[str]) -> list[tuple[int, int]]:
-    """``(column, rank)`` of the header's rank columns (``rank3`` -> rank 3), left to
-    right."""
-    found = []
+@dataclass(frozen=True)
+class Contest:
+    """The rank columns of one contest: ``columns`` holds ``(column, rank)`` left to right,
+    ``of`` the ``N`` of ``Choice k of N`` (``None`` without it), ``label`` the first
+    column's name with its rank written ``K`` (``DEM Mayor Choice K of 5``)."""
+
+    label: str
+    of: int | None
+    columns: tuple[tuple[int, int], ...]
+
+
+def contests(header: Sequence[str]) -> list[Contest]:
+    """The header's rank columns grouped by contest (the text around the rank number, case
+    and surrounding spaces aside, and ``of N``), in order of first appearance."""
+    found: dict[tuple[str, str, str | None], list[tuple[int, int, str]]] = {}
     for col, name in enumerate(header):
         match = _RANK.match(name.strip())
         if match:
-            found.append((col, int(match.group(1))))
-    return found
+            key = (
+                match["before"].strip().casefold(),
+                match["after"].strip().casefold(),
+                match["of"] and str(int(match["of"])),
+            )
+            label = name.strip()[: match.start("rank")] + "K" + name.strip()[match.end("rank") :]
+            found.setdefault(key, []).append((col, int(match["rank"]), label))
+    return [
+        Contest(cols[0][2], None if key[2] is None else int(key[2]), tuple(c[:2] for c in cols))
+        for key, cols in found.items()
+    ]
+
+
+def rank_columns(header: Sequence[str]) -> list[tuple[int, int]]:
+    """``(column, rank)`` of every rank column of the header (``rank3`` -> rank 3), left to
+    right, whatever their contest."""
+    return sorted(c for contest in contests(header) for c in contest.columns)
 
 
 def read_cvr(
@@ -132,10 +182,13 @@ def _read(
 
 
 @numba.njit(cache=True)
-def _ballot_keys(codes: np.ndarray, overvote_exhausts: bool, n: int) -> tuple:  # pragma: no cover
+def _ballot_keys(
+    codes: np.ndarray, overvote_exhausts: bool, max_skipped: int, n: int
+) -> tuple:  # pragma: no cover
     """Prefix keys (:mod:`.ballot_table`) of ``(R, K)`` cell codes, one ballot per row:
     skipped ranks and repeated candidates passed over, an overvote ending the ballot or
-    passed over. Returns ``(data, offsets, ranked, unknown)``."""
+    passed over, a run of more than ``max_skipped`` skipped ranks ending it (``-1``: no
+    limit). Returns ``(data, offsets, ranked, unknown)``."""
     R, K = codes.shape
     data = np.empty(R * K, np.int32)
     offsets = np.zeros(R + 1, np.int64)
@@ -145,9 +198,13 @@ def _ballot_keys(codes: np.ndarray, overvote_exhausts: bool, n: int) -> tuple:  
     d = 0
     for r in range(R):
         start = d
-        exhausted = False  # by an overvote; later cells are still checked for names
+        exhausted = False  # later cells are still checked for names
+        skipped = 0  # the current run of skipped ranks
         for k in range(K):
             c = codes[r, k]
+            skipped = skipped + 1 if c == _SKIP else 0
+            if max_skipped >= 0 and skipped > max_skipped:
+                exhausted = True
             if c == UNKNOWN:
                 unknown[r] = True
             elif c == _OVER:
@@ -193,15 +250,8 @@ class _Cvr(CsvReader):
         return name if isinstance(name, int) else self.names.code(name)
 
     def read_header(self, header: list[str], line: int) -> None:
-        found = rank_columns(header)
-        if not found:
-            raise InputError(
-                f"header {','.join(header)!r} has no rank columns "
-                "(rank1, rank2, ... or Choice 1, Choice 2, ...)",
-                path=self.path,
-                field=f"line {line}",
-            )
-        for expected, (col, rank) in enumerate(found, start=1):
+        contest = self._contest(header, line)
+        for expected, (col, rank) in enumerate(contest.columns, start=1):
             if rank != expected:
                 raise InputError(
                     f"rank columns out of order: column {col + 1} is {header[col].strip()!r} "
@@ -209,10 +259,43 @@ class _Cvr(CsvReader):
                     path=self.path,
                     field=f"line {line}",
                 )
-        self.ranks = [col for col, _ in found]
+        if contest.of is not None and len(contest.columns) != contest.of:
+            raise InputError(
+                f"contest {contest.label!r} has {len(contest.columns)} rank columns, but they "
+                f"say 'of {contest.of}'",
+                path=self.path,
+                field=f"line {line}",
+            )
+        self.ranks = [col for col, _ in contest.columns]
         columns = [c.strip().casefold() for c in header]
         wanted = self.conventions.count_column.strip().casefold()
         self.col_count = columns.index(wanted) if wanted in columns else None
+
+    def _contest(self, header: list[str], line: int) -> Contest:
+        """The contest to read: the only one, or the one the conventions name."""
+        found = contests(header)
+        where = {"path": self.path, "field": f"line {line}"}
+        if not found:
+            raise InputError(
+                f"header {','.join(header)!r} has no rank columns "
+                "(rank1, rank2, ... or Choice 1, Choice 2, ...)",
+                **where,
+            )
+        wanted = self.conventions.contest
+        labels = ", ".join(repr(c.label) for c in found)
+        if wanted is None:
+            if len(found) > 1:
+                raise InputError(
+                    f"the header has rank columns of {len(found)} contests ({labels}); "
+                    "name one by a part of its column names (--contest)",
+                    **where,
+                )
+            return found[0]
+        chosen = [c for c in found if wanted.strip().casefold() in c.label.casefold()]
+        if len(chosen) != 1:
+            which = "no contest" if not chosen else f"{len(chosen)} contests"
+            raise InputError(f"contest {wanted!r} matches {which} of {labels}", **where)
+        return chosen[0]
 
     def records(self, rec: Records) -> None:
         ok = rec.nfields == len(self.header)
@@ -221,8 +304,12 @@ class _Cvr(CsvReader):
         starts = np.stack([s for s, _ in spans], axis=1).ravel()  # record by record
         ends = np.stack([e for _, e in spans], axis=1).ravel()
         codes = self.cells.lookup(rec.out, starts, ends, np.int64).reshape(-1, len(self.ranks))
+        limit = self.conventions.max_skipped_ranks
         data, offsets, ranked, unknown = _ballot_keys(
-            codes, self.conventions.overvote_exhausts, len(self.names.index)
+            codes,
+            self.conventions.overvote_exhausts,
+            -1 if limit is None else limit,
+            len(self.names.index),
         )
         ok &= ~unknown
         self.check(rec, ok, counts)
