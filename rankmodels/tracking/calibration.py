@@ -47,6 +47,7 @@ __all__ = [
     "OFFSET_PRIOR_STD",
     "Calibration",
     "CalibrationResult",
+    "calibration_stages",
     "m_step",
     "m_step_pairs",
     "direct_path_share",
@@ -150,12 +151,13 @@ def m_step(
         recorded TOA minus the file's ``source_offset`` (s), and the pair's weight in
         ``[0, 1]`` (its association probability; a weight of 0 drops the pair).
     n_sources: ``s``.
-    sound_speed: the file's (nominal) sound speed, used when ``"speed"`` is not estimated.
+    sound_speed: the file's (nominal) sound speed: ``start``'s without a ``start``.
     sigma: TOA noise std (s): the likelihood ``sum_k w_k (y_k - a_k theta)^2 / (2 sigma^2)``.
     offset_prior_std: ``tau`` (s) of the prior ``delta_i ~ N(0, tau^2)``.
-    params: which of :data:`CALIBRATION_PARAMS` to estimate; the rest stay at the file's
-        values (``v`` nominal, ``c_0 = c_1 = 0``, ``delta = 0``).
-    start: the current parameters ``theta_0`` (default: the file's), where the step starts.
+    params: which of :data:`CALIBRATION_PARAMS` to estimate; the rest are held at
+        ``start``'s values, standard errors included.
+    start: the current parameters ``theta_0`` (default: the file's -- ``v`` nominal,
+        ``c_0 = c_1 = 0``, ``delta = 0``, no standard errors), where the step starts.
 
     With one track the log posterior is quadratic in ``theta`` and the result is its mode,
     ``(A^T W A / sigma^2 + P)^-1 A^T W y / sigma^2`` (``P`` the prior precision). With M
@@ -168,7 +170,14 @@ def m_step(
     is large); the Newton step removes that, its share of ``I_c`` in any direction floored
     at :data:`MIN_OBSERVED_SHARE`. Standard errors come from the inverse of ``I_obs`` (the
     sound speed's by the delta method, ``std_v = 1000 std_u / u^2``), so they include the
-    uncertainty of the positions.
+    uncertainty of the positions, plus what the held parameters' own uncertainty adds (the
+    *consider covariance* of orbit determination, [Tapley2004] ch. 6): with
+    ``S = I_ee^-1 I_eh`` the complete-data sensitivity of the estimated ``theta_e`` to the
+    held ``phi``, ``Cov(theta_e) += S C_phi S^T``, where ``C_phi`` is ``tau^2`` for held
+    offset corrections (the prior says written offsets are off by that much) and ``start``'s
+    squared standard errors for the rest (zero without: then taken as exact). Without this,
+    a speed fitted with the written offsets held would claim a precision the unknown offset
+    errors do not allow.
 
     Raises ValueError for mismatched shapes, weights outside ``[0, 1]``, a source index out
     of range, or normal equations that cannot be solved (too few weighted pairs, or the
@@ -189,71 +198,110 @@ def m_step(
         raise ValueError("distance_km, day, residual_toa and weight must be finite")
     params = parse_calibrate_params(params)
     theta0 = start or Calibration.nominal(n_sources, sound_speed)
-    slowness = 1000.0 / theta0.sound_speed if "speed" in params else 1000.0 / sound_speed
-    fixed: list[np.ndarray] = []  # the columns that do not depend on the position
-    names: list[str] = ["u"] if "speed" in params else []
-    if "drift" in params:
-        fixed += [np.ones_like(t), t]
-        names += ["c0", "c1"]
-    if "offsets" in params:
-        onehot = np.zeros((t.size, n_sources))
-        onehot[np.arange(t.size), src] = 1.0
-        fixed += list(onehot.T)
-        names += [f"delta{i}" for i in range(n_sources)]
-    f_mat = np.column_stack(fixed) if fixed else np.zeros((t.size, 0))
-    start_values = {
-        "u": slowness,
-        "c0": theta0.clock_offset,
-        "c1": theta0.clock_drift,
-        **{f"delta{i}": theta0.source_offset_correction[i] for i in range(n_sources)},
-    }
-    theta = np.array([start_values[n] for n in names])
-    prior = np.zeros(len(names))
-    if "offsets" in params:
-        prior[-n_sources:] = 1.0 / offset_prior_std**2
-    n_fixed = f_mat.shape[1]
-    resid = y - dist * slowness - f_mat @ theta[len(names) - n_fixed :]  # (M, K) at theta_0
+    estimated = _parameter_mask(params, n_sources)
+    theta, held_var = _vector(theta0, offset_prior_std)
+    fixed = np.zeros((t.size, 2 + n_sources))  # the columns that do not depend on the position
+    fixed[:, 0] = 1.0
+    fixed[:, 1] = t
+    fixed[np.arange(t.size), 2 + src] = 1.0
+    prior = np.zeros(theta.size)
+    prior[3:] = 1.0 / offset_prior_std**2
+    resid = y - dist * theta[0] - fixed @ theta[1:]  # (M, K) at theta_0
     wr = resid * (w / sigma**2)
-    score = wr @ f_mat  # (M, n_fixed)
-    info_ff = f_mat.T @ (f_mat * (w / sigma**2)[:, None])
-    if "speed" in params:
-        score = np.column_stack([(wr * dist).sum(axis=1), score])
-        wd = dist * (w / sigma**2)
-        cross = (wd @ f_mat).mean(axis=0)
-        info = np.block(
-            [
-                [np.array([[(wd * dist).sum(axis=1).mean()]]), cross[None, :]],
-                [cross[:, None], info_ff],
-            ]
-        )
-    else:
-        info = info_ff
-    info = info + np.diag(prior)
+    score = np.column_stack([(wr * dist).sum(axis=1), wr @ fixed])[:, estimated]  # (M, p)
+    full = _complete_information(dist, fixed, w / sigma**2)
+    info = full[np.ix_(estimated, estimated)] + np.diag(prior[estimated])
     scale = np.sqrt(np.diag(info))  # condition judged in correlation form (units aside)
     if not np.all(scale > 0) or np.linalg.cond(info / np.outer(scale, scale)) > 1e12:
         raise ValueError(
             "calibration is not identifiable from these arrivals (too few, too alike in "
             "distance and time, or the clock offset without a prior on the source offsets)"
         )
-    grad = score.mean(axis=0) - prior * theta
+    grad = score.mean(axis=0) - prior[estimated] * theta[estimated]
+    # what the held parameters' own uncertainty adds (consider covariance): theta_e moves by
+    # S (phi - phi_0) when the held phi are off, S = I_ee^-1 I_eh (complete data)
+    held = ~estimated & (held_var > 0)
+    sensitivity = np.linalg.solve(info, full[np.ix_(estimated, held)])
     if dist.shape[0] > 1:
         info = _observed_information(info, np.cov(score, rowvar=False).reshape(info.shape))
-    cov = np.linalg.inv(info)
-    values = dict(zip(names, theta + cov @ grad, strict=True))
-    stds = dict(zip(names, np.sqrt(np.diag(cov)), strict=True))
-    u = values.get("u", slowness)
-    nan = math.nan
+    cov = np.linalg.inv(info) + (sensitivity * held_var[held]) @ sensitivity.T
+    values = theta.copy()
+    values[estimated] += np.linalg.solve(info, grad)
+    stds = _vector_std(theta0)
+    stds[estimated] = np.sqrt(np.diag(cov))
+    u = values[0]
     return Calibration(
         sound_speed=1000.0 / u,
-        clock_offset=values.get("c0", 0.0),
-        clock_drift=values.get("c1", 0.0),
-        source_offset_correction=np.array([values.get(f"delta{i}", 0.0) for i in range(n_sources)]),
-        sound_speed_std=1000.0 * stds["u"] / u**2 if "u" in stds else nan,
-        clock_offset_std=stds.get("c0", nan),
-        clock_drift_std=stds.get("c1", nan),
-        source_offset_correction_std=np.array(
-            [stds.get(f"delta{i}", nan) for i in range(n_sources)]
-        ),
+        clock_offset=values[1],
+        clock_drift=values[2],
+        source_offset_correction=values[3:],
+        sound_speed_std=1000.0 * stds[0] / u**2,
+        clock_offset_std=stds[1],
+        clock_drift_std=stds[2],
+        source_offset_correction_std=stds[3:],
+    )
+
+
+def calibration_stages(params: frozenset[str]) -> tuple[frozenset[str], ...]:
+    """The EM's stages for ``params``: the speed before the offsets when both are asked for.
+
+    Along a long record a change of sound speed moves source ``i``'s arrivals by about
+    ``d_i du``, which its offset correction absorbs up to the spread of ``d_i``, and the track
+    absorbs the rest by moving a few km: estimated together, speed and offsets lie on a
+    ridge of the likelihood a few nats high over 15 m/s, where whatever the model gets
+    slightly wrong (multipath delays, detection, dynamics) decides where the fit ends
+    (``docs/tracking.md``, "Identifiability"). So the speed (with the drift) is fitted first
+    with the written offsets held -- their prior uncertainty goes into the speed's standard
+    error -- and then the offsets (with the drift) with that speed held. Any other ``params``
+    is one stage.
+    """
+    params = parse_calibrate_params(params)
+    if {"speed", "offsets"} <= params:
+        return (params - {"offsets"}, params - {"speed"})
+    return (params,)
+
+
+def _parameter_mask(params: frozenset[str], n_sources: int) -> np.ndarray:
+    """Which entries of ``theta = (u, c_0, c_1, delta_1..delta_s)`` ``params`` estimates."""
+    return np.array(
+        ["speed" in params] + ["drift" in params] * 2 + ["offsets" in params] * n_sources
+    )
+
+
+def _vector(cal: Calibration, offset_prior_std: float) -> tuple[np.ndarray, np.ndarray]:
+    """``theta`` of ``cal`` and the variance of each entry as a held (not estimated) value:
+    the offsets' prior ``tau^2``, the others their standard error squared (0 where unknown:
+    the file's values are then taken as exact)."""
+    u = 1000.0 / cal.sound_speed
+    theta = np.r_[u, cal.clock_offset, cal.clock_drift, cal.source_offset_correction]
+    std = _vector_std(cal)
+    var = np.nan_to_num(std**2, nan=0.0)
+    var[3:] = offset_prior_std**2 if math.isfinite(offset_prior_std) else 0.0
+    return theta, var
+
+
+def _vector_std(cal: Calibration) -> np.ndarray:
+    """Standard errors of ``theta = (u, c_0, c_1, delta)`` (the slowness's by the delta
+    method, ``std_u = u^2 std_v / 1000``); NaN where not estimated."""
+    u = 1000.0 / cal.sound_speed
+    return np.r_[
+        u**2 * cal.sound_speed_std / 1000.0,
+        cal.clock_offset_std,
+        cal.clock_drift_std,
+        cal.source_offset_correction_std,
+    ]
+
+
+def _complete_information(dist: np.ndarray, fixed: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Mean over the M trajectories of ``A_m^T diag(w) A_m`` for the design ``A_m = [d_m,
+    fixed]`` (``dist (M, K)``, ``fixed (K, q)``, ``w (K,)``): ``(1 + q, 1 + q)``."""
+    wd = dist * w
+    cross = (wd @ fixed).mean(axis=0)
+    return np.block(
+        [
+            [np.array([[(wd * dist).sum(axis=1).mean()]]), cross[None, :]],
+            [cross[:, None], fixed.T @ (fixed * w[:, None])],
+        ]
     )
 
 

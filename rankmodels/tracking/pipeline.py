@@ -48,6 +48,7 @@ from rankmodels.tracking.calibration import (
     OFFSET_PRIOR_STD,
     Calibration,
     CalibrationResult,
+    calibration_stages,
     m_step,
     m_step_pairs,
 )
@@ -89,10 +90,16 @@ Progress = Callable[[int], None] | None
 def progress_steps(record: xr.Dataset, config: TrackConfig) -> int:
     """Total of the ``progress(n)`` calls :func:`track_float` makes: filter steps (the cycles
     and the recovery step, when used) and the association pass, once per EM iteration (at
-    most ``calibration_iterations + 1``, the rest counted when the loop stops) and once for
-    the final pass."""
+    most :func:`em_passes`, the rest counted when the loop stops) and once for the final
+    pass."""
     one_pass = 2 * record.sizes["cycle"] + int(config.smooth and "recovery_time" in record)
-    return one_pass * (1 + (config.calibration_iterations + 1) * config.calibrate)
+    return one_pass * (1 + em_passes(config) * config.calibrate)
+
+
+def em_passes(config: TrackConfig) -> int:
+    """Most filter passes of :func:`calibrate`: ``calibration_iterations`` M-steps per stage
+    (:func:`~rankmodels.tracking.calibration.calibration_stages`) and the file's values."""
+    return len(calibration_stages(config.calibrate_params)) * config.calibration_iterations + 1
 
 
 class _Cycles:
@@ -387,24 +394,31 @@ def calibrate(
     loglik: list[float] = []
     best: Pass | None = None
     stop = "iteration limit"
-    for k in range(config.calibration_iterations + 1):
+    stages = calibration_stages(config.calibrate_params)
+    stage = steps = kept = 0  # the stage, its M-steps so far, the best iterate
+    for k in range(len(stages) * config.calibration_iterations + 1):
         if k:
             cycles.calibrate(trace[k])
         this = track_pass(run, progress)
         loglik.append(this.loglik)
-        if k and not loglik[k] > max(loglik[:k]):
+        if not k or loglik[k] > max(loglik[:k]):
+            best, kept = this, k
+        elif stage + 1 < len(stages):
+            stage, steps = stage + 1, 0
+        else:
             stop = "no longer rising"
             break
-        best = this
-        if k == config.calibration_iterations:
-            break
+        if steps == config.calibration_iterations:
+            if stage + 1 == len(stages):
+                break
+            stage, steps = stage + 1, 0
         pairs = m_step_pairs(
             cycles.toa,
-            this.assoc.posterior,
-            _trajectory_distances(run, this.ensembles),
+            best.assoc.posterior,
+            _trajectory_distances(run, best.ensembles),
             cycles.day,
             cycles.offset,
-            this.assoc.predicted_toa,
+            best.assoc.predicted_toa,
             cycles.model,
         )
         try:
@@ -414,14 +428,15 @@ def calibrate(
                 sound_speed=cycles.nominal_speed,
                 sigma=config.sigma,
                 offset_prior_std=OFFSET_PRIOR_STD,
-                params=config.calibrate_params,
-                start=trace[k],
+                params=stages[stage],
+                start=trace[kept],
             )
         except ValueError as err:
             stop = str(err)
             break
         trace.append(theta)
-    skipped = config.calibration_iterations + 1 - len(loglik)
+        steps += 1
+    skipped = em_passes(config) - len(loglik)
     if progress and skipped:
         progress(skipped * (2 * run.n_cycles + int(run.use_recovery)))
     result = CalibrationResult(
