@@ -1,48 +1,71 @@
-"""Message passing on the min-factor graph of section 5.2 (no loss, no clutter).
+"""Message passing on the min-factor graph of section 5.2, with lost signals and clutter.
 
-Variables are the continuous arrival times ``t_1..t_s`` of the sources with priors
-``p_i(t) = N(t; pred_i, sigma^2)`` (eq. 5.2 with ``m_i = 0``); the recorded ``T_1 < ... < T_m``
-enter through the min factors ``f_j = delta(T_j - t_(j))`` (eq. 5.5: ``T_j`` is the ``j``-th
-smallest arrival). When fewer than ``r`` arrivals were recorded (``m < r``) one more factor
-``g = 1(t_(m+1) > W)`` says that no further source arrived inside the listening window.
+Variables are the arrival times ``t_1..t_s`` of the sources, each with the prior of eq. 5.2
+marginalised over its loss indicator ``m_i``: ``P_D N(t; pred_i, sigma^2)`` on the real line
+plus mass ``1 - P_D`` at ``t = +inf`` (lost: never recorded). The recorded ``T_1 < ... < T_m``
+enter through one factor per arrival. The clutter indicators ``J_k`` of eq. 5.68 enter only
+through their running count ``c_k = J_1 + ... + J_k`` (eq. 5.69: ``f'_k`` reads ``J_1..J_k``
+through it), so the count variables ``c_1..c_{m-1}`` form a chain between consecutive factors
+and the factor of arrival ``k`` is (with ``c_0 = 0``, ``J_k = c_k - c_{k-1}`` in ``{0, 1}``)
 
-Writing ``f_j`` as a sum of products (eq. 5.9), its message to ``t_i`` is (eq. 5.14)
+    f'_k = (lambda / W)^{J_k} 1(#{i: t_i < T_k} = k - 1 - c_{k-1})
+           * (delta(T_k - t_(k - c_{k-1}))  if J_k = 0,   1  if J_k = 1),
 
-    mu_{f_j -> t_i}(t) = h1 delta(t - T_j) + h2 1(t < T_j) + h3 1(t > T_j),
+the Poisson clutter prior (``lambda / W`` per recorded clutter arrival, eq. 5.67; the rest of
+its probability is the particle-independent ``log_poisson`` of :mod:`._common`) times the
+min factor of eq. 5.69 with the count of sources below ``T_k`` stated for a clutter arrival as
+well (it is implied by the other factors, and makes the clutter branch a like-for-like
+alternative in every factor). The last factor also carries the "nothing more recorded"
+constraint: the sources not recorded are later than ``tau`` (``tau = T_m`` when all ``r``
+ranks are filled, else the window end ``W``, where its sources above ``T_m`` must be above
+``W``). This is the sum over associations of eq. 5.26 written as a factor graph, so on a tree
+(``m <= 1``) its Bethe estimate is exact.
 
-where, with ``L_a``, ``U_a`` the mass of the message from ``t_a`` below and above ``T_j`` and
-``D_a`` its density at ``T_j``, the ``h`` are coefficients of the generating polynomial
-``prod_{a != i} (U_a + x L_a + y D_a)``: ``h1 = [x^{j-1} y^0]``, ``h2 = [x^{j-2} y]``,
-``h3 = [x^{j-1} y]`` (eqs. 5.15-5.20). These elementary symmetric polynomials come from a
-dynamic programme over prefix and suffix products, ``O(s m)`` per factor; ``g`` is the same with
-``[x^{m-1}]`` and ``[x^m]`` and no delta. Messages from ``t_i`` are piecewise: the Gaussian
-prior times a constant on every interval between the breakpoints ``T_1..T_m (, W)``, plus point
-masses at the ``T_k``. The likelihood is the Bethe estimate
+Writing the factor as a sum of products (eq. 5.9), its message to ``t_i`` is (eqs. 5.14, 5.70)
 
-    log Z ~ sum_f log Z_f + sum_i log Z_i - sum_{(i, f)} log Z_{i f},
+    mu_{f'_k -> t_i}(t) = h1 delta(t - T_k) + h2 1(t < T_k) + h3 1(t > T_k (or > W)),
 
-exact when the graph is a tree (one factor: ``m = 1 = r``, or ``m = 0``), and the association
-posterior is the belief of each factor ``f_j`` over which source is its ``j``-th smallest.
-Particles whose Gaussian masses underflow in double precision get ``-inf``.
+where, with ``L_a``, ``U_a`` the mass of the message from ``t_a`` below and above ``T_k`` (or
+``W``) and ``D_a`` its density at ``T_k``, and ``[x^d y^e]`` the coefficients of the
+generating polynomial ``prod_{a != i} (U_a + x L_a + y D_a)`` (elementary symmetric
+polynomials, eqs. 5.15-5.20, by prefix and suffix products), summed over the count ``d`` of
+sources below ``T_k`` weighted by the count messages ``w_J(d)`` (eq. 5.70's sum over the
+``J``, here over ``c_{k-1}`` and ``J_k``):
+
+    h1 = sum_d w_0(d) [x^d y^0],  h2 = sum_d w_0(d) [x^{d-1} y] + w_1(d) [x^{d-1}],
+    h3 = sum_d w_0(d) [x^d y] + w_1(d) [x^d].
+
+Messages to the count variables (eq. 5.71) use the same polynomial over all ``a``. Messages
+from ``t_i`` are piecewise: the prior times a constant on every interval between the
+breakpoints ``T_1..T_m (, W)``, plus point masses at the ``T_k``. Factors are updated one at
+a time, alternately in increasing and decreasing order of ``k`` (each update sees the latest
+messages). Each arrival's weights (the densities at ``T_k`` and ``lambda / W``) are divided by
+their largest value and the logs added back, which scales ``f'_k`` by a constant: the Bethe
+estimate shifts by exactly its log and nothing underflows. The likelihood is the Bethe estimate
+
+    log Z ~ sum_f log Z_f + sum_i log Z_i - sum_{(i, f)} log Z_{i f} - sum_k log Z_{c_k},
+
+and the association posterior is the belief of each ``f'_k`` over which source is its
+arrival (column ``s``: clutter). With ``P_D = 1`` a particle whose Gaussian masses underflow
+in double precision gets ``-inf``; with ``P_D < 1`` none does.
 """
 
 from __future__ import annotations
 
 import math
 from collections import namedtuple
-from typing import NamedTuple
 
 import numpy as np
 from numba import njit, prange
 
 from rankmodels.tracking.engines._common import (
-    INV_SQRT2,
-    LOG_SQRT_2PI,
     Cycle,
     LikelihoodResult,
     MessagePassing,
     assoc_row,
+    bipartite_cycle,
     engine_output,
+    log_source_factors,
     over_particles,
 )
 from rankmodels.tracking.signal_model import SignalModel
@@ -50,212 +73,223 @@ from rankmodels.tracking.signal_model import SignalModel
 __all__ = ["minfactor_engine"]
 
 
-class _MinFactorCycle(NamedTuple):
-    """Per-cycle constants: ``toa`` (m,), the window ``W``, ``n_fac`` factors (the ``n_delta =
-    m`` min factors and, if ``m < r``, the window factor), ``1 / sigma`` and ``-log(sigma
-    sqrt(2 pi))``."""
-
-    toa: np.ndarray
-    window: float
-    n_fac: int
-    n_delta: int
-    inv_sigma: float
-    log_norm: float
-
-
-#: One chunk's work arrays (s sources, ``n_fac`` factors, ``n_bp = n_fac`` breakpoints).
+#: One chunk's work arrays (s sources, m factors; state ``l < m`` of ``t_i`` is ``t_i = T_l``,
+#: state ``m`` is "later than ``tau`` or lost").
 #:
-#: Prior ``mass`` (s, n_bp + 1) between breakpoints and density ``dens`` (s, m) at the
-#: ``T_k``; factor-to-variable messages ``below``, ``above``, ``atom`` (s, n_fac);
-#: normalised variable-to-factor masses ``low``, ``high``, ``point`` (n_fac, s); prefix and
-#: suffix polynomials ``pre``, ``suf`` (s + 1, 2, n_fac + 1); coefficients ``coef`` (s, 3).
-_Scratch = namedtuple("_Scratch", "mass dens below above atom low high point pre suf coef")
+#: ``log_match`` (s, m), ``log_u`` (s,) the source factors; ``psi`` (s, m + 1) their scaled
+#: values by state, ``kappa`` (m,) the scaled clutter weights; factor-to-variable messages
+#: ``atom``, ``below``, ``above`` (s, m); the normalised messages ``low``, ``high``, ``point``
+#: (s,) of the ``t_i`` to the factor being updated; count messages ``fwd`` (m, m + 1) from
+#: ``f'_k`` to ``c_k`` and ``bwd`` (m, m + 1) from ``f'_{k+1}`` to ``c_k``; prefix and suffix
+#: polynomials ``pre``, ``suf`` (s + 1, 2, m); count weights ``w`` (m, 2) by the number ``d``
+#: of sources below ``T_k``; the new messages ``coef`` (s, 3) and ``new_c`` (m + 1,).
+_Scratch = namedtuple(
+    "_Scratch",
+    "log_match log_u psi kappa atom below above low high point fwd bwd pre suf w coef new_c",
+)
 
 
 @njit(cache=True)
-def _scratch(s, n_fac, n_delta):
-    nf = max(n_fac, 1)
+def _scratch(s, m):
+    deg = max(m, 1)
     return _Scratch(
-        np.empty((s, n_fac + 1)),
-        np.empty((s, max(n_delta, 1))),
-        np.empty((s, nf)),
-        np.empty((s, nf)),
-        np.empty((s, nf)),
-        np.empty((nf, s)),
-        np.empty((nf, s)),
-        np.empty((nf, s)),
-        np.empty((s + 1, 2, n_fac + 1)),
-        np.empty((s + 1, 2, n_fac + 1)),
+        np.empty((s, deg)),
+        np.empty(s),
+        np.empty((s, m + 1)),
+        np.empty(deg),
+        np.empty((s, deg)),
+        np.empty((s, deg)),
+        np.empty((s, deg)),
+        np.empty(s),
+        np.empty(s),
+        np.empty(s),
+        np.empty((deg, m + 1)),
+        np.empty((deg, m + 1)),
+        np.empty((s + 1, 2, deg)),
+        np.empty((s + 1, 2, deg)),
+        np.empty((deg, 2)),
         np.empty((s, 3)),
+        np.empty(m + 1),
     )
 
 
 @njit(cache=True)
-def _interval_mass(z_lo, z_hi):
-    """``P(z_lo < Z < z_hi)`` for a standard normal, accurate in both tails."""
-    if z_hi <= 0.0:
-        return 0.5 * (math.erfc(-z_hi * INV_SQRT2) - math.erfc(-z_lo * INV_SQRT2))
-    return 0.5 * (math.erfc(z_lo * INV_SQRT2) - math.erfc(z_hi * INV_SQRT2))
+def _setup(c, pred, buf):
+    """Scaled source factors ``psi`` by state and clutter weights ``kappa``, uniform messages;
+    return the sum of the logs of the scales (``-inf``: an arrival nothing can explain).
 
-
-@njit(cache=True)
-def _step(f, q, below, above, atom, i, n_delta):
-    """Value of factor ``f``'s message to ``t_i`` on interval ``q`` (odd ``q``: point ``q//2``).
-
-    Locations are coded ``2 k`` for the interval just below breakpoint ``k`` and ``2 k + 1``
-    for breakpoint ``k`` itself; breakpoint ``f`` is factor ``f``'s threshold.
+    Each arrival's weights (``phi_i(k)`` of every source and ``lambda / W``) are divided by
+    their largest, then each source's weights by their largest: every term of the sum holds
+    each arrival's and each source's weight exactly once, so this scales ``f'_k`` and the
+    priors by constants.
     """
-    if q < 2 * f + 1:
-        return below[i, f]
-    if q > 2 * f + 1:
-        return above[i, f]
-    return atom[i, f] if f < n_delta else 0.0
+    log_match, log_u, psi, kappa = buf.log_match, buf.log_u, buf.psi, buf.kappa
+    s, m = pred.shape[0], c.toa.shape[0]
+    log_source_factors(c, pred, log_match, log_u)
+    offset = 0.0
+    for k in range(m):
+        top = c.log_clutter[k]
+        for i in range(s):
+            top = max(top, log_match[i, k])
+        if top == -math.inf:
+            return -math.inf
+        kappa[k] = math.exp(c.log_clutter[k] - top)
+        for i in range(s):
+            log_match[i, k] -= top
+        offset += top
+    for i in range(s):
+        top = log_u[i]
+        for k in range(m):
+            top = max(top, log_match[i, k])
+        for k in range(m):
+            psi[i, k] = math.exp(log_match[i, k] - top)
+        psi[i, m] = math.exp(log_u[i] - top)
+        offset += top
+    buf.atom[:, :] = 1.0
+    buf.below[:, :] = 1.0
+    buf.above[:, :] = 1.0
+    for k in range(m):
+        for v in range(m + 1):
+            buf.fwd[k, v] = 1.0 if v <= k + 1 else 0.0
+            buf.bwd[k, v] = 1.0 if v <= k + 1 else 0.0
+    return offset
 
 
 @njit(cache=True)
-def _incoming(i, f, c, buf):
-    """``(L, U, D)`` of the message from ``t_i`` to factor ``f`` (excluding ``f`` itself).
+def _to_factor(f, psi, atom, below, above, low, high, point):
+    """Normalised messages of every ``t_i`` to factor ``f`` (the prior times every other
+    factor's message) into ``low`` (mass at the ``T_l`` below ``T_f``), ``point`` (at
+    ``T_f``) and ``high`` (above: later ``T_l``, late or lost); False if one has no mass.
 
-    ``f = -1`` gives the product of all factor messages: ``L + U`` is then ``Z_i``.
+    With ``f = -1`` (no factor left out) ``high`` holds ``Z_i`` unnormalised.
     """
-    n_fac, n_delta, mass, dens = c.n_fac, c.n_delta, buf.mass, buf.dens
-    below, above, atom = buf.below, buf.above, buf.atom
-    low = 0.0
-    high = 0.0
-    n_bp = mass.shape[1] - 1
-    for q in range(n_bp + 1):  # intervals below breakpoint q (q = n_bp: above the last)
-        v = mass[i, q]
-        if v == 0.0:
+    s, m = atom.shape
+    for i in range(s):
+        lo = 0.0
+        hi = 0.0
+        pt = 0.0
+        for state in range(m + 1):
+            v = psi[i, state]
+            if v == 0.0:
+                continue
+            for g in range(m):
+                if g == f:
+                    continue
+                if state < g:
+                    v *= below[i, g]
+                elif state == g:
+                    v *= atom[i, g]
+                else:
+                    v *= above[i, g]
+            if state < f:
+                lo += v
+            elif state == f:
+                pt += v
+            else:
+                hi += v
+        if f < 0:
+            high[i] = hi
             continue
-        for g in range(n_fac):
-            if g != f:
-                v *= _step(g, 2 * q, below, above, atom, i, n_delta)
-        if q <= f:
-            low += v
-        else:
-            high += v
-    for k in range(n_delta):  # point masses at the recorded arrivals T_k, k != f
-        if k == f:
-            continue
-        v = dens[i, k]
-        for g in range(n_fac):
-            if g != f:
-                v *= _step(g, 2 * k + 1, below, above, atom, i, n_delta)
-        if k < f or f < 0:
-            low += v
-        else:
-            high += v
-    point = 0.0
-    if 0 <= f < n_delta:
-        point = dens[i, f]
-        for g in range(n_fac):
-            if g != f:
-                point *= _step(g, 2 * f + 1, below, above, atom, i, n_delta)
-    return low, high, point
-
-
-@njit(cache=True)
-def _to_factor(f, c, buf):
-    """Normalised messages of every ``t_i`` to factor ``f`` into ``low``, ``high``, ``point``
-    ``[f]``; False if one has no mass (the particle's Gaussian masses underflow)."""
-    low, high, point = buf.low, buf.high, buf.point
-    for i in range(low.shape[1]):
-        lo_, hi_, pt_ = _incoming(i, f, c, buf)
-        tot = lo_ + hi_
+        tot = lo + hi + pt
         if not tot > 0.0:
             return False
-        low[f, i] = lo_ / tot
-        high[f, i] = hi_ / tot
-        point[f, i] = pt_ / tot
+        low[i] = lo / tot
+        high[i] = hi / tot
+        point[i] = pt / tot
     return True
 
 
 @njit(cache=True)
-def _factor(f, c, buf):
-    """Generating polynomials of factor ``f``: fill ``coef[i] = (h1, h2, h3)``; return ``Z_f``.
-
-    ``pre[i]`` / ``suf[i]`` hold ``prod_{a < i}`` / ``prod_{a >= i}`` of
-    ``U_a + x L_a + y D_a`` as ``[y-degree, x-degree]`` coefficient arrays.
-    """
-    n_delta, pre, suf, coef = c.n_delta, buf.pre, buf.suf, buf.coef
-    low, high, point = buf.low[f], buf.high[f], buf.point[f]
+def _polynomials(k, low, high, point, pre, suf):
+    """Prefix and suffix products of ``U_a + x L_a + y D_a`` up to ``x^k``, ``y^1``."""
     s = low.shape[0]
-    deg = pre.shape[2] - 1
-    pre[0, :, :] = 0.0
+    pre[0, :, : k + 1] = 0.0
     pre[0, 0, 0] = 1.0
+    suf[s, :, : k + 1] = 0.0
+    suf[s, 0, 0] = 1.0
     for a in range(s):
+        b = s - 1 - a
         for e in range(2):
-            for d in range(deg + 1):
+            for d in range(k + 1):
                 v = pre[a, e, d] * high[a]
+                u = suf[b + 1, e, d] * high[b]
                 if d > 0:
                     v += pre[a, e, d - 1] * low[a]
+                    u += suf[b + 1, e, d - 1] * low[b]
                 if e > 0:
                     v += pre[a, e - 1, d] * point[a]
+                    u += suf[b + 1, e - 1, d] * point[b]
                 pre[a + 1, e, d] = v
-    suf[s, :, :] = 0.0
-    suf[s, 0, 0] = 1.0
-    for a in range(s - 1, -1, -1):
-        for e in range(2):
-            for d in range(deg + 1):
-                v = suf[a + 1, e, d] * high[a]
-                if d > 0:
-                    v += suf[a + 1, e, d - 1] * low[a]
-                if e > 0:
-                    v += suf[a + 1, e - 1, d] * point[a]
-                suf[a, e, d] = v
-    # factor f < n_delta: T_f is the (f+1)-th smallest -> x^f; window factor: exactly
-    # n_delta sources below W -> x^{n_delta}
-    top = f
-    for i in range(s):
-        c0_top = 0.0
-        c1_top = 0.0
-        c_below = 0.0
-        for d in range(top + 1):
-            c0_top += pre[i, 0, d] * suf[i + 1, 0, top - d]
-            c1_top += pre[i, 0, d] * suf[i + 1, 1, top - d] + pre[i, 1, d] * suf[i + 1, 0, top - d]
-        if top >= 1:
-            for d in range(top):
-                if f < n_delta:
-                    c_below += (
-                        pre[i, 0, d] * suf[i + 1, 1, top - 1 - d]
-                        + pre[i, 1, d] * suf[i + 1, 0, top - 1 - d]
-                    )
-                else:
-                    c_below += pre[i, 0, d] * suf[i + 1, 0, top - 1 - d]
-        if f < n_delta:
-            coef[i, 0] = c0_top  # h1: t_i = T_f, f of the others below
-            coef[i, 1] = c_below  # h2: t_i below T_f
-            coef[i, 2] = c1_top  # h3: t_i above T_f
-        else:
-            coef[i, 0] = 0.0
-            coef[i, 1] = c_below
-            coef[i, 2] = c0_top
-    return pre[s, 1, top] if f < n_delta else pre[s, 0, top]
+                suf[b, e, d] = u
 
 
 @njit(cache=True)
-def _setup(c, pred, buf):
-    """Prior masses between the breakpoints, densities at the ``T_k``, uniform messages."""
-    s = pred.shape[0]
-    n_bp, n_delta, toa = c.n_fac, c.n_delta, c.toa
-    mass, dens, below, above, atom = buf.mass, buf.dens, buf.below, buf.above, buf.atom
+def _count_in(k, v, fwd, bwd):
+    """Messages of the count variables into factor ``k`` at value ``v``: ``(from c_{k-1},
+    from c_k)`` (``c_{-1} = 0``; the last count is a leaf, its message 1)."""
+    prev = (1.0 if v == 0 else 0.0) if k == 0 else fwd[k - 1, v]
+    nxt = 1.0 if k == fwd.shape[0] - 1 else bwd[k, v]
+    return prev, nxt
+
+
+@njit(cache=True)
+def _factor(k, kappa, fwd, bwd, pre, suf, w, coef):
+    """Factor ``k`` at the current incoming messages (``pre``, ``suf`` filled): the count
+    weights ``w`` and ``coef[i] = (h1, h2, h3)``; return ``Z_f``.
+
+    ``w[d, J]`` weighs "``d`` sources below ``T_k``, arrival ``k`` clutter (``J = 1``) or
+    not": the messages of ``c_{k-1} = k - d`` and ``c_k = k - d + J`` times ``kappa^J``.
+    """
+    s = coef.shape[0]
+    z_f = 0.0
+    for d in range(k + 1):
+        prev, nxt0 = _count_in(k, k - d, fwd, bwd)
+        _, nxt1 = _count_in(k, k - d + 1, fwd, bwd)
+        w[d, 0] = prev * nxt0
+        w[d, 1] = prev * nxt1 * kappa
+        z_f += w[d, 0] * pre[s, 1, d] + w[d, 1] * pre[s, 0, d]
     for i in range(s):
-        z_prev = -math.inf
-        for q in range(n_bp + 1):
-            z = (
-                ((toa[q] if q < n_delta else c.window) - pred[i]) * c.inv_sigma
-                if q < n_bp
-                else math.inf
-            )
-            mass[i, q] = _interval_mass(z_prev, z)
-            z_prev = z
-        for k in range(n_delta):
-            d = (toa[k] - pred[i]) * c.inv_sigma
-            dens[i, k] = math.exp(c.log_norm - 0.5 * d * d)
-        for f in range(c.n_fac):
-            below[i, f] = 1.0
-            above[i, f] = 1.0
-            atom[i, f] = 1.0 if f < n_delta else 0.0
+        h1 = 0.0
+        h2 = 0.0
+        h3 = 0.0
+        for d in range(k + 1):
+            b0 = 0.0
+            b1 = 0.0
+            for e in range(d + 1):
+                b0 += pre[i, 0, e] * suf[i + 1, 0, d - e]
+                b1 += pre[i, 0, e] * suf[i + 1, 1, d - e] + pre[i, 1, e] * suf[i + 1, 0, d - e]
+            h1 += w[d, 0] * b0  # t_i = T_k, d others below
+            h3 += w[d, 0] * b1 + w[d, 1] * b0  # t_i above, d others below
+            if d < k:  # t_i below: d + 1 below in all
+                h2 += w[d + 1, 0] * b1 + w[d + 1, 1] * b0
+        coef[i, 0] = h1
+        coef[i, 1] = h2
+        coef[i, 2] = h3
+    return z_f
+
+
+@njit(cache=True)
+def _count_messages(k, forward, kappa, fwd, bwd, pre, new):
+    """Factor ``k``'s message (eq. 5.71) to ``c_k`` (``forward``, values ``0..k+1``) or to
+    ``c_{k-1}`` (values ``0..k``) into ``new``: the polynomial over all sources ``pre[s]``
+    weighted by the other count's message; return the number of values."""
+    s = pre.shape[0] - 1
+    if forward:
+        for v in range(k + 2):
+            val = 0.0
+            if v <= k:  # arrival k from a source: k - v below
+                prev, _ = _count_in(k, v, fwd, bwd)
+                val += prev * pre[s, 1, k - v]
+            if v >= 1:  # arrival k clutter
+                prev, _ = _count_in(k, v - 1, fwd, bwd)
+                val += prev * kappa * pre[s, 0, k - v + 1]
+            new[v] = val
+        return k + 2
+    for v in range(k + 1):
+        _, nxt0 = _count_in(k, v, fwd, bwd)
+        _, nxt1 = _count_in(k, v + 1, fwd, bwd)
+        new[v] = nxt0 * pre[s, 1, k - v] + nxt1 * kappa * pre[s, 0, k - v]
+    return k + 1
 
 
 @njit(cache=True)
@@ -268,75 +302,131 @@ def _damped(messages, i, f, new, damping):
 
 
 @njit(cache=True)
-def _sweeps(c, mp, buf):
-    """Damped sweeps: ``(sweeps, ok)``, ``sweeps = -1`` if not converged; ``ok`` False (and
-    ``sweeps`` the sweep it happened in) when a message loses all mass."""
-    coef, atom, below, above, damping = buf.coef, buf.atom, buf.below, buf.above, mp.damping
-    s = coef.shape[0]
+def _update_counts(target, row, new, n_values, damping):
+    """Normalise ``new[:n_values]`` into ``target[row]`` with damping; return the largest
+    change (``-1`` if the message has no mass)."""
+    tot = 0.0
+    for v in range(n_values):
+        tot += new[v]
+    if not tot > 0.0:
+        return -1.0
+    delta = 0.0
+    for v in range(n_values):
+        delta = max(delta, _damped(target, row, v, new[v] / tot, damping))
+    return delta
+
+
+@njit(cache=True)
+def _update_factor(k, buf, damping):
+    """Recompute factor ``k``'s messages to the ``t_i`` and the count variables from the
+    latest messages into it; return the largest change (``-1`` if a message has no mass)."""
+    atom, below, above, coef, fwd, bwd = buf.atom, buf.below, buf.above, buf.coef, buf.fwd, buf.bwd
+    low, high, point, pre, suf, kappa = buf.low, buf.high, buf.point, buf.pre, buf.suf, buf.kappa
+    m = atom.shape[1]
+    if not _to_factor(k, buf.psi, atom, below, above, low, high, point):
+        return -1.0
+    _polynomials(k, low, high, point, pre, suf)
+    _factor(k, kappa[k], fwd, bwd, pre, suf, buf.w, coef)
+    delta = 0.0
+    for i in range(coef.shape[0]):
+        tot = coef[i, 0] + coef[i, 1] + coef[i, 2]
+        if not tot > 0.0:
+            return -1.0
+        # messages sum to 1: the absolute change is the relative one
+        delta = max(delta, _damped(atom, i, k, coef[i, 0] / tot, damping))
+        delta = max(delta, _damped(below, i, k, coef[i, 1] / tot, damping))
+        delta = max(delta, _damped(above, i, k, coef[i, 2] / tot, damping))
+    for forward in (True, False):
+        if (k < m - 1) if forward else (k > 0):
+            n_values = _count_messages(k, forward, kappa[k], fwd, bwd, pre, buf.new_c)
+            target, row = (fwd, k) if forward else (bwd, k - 1)
+            change = _update_counts(target, row, buf.new_c, n_values, damping)
+            if change < 0.0:
+                return -1.0
+            delta = max(delta, change)
+    return delta
+
+
+@njit(cache=True)
+def _sweeps(mp, buf):
+    """Sweeps over the factors, alternately forward and backward: ``(sweeps, ok)``,
+    ``sweeps = -1`` if not converged; ``ok`` False (and ``sweeps`` the sweep it happened in)
+    when a message loses all mass."""
+    m = buf.atom.shape[1]
     for it in range(1, mp.max_iter + 1):
         delta = 0.0
-        for f in range(c.n_fac):
-            if not _to_factor(f, c, buf):
+        for step in range(m):
+            k = step if it % 2 == 1 else m - 1 - step
+            change = _update_factor(k, buf, mp.damping)
+            if change < 0.0:
                 return it, False
-        for f in range(c.n_fac):
-            _factor(f, c, buf)
-            for i in range(s):
-                tot = coef[i, 0] + coef[i, 1] + coef[i, 2]
-                if not tot > 0.0:
-                    return it, False
-                # messages sum to 1: the absolute change is the relative one
-                delta = max(delta, _damped(atom, i, f, coef[i, 0] / tot, damping))
-                delta = max(delta, _damped(below, i, f, coef[i, 1] / tot, damping))
-                delta = max(delta, _damped(above, i, f, coef[i, 2] / tot, damping))
+            delta = max(delta, change)
         if delta < mp.tol:
             return it, True
     return -1, True
 
 
 @njit(cache=True)
-def _bethe(c, buf, want, out):
+def _bethe(buf, want, out):
     """Bethe ``log Z`` at the current messages (``-inf`` if a term has no mass); the beliefs
-    of the min factors into ``out`` (m, s + 1) if ``want``."""
-    coef, atom, below, above = buf.coef, buf.atom, buf.below, buf.above
-    low, high, point = buf.low, buf.high, buf.point
-    s = coef.shape[0]
+    of the factors into ``out`` (m, s + 1) if ``want``."""
+    atom, below, above, coef, fwd, bwd = buf.atom, buf.below, buf.above, buf.coef, buf.fwd, buf.bwd
+    low, high, point, pre, suf, w = buf.low, buf.high, buf.point, buf.pre, buf.suf, buf.w
+    s, m = atom.shape
     log_z = 0.0
+    _to_factor(-1, buf.psi, atom, below, above, low, high, point)
     for i in range(s):
-        lo_, hi_, _ = _incoming(i, -1, c, buf)
-        if not lo_ + hi_ > 0.0:
+        if not high[i] > 0.0:
             return -math.inf
-        log_z += math.log(lo_ + hi_)
-    for f in range(c.n_fac):
-        if not _to_factor(f, c, buf):
+        log_z += math.log(high[i])
+    for k in range(m):
+        if not _to_factor(k, buf.psi, atom, below, above, low, high, point):
             return -math.inf
         for i in range(s):
-            z_if = atom[i, f] * point[f, i] + below[i, f] * low[f, i] + above[i, f] * high[f, i]
+            z_if = atom[i, k] * point[i] + below[i, k] * low[i] + above[i, k] * high[i]
             if not z_if > 0.0:
                 return -math.inf
             log_z -= math.log(z_if)
-        z_f = _factor(f, c, buf)
+        _polynomials(k, low, high, point, pre, suf)
+        z_f = _factor(k, buf.kappa[k], fwd, bwd, pre, suf, w, coef)
         if not z_f > 0.0:
             return -math.inf
         log_z += math.log(z_f)
-        if want and f < c.n_delta:
+        if k < m - 1:
+            z_c = 0.0
+            for v in range(k + 2):
+                z_c += fwd[k, v] * bwd[k, v]
+            if not z_c > 0.0:
+                return -math.inf
+            log_z -= math.log(z_c)
+        if want:
             for i in range(s):
-                out[f, i] = point[f, i] * coef[i, 0] / z_f
-            out[f, s] = 0.0
+                out[k, i] = point[i] * coef[i, 0] / z_f
+            clutter = 0.0
+            for d in range(k + 1):
+                clutter += w[d, 1] * pre[s, 0, d]
+            out[k, s] = clutter / z_f
     return log_z
 
 
 @njit(cache=True)
 def _minfactor_range(lo, hi, c, mp, predicted, out):
     """Particles ``lo <= p < hi`` of ``predicted`` (N, s) into ``out``."""
-    buf = _scratch(predicted.shape[1], c.n_fac, c.n_delta)
+    m = c.toa.shape[0]
+    buf = _scratch(predicted.shape[1], m)
     for p in range(lo, hi):
         assoc = assoc_row(out, p)
-        _setup(c, predicted[p], buf)
-        sweeps, ok = _sweeps(c, mp, buf)
-        log_z = _bethe(c, buf, out.want, assoc) if ok else -math.inf
-        out.loglik[p] = log_z
+        offset = _setup(c, predicted[p], buf)
+        sweeps, ok = (0, True) if m == 0 or offset == -math.inf else _sweeps(mp, buf)
+        if m == 0:  # nothing recorded: every source late or lost, Z = prod_i u_i
+            log_z = 0.0
+        elif ok and offset > -math.inf:
+            log_z = _bethe(buf, out.want, assoc)
+        else:
+            log_z = -math.inf
+        out.loglik[p] = log_z + offset + c.log_poisson
         out.sweeps[p] = sweeps
-        if out.want and log_z == -math.inf:
+        if out.want and out.loglik[p] == -math.inf:
             assoc[:, :] = np.nan
 
 
@@ -354,22 +444,14 @@ def minfactor_engine(
     controls: MessagePassing,
     association: bool = False,
 ) -> LikelihoodResult:
-    """Min-factor BP.
+    """Min-factor BP with lost signals and clutter (see the module docstring).
 
-    The section 5.2 model has no loss and no clutter (``p_detect = 1``, ``clutter_rate = 0``:
-    see the engine registry); ``sigma`` and ``window`` are used.
+    The source factors are those of the bipartite engines (eq. 5.66, through
+    :func:`~._common.bipartite_cycle`). Returns ``loglik`` (N,), the association beliefs
+    (N, m, s + 1) when asked for, and the sweeps.
     """
     n, s = predicted.shape
-    m = cycle.m
-    sigma = float(model.sigma)
-    c = _MinFactorCycle(
-        toa=cycle.toa,
-        window=float(model.window),
-        n_fac=m + (1 if m < cycle.r else 0),
-        n_delta=m,
-        inv_sigma=1.0 / sigma,
-        log_norm=-math.log(sigma) - LOG_SQRT_2PI,
-    )
-    out = engine_output(n, m, s, association)
+    out = engine_output(n, cycle.m, s, association)
+    c = bipartite_cycle(cycle, model)
     over_particles(_minfactor_range, _minfactor_parallel, n, c, controls, predicted, out)
     return out.result(controls)

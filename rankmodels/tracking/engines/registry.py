@@ -144,23 +144,11 @@ ENGINE_REGISTRY.register(
 ENGINE_REGISTRY.register(
     EngineSpec(
         "minfactor",
-        "BP on the min-factor graph of section 5.2 (no loss, no clutter)",
+        "BP on the min-factor graph of section 5.2 with loss and clutter (eqs. 5.68-5.71)",
         minfactor_engine,
-        association="beliefs of `f_j`",
-        cost="`O(s m²)` per sweep",
+        association="beliefs of `f′_k`",
+        cost="`O(s m³)` per sweep",
         message_passing=True,
-        constraints=(
-            ModelConstraint(
-                "p_detect = 1 and clutter_rate = 0",
-                "is the no-loss, no-clutter model of section 5.2",
-                lambda settings: settings.p_detect == 1 and settings.clutter_rate == 0,
-            ),
-            ModelConstraint(
-                "multipath = 0",
-                "has Gaussian arrivals only (section 5.2)",
-                lambda settings: settings.multipath == 0,
-            ),
-        ),
     )
 )
 ENGINE_REGISTRY.register(
