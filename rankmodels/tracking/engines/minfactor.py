@@ -85,31 +85,38 @@ __all__ = ["minfactor_engine"]
 #: of sources below ``T_k``; the new messages ``coef`` (s, 3) and ``new_c`` (m + 1,).
 _Scratch = namedtuple(
     "_Scratch",
-    "log_match log_u psi kappa atom below above low high point fwd bwd pre suf w coef new_c",
+    "log_match log_u psi kappa msg atom below above fwd bwd low high point pre suf w coef "
+    "new_c x0 x1",
 )
 
 
 @njit(cache=True)
 def _scratch(s, m):
     deg = max(m, 1)
+    n_t = s * deg
+    n_c = deg * (m + 1)
+    msg = np.empty(3 * n_t + 2 * n_c)
     return _Scratch(
         np.empty((s, deg)),
         np.empty(s),
         np.empty((s, m + 1)),
         np.empty(deg),
-        np.empty((s, deg)),
-        np.empty((s, deg)),
-        np.empty((s, deg)),
+        msg,
+        msg[:n_t].reshape((s, deg)),
+        msg[n_t : 2 * n_t].reshape((s, deg)),
+        msg[2 * n_t : 3 * n_t].reshape((s, deg)),
+        msg[3 * n_t : 3 * n_t + n_c].reshape((deg, m + 1)),
+        msg[3 * n_t + n_c :].reshape((deg, m + 1)),
         np.empty(s),
         np.empty(s),
         np.empty(s),
-        np.empty((deg, m + 1)),
-        np.empty((deg, m + 1)),
         np.empty((s + 1, 2, deg)),
         np.empty((s + 1, 2, deg)),
         np.empty((deg, 2)),
         np.empty((s, 3)),
         np.empty(m + 1),
+        np.empty(msg.shape[0]),
+        np.empty(msg.shape[0]),
     )
 
 
@@ -348,22 +355,87 @@ def _update_factor(k, buf, damping):
 
 
 @njit(cache=True)
-def _sweeps(mp, buf):
-    """Sweeps over the factors, alternately forward and backward: ``(sweeps, ok)``,
-    ``sweeps = -1`` if not converged; ``ok`` False (and ``sweeps`` the sweep it happened in)
-    when a message loses all mass."""
+def _sweep(it, buf, damping):
+    """One sweep over the factors (forward when ``it`` is odd, else backward): the largest
+    message change, ``-1`` if a message lost all mass."""
     m = buf.atom.shape[1]
-    for it in range(1, mp.max_iter + 1):
-        delta = 0.0
-        for step in range(m):
-            k = step if it % 2 == 1 else m - 1 - step
-            change = _update_factor(k, buf, mp.damping)
-            if change < 0.0:
+    delta = 0.0
+    for step in range(m):
+        k = step if it % 2 == 1 else m - 1 - step
+        change = _update_factor(k, buf, damping)
+        if change < 0.0:
+            return -1.0
+        delta = max(delta, change)
+    return delta
+
+
+@njit(cache=True)
+def _extrapolate(buf):
+    """SQUAREM step from ``x0``, ``x1 = F(x0)`` and ``msg = F(x1)`` into ``msg``:
+    ``x0 - 2 a r + a^2 v`` with ``r = x1 - x0``, ``v = F(x1) - 2 x1 + x0``, ``a = -|r| / |v|``
+    (at most -1), negative entries set to 0 and every message renormalised; False (``msg``
+    left at ``F(x1)``) if a message would lose all its mass."""
+    msg, x0, x1 = buf.msg, buf.x0, buf.x1
+    rr = 0.0
+    vv = 0.0
+    for e in range(msg.shape[0]):
+        r = x1[e] - x0[e]
+        v = msg[e] - 2.0 * x1[e] + x0[e]
+        rr += r * r
+        vv += v * v
+    if not vv > 0.0:
+        return True
+    a = min(-math.sqrt(rr / vv), -1.0)
+    for e in range(msg.shape[0]):
+        r = x1[e] - x0[e]
+        v = msg[e] - 2.0 * x1[e] + x0[e]
+        x0[e] = max(x0[e] - 2.0 * a * r + a * a * v, 0.0)  # x0 now holds the step
+    s, m = buf.atom.shape
+    n_t = s * m
+    for i in range(s):
+        for k in range(m):
+            j = i * m + k
+            tot = x0[j] + x0[n_t + j] + x0[2 * n_t + j]
+            if not tot > 0.0:
+                return False
+            for part in range(3):
+                x0[part * n_t + j] /= tot
+    base = 3 * n_t
+    for row in range(2 * m):
+        tot = 0.0
+        for v in range(m + 1):
+            tot += x0[base + row * (m + 1) + v]
+        if not tot > 0.0:
+            return False
+        for v in range(m + 1):
+            x0[base + row * (m + 1) + v] /= tot
+    msg[:] = x0
+    return True
+
+
+@njit(cache=True)
+def _sweeps(mp, buf):
+    """Sweeps until no message changes by more than ``tol``, accelerated by SQUAREM
+    [Varadhan2008]: after every two sweeps, one extrapolated step along the two changes (the
+    slow modes of this graph decay geometrically, see the module docstring). Returns
+    ``(sweeps, ok)``, ``sweeps = -1`` if not converged in ``max_iter``; ``ok`` False (and
+    ``sweeps`` the sweep it happened in) when a message loses all mass."""
+    msg, x0, x1 = buf.msg, buf.x0, buf.x1
+    it = 0
+    while True:
+        x0[:] = msg
+        for phase in range(4):  # F = a forward and a backward sweep, applied twice
+            it += 1
+            delta = _sweep(it, buf, mp.damping)
+            if delta < 0.0:
                 return it, False
-            delta = max(delta, change)
-        if delta < mp.tol:
-            return it, True
-    return -1, True
+            if delta < mp.tol:
+                return it, True
+            if it == mp.max_iter:
+                return -1, True
+            if phase == 1:
+                x1[:] = msg
+        _extrapolate(buf)
 
 
 @njit(cache=True)
