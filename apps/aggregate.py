@@ -320,7 +320,7 @@ def _optimality_lines(report: dict[str, Any]) -> list[str]:
     type=click.Choice(FORMATS),
     default="auto",
     show_default=True,
-    help="VOTES format: by extension and header, votes CSV, or cast-vote record.",
+    help="VOTES format: by extension and header, votes CSV, cast-vote record, or ABIF.",
 )
 @click.option(
     "--candidates",
@@ -393,8 +393,8 @@ def aggregate_command(
     quiet: bool,
 ) -> None:
     """Aggregate the ranked ballots in VOTES (votes CSV, cast-vote record CSV with rank
-    columns, or PrefLib .soc/.soi/.toc/.toi) into consensus ranking(s), with scores and an
-    axiom report.
+    columns, PrefLib .soc/.soi/.toc/.toi, or ABIF .abif) into consensus ranking(s), with
+    scores and an axiom report.
 
     Ties and unranked candidates: a ballot stands for the uniform distribution over its
     linear extensions (see docs/aggregation.md).

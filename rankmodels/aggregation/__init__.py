@@ -8,7 +8,7 @@ axiom report for one profile; :mod:`.violation_search` searches small distributi
 axiom violations to show the thresholds are tight.
 """
 
-from rankmodels.aggregation.io import read_votes, write_preflib, write_votes_csv
+from rankmodels.aggregation.io import read_votes, write_abif, write_preflib, write_votes_csv
 from rankmodels.aggregation.profile import Profile
 from rankmodels.aggregation.result import Aggregation
 from rankmodels.aggregation.rules import RULES, RuleSpec, aggregate, score_vector
@@ -21,6 +21,7 @@ __all__ = [
     "aggregate",
     "read_votes",
     "score_vector",
+    "write_abif",
     "write_preflib",
     "write_votes_csv",
 ]

@@ -1,11 +1,11 @@
-"""Reading and writing vote files: the votes CSV, cast-vote records and PrefLib
-``.soc/.soi/.toc/.toi``.
+"""Reading and writing vote files: the votes CSV, cast-vote records, PrefLib
+``.soc/.soi/.toc/.toi`` and ABIF.
 
 :func:`read_votes` picks the reader by the file extension and the header:
 :mod:`.votes_csv` for ``.csv`` and ``.txt``, :mod:`.cvr` for a CSV with rank columns,
-:mod:`.preflib` for the PrefLib types. They read the file in chunks of bytes without a
-Python loop per ballot and keep only the distinct ballots. Every problem raises
-:class:`rankmodels.errors.InputError` naming the file and the line.
+:mod:`.preflib` for the PrefLib types, :mod:`.abif` for ``.abif``. They read the file in
+chunks of bytes without a Python loop per ballot and keep only the distinct ballots. Every
+problem raises :class:`rankmodels.errors.InputError` naming the file and the line.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
+from rankmodels.aggregation.abif import read_abif, write_abif
 from rankmodels.aggregation.csv_common import first_record
 from rankmodels.aggregation.cvr import CvrConventions, rank_columns, read_cvr
 from rankmodels.aggregation.preflib import PREFLIB_TYPES, parse_preflib, read_preflib
@@ -33,13 +34,15 @@ __all__ = [
     "read_preflib",
     "read_votes",
     "read_votes_csv",
+    "write_abif",
     "write_preflib",
     "write_votes_csv",
 ]
 
 _CSV_SUFFIXES = (".csv", ".txt")
-FORMATS = ("auto", "csv", "cvr")
-"""``read_votes`` formats: by extension and header, the votes CSV, a cast-vote record."""
+FORMATS = ("auto", "csv", "cvr", "abif")
+"""``read_votes`` formats: by extension and header, the votes CSV, a cast-vote record,
+ABIF."""
 
 
 def read_votes(
@@ -51,9 +54,9 @@ def read_votes(
 ) -> Profile:
     """Read a vote file: a votes CSV, a cast-vote record or a PrefLib file.
 
-    With ``format="auto"`` the extension picks PrefLib (``.soc/.soi/.toc/.toi``) or CSV
-    (``.csv``, ``.txt``), and a CSV whose header has rank columns (``rank1``,
-    ``Choice 1``, ...) and no ``ranking`` column is read as a cast-vote record
+    With ``format="auto"`` the extension picks PrefLib (``.soc/.soi/.toc/.toi``), ABIF
+    (``.abif``) or CSV (``.csv``, ``.txt``), and a CSV whose header has rank columns
+    (``rank1``, ``Choice 1``, ...) and no ``ranking`` column is read as a cast-vote record
     (:mod:`.cvr`, cells read by ``conventions``). ``candidates`` fixes the allowed names
     (CSV and CVR); ``progress`` hears of the bytes read.
     """
@@ -62,9 +65,15 @@ def read_votes(
     suffix = Path(path).suffix.lower()
     if format == "auto" and suffix.lstrip(".") in PREFLIB_TYPES:
         return read_preflib(path, progress=progress)
+    if format == "abif" or (format == "auto" and suffix == ".abif"):
+        if candidates is not None:
+            raise InputError(
+                "candidates are for CSV files; an ABIF file declares its candidates", path=path
+            )
+        return read_abif(path, progress=progress)
     if format == "auto" and suffix not in _CSV_SUFFIXES:
         raise InputError(
-            f"unknown vote file type {suffix or '(none)'!r}; expected .csv or one of "
+            f"unknown vote file type {suffix or '(none)'!r}; expected .csv, .abif or one of "
             + ", ".join("." + t for t in PREFLIB_TYPES),
             path=path,
         )

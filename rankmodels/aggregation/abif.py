@@ -1,0 +1,533 @@
+"""The Aggregated Ballot Information Format (ABIF, [ABIF]): ranked ballots with counts.
+
+Format (for users in ``docs/aggregation.md``), one item per line; what a line is follows
+from its first character after spaces:
+
+* ``27: DGM > SBJ = SY > [Adam Muñoz]`` -- a **ballot line**: a positive integer count,
+  ``:``, then candidates best first, ``>`` between ranks and ``=`` (or ``,``) between tied
+  candidates. A candidate is a bare token (any characters but spaces and
+  ``> = , / [ ] " # : { }``) or a quoted one, ``[...]`` or ``"..."``; ``[A]``, ``"A"`` and
+  ``A`` are the same candidate. Candidates a ballot leaves out are unranked (tied below the
+  ranked ones). A ballot line with no candidate ranks nobody and is left out. Ratings
+  (``A/5``) are not read: this is a reader of rankings.
+* ``=DGM:[Doña García Márquez]`` -- a **candidate line** declaring a token and the
+  candidate's name (``[...]``, ``"..."`` or the rest of the line). When a file declares
+  candidates, its ballots may use declared tokens only, the candidates are the declared
+  ones in the order declared (also those no ballot ranks) and carry their declared names;
+  otherwise the candidates are the tokens in order of first appearance.
+* ``{"title": "..."}`` -- a **metadata line** (ends with ``}``), ignored.
+* ``# ...`` -- a comment; ``#`` outside quotes also ends any other line. Blank lines are
+  skipped.
+
+As for the other readers (:mod:`.preflib`), the file is read in chunks: lines are split and
+ballot texts tokenised in compiled loops, each distinct count, ballot text and candidate
+token reaches Python once, equal ballots are merged in a :class:`.BallotTable`, and the
+first bad line is parsed again on its own (:func:`parse_ballot`) to raise its error.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from collections.abc import Iterable
+from typing import NoReturn, TextIO
+
+import numba
+import numpy as np
+
+from rankmodels.aggregation.ballot_table import BallotTable, group_keys
+from rankmodels.aggregation.csv_common import (
+    DistinctValues,
+    Names,
+    add_count,
+    decode,
+    running_totals,
+)
+from rankmodels.aggregation.preflib import parse_count
+from rankmodels.aggregation.profile import Profile
+from rankmodels.aggregation.scan import ASCII_SPACE, intern_spans, text_lines
+from rankmodels.aggregation.stream import (
+    CHUNK_BYTES,
+    Progress,
+    check_utf8,
+    file_chunks,
+    run,
+    text_chunks,
+)
+from rankmodels.errors import InputError
+
+__all__ = ["parse_abif", "parse_ballot", "read_abif", "write_abif"]
+
+_SPACES = "".join(chr(b) for b in np.flatnonzero(ASCII_SPACE))
+_SPECIALS = '>=,/[]"#:{}'
+_STOP = np.zeros(256, dtype=np.bool_)
+"""``_STOP[b]``: byte ``b`` ends a bare token."""
+_STOP[[ord(c) for c in _SPACES + _SPECIALS]] = True
+_BARE = re.compile(f"[^{re.escape(_SPACES + _SPECIALS)}]+")
+_INVALID = -1  # code of a token that names nobody (empty after stripping)
+
+# line kinds found by _classify (MAYBE: starts with a non-ASCII byte, Python decides)
+_BLANK, _COMMENT, _METADATA, _DECLARATION, _BALLOT, _OTHER, _MAYBE = range(7)
+_FIRST = {"#": _COMMENT, "{": _METADATA, "=": _DECLARATION}
+
+
+def read_abif(
+    path: str | os.PathLike[str],
+    progress: Progress | None = None,
+    chunk_bytes: int = CHUNK_BYTES,
+) -> Profile:
+    """Read the ABIF file at ``path`` into a :class:`Profile` (``progress`` hears of the
+    bytes read, ``chunk_bytes`` are read at a time)."""
+    with open(path, "rb") as handle:
+        return _read(file_chunks(handle, progress, chunk_bytes), path)
+
+
+def parse_abif(lines: Iterable[str], path: str | os.PathLike[str] | None = None) -> Profile:
+    """Parse ABIF text from its lines (an open handle; ``path`` only names it in errors)."""
+    return _read(text_chunks(lines), path)
+
+
+def _read(chunks: Iterable[bytes], path: str | os.PathLike[str] | None) -> Profile:
+    reader = _Abif(path)
+    run(reader, chunks)
+    return reader.profile()
+
+
+@numba.njit(cache=True)
+def _classify(
+    buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, space: np.ndarray
+) -> tuple:  # pragma: no cover
+    """Each line's kind (by its first byte after ASCII spaces) and the position of its
+    first ``:`` (-1 if none)."""
+    m = starts.size
+    kind = np.empty(m, np.int8)
+    colon = np.full(m, -1, np.int64)
+    for i in range(m):
+        p = starts[i]
+        while p < ends[i] and space[buf[p]]:
+            p += 1
+        if p == ends[i]:
+            kind[i] = _BLANK
+            continue
+        c = buf[p]
+        if c == 35:  # '#'
+            kind[i] = _COMMENT
+        elif c == 123:  # '{'
+            kind[i] = _METADATA
+        elif c == 61:  # '='
+            kind[i] = _DECLARATION
+        elif 48 <= c <= 57:
+            kind[i] = _BALLOT
+        else:
+            kind[i] = _MAYBE if c >= 128 else _OTHER
+        for q in range(p, ends[i]):
+            if buf[q] == 58:  # ':'
+                colon[i] = q
+                break
+    return kind, colon
+
+
+@numba.njit(cache=True)
+def _body_tokens(
+    buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, space: np.ndarray, stop: np.ndarray
+) -> tuple:  # pragma: no cover
+    """Candidate tokens of ballot texts ``A > [B b] = "C"`` (what follows a ballot line's
+    colon), as :func:`parse_ballot` reads them. Returns ``(tok_start, tok_end, owner,
+    group, valid)``: the span of each token without its quotes, its text and tie group,
+    and whether each text is well formed (a token between every two separators, quotes
+    closed, no rating)."""
+    m = starts.size
+    bound = m
+    for i in range(m):
+        for p in range(starts[i], ends[i]):
+            c = buf[p]
+            if c == 62 or c == 61 or c == 44:
+                bound += 1
+    tok_start = np.empty(bound, np.int64)
+    tok_end = np.empty(bound, np.int64)
+    owner = np.empty(bound, np.int64)
+    group = np.empty(bound, np.int64)
+    valid = np.ones(m, np.bool_)
+    t = 0
+    for i in range(m):
+        p, e = starts[i], ends[i]
+        g = 0
+        tokens = 0
+        expect = True  # a token comes next
+        while True:
+            while p < e and space[buf[p]]:
+                p += 1
+            if p == e or buf[p] == 35:  # the end, or a comment
+                valid[i] = not (expect and tokens > 0)  # else it ends with a separator
+                break
+            c = buf[p]
+            if not expect:
+                if c == 62:  # '>'
+                    g += 1
+                elif c != 61 and c != 44:  # neither '=' nor ','
+                    valid[i] = False
+                    break
+                expect = True
+                p += 1
+                continue
+            if c == 91 or c == 34:  # '[' or '"'
+                close = 93 if c == 91 else 34
+                q = p + 1
+                while q < e and buf[q] != close:
+                    q += 1
+                if q == e:
+                    valid[i] = False
+                    break
+                a, b, p = p + 1, q, q + 1
+            elif stop[c]:
+                valid[i] = False
+                break
+            else:
+                q = p
+                while q < e and not stop[buf[q]]:
+                    q += 1
+                a, b, p = p, q, q
+            if t == bound:  # more tokens than separators allow: two without one between
+                valid[i] = False
+                break
+            tok_start[t], tok_end[t], owner[t], group[t] = a, b, i, g
+            t += 1
+            tokens += 1
+            expect = False
+    return tok_start[:t], tok_end[:t], owner[:t], group[:t], valid
+
+
+def _uncomment(text: str) -> str:
+    """``text`` up to its first ``#`` outside ``[...]`` and ``"..."``."""
+    close = None
+    for k, ch in enumerate(text):
+        if close is not None:
+            close = None if ch == close else close
+        elif ch in '["':
+            close = "]" if ch == "[" else '"'
+        elif ch == "#":
+            return text[:k]
+    return text
+
+
+def _token(text: str, pos: int, body: str, path: object, field: str) -> tuple[str, int]:
+    """The candidate token starting at ``text[pos]`` (not a space) and where it ends."""
+    ch = text[pos]
+    if ch in '["':
+        close = "]" if ch == "[" else '"'
+        end = text.find(close, pos + 1)
+        if end < 0:
+            raise InputError(
+                f"malformed ballot {body!r}: {ch!r} without its closing {close!r}",
+                path=path,
+                field=field,
+            )
+        return text[pos + 1 : end], end + 1
+    match = _BARE.match(text, pos)
+    if match is None:
+        raise InputError(
+            f"malformed ballot {body!r}: expected a candidate, got {ch!r}", path=path, field=field
+        )
+    return match.group(), match.end()
+
+
+def _skip(text: str, pos: int) -> int:
+    while pos < len(text) and text[pos] in _SPACES:
+        pos += 1
+    return pos
+
+
+def parse_ballot(body: str, path: object, field: str) -> list[list[str]]:
+    """The tie groups of candidate tokens in a ballot text (what follows the count's
+    colon), best first, checked; ``[]`` for a ballot that ranks nobody."""
+    text = _uncomment(body)
+    shown = text.strip()
+    groups: list[list[str]] = []
+    seen: set[str] = set()
+    pos = _skip(text, 0)
+    tied = False
+    while pos < len(text):
+        raw, pos = _token(text, pos, shown, path, field)
+        name = raw.strip()
+        if not name:
+            raise InputError(
+                f"malformed ballot {shown!r}: empty candidate name", path=path, field=field
+            )
+        if name in seen:
+            raise InputError(
+                f"candidate {name!r} appears twice in the ballot", path=path, field=field
+            )
+        seen.add(name)
+        if tied:
+            groups[-1].append(name)
+        else:
+            groups.append([name])
+        pos = _skip(text, pos)
+        if pos == len(text):
+            break
+        sep = text[pos]
+        if sep == "/":
+            raise InputError(
+                f"ballot {shown!r} has ratings ('/'); only rankings are read: write the "
+                "candidates best first with '>' and '='",
+                path=path,
+                field=field,
+            )
+        if sep not in ">=,":
+            raise InputError(
+                f"malformed ballot {shown!r}: expected '>' or '=' after {name!r}, got {sep!r}",
+                path=path,
+                field=field,
+            )
+        tied = sep != ">"
+        pos = _skip(text, pos + 1)
+        if pos == len(text):
+            raise InputError(
+                f"malformed ballot {shown!r}: it ends with a separator", path=path, field=field
+            )
+    return groups
+
+
+_DECLARATION_LINE = re.compile(
+    rf'=\s*(?:\[(?P<t1>[^\]]*)\]|"(?P<t2>[^"]*)"|(?P<t3>{_BARE.pattern}))\s*:\s*'
+    r'(?:\[(?P<n1>[^\]]*)\]|"(?P<n2>[^"]*)"|(?P<n3>[^\[\]"]*?))\s*',
+    re.DOTALL,
+)
+
+
+def _line_kind(text: str) -> int:
+    """The kind of a stripped line, by its first character."""
+    if not text:
+        return _BLANK
+    return _FIRST.get(text[0], _BALLOT if "0" <= text[0] <= "9" else _OTHER)
+
+
+class _Abif:
+    """Reads an ABIF file chunk by chunk (a :class:`.stream.ChunkReader`)."""
+
+    def __init__(self, path: str | os.PathLike[str] | None) -> None:
+        self.path = path
+        self.tokens = Names(None)
+        self.codes = DistinctValues(self._code)
+        self.counts = DistinctValues(self._count)
+        self.declared: dict[str, tuple[str, int]] = {}  # token -> (name, line)
+        self.first_use: list[int] = []  # line where each token code first appears
+        self.table = BallotTable()
+        self.total = 0.0
+        self.counted = 0.0
+        self.line = 0
+        self.lines = False  # any line that is not blank or a comment
+
+    def _code(self, text: str) -> int:
+        name = text.strip()
+        return self.tokens.code(name) if name else _INVALID
+
+    def _count(self, text: str) -> float:
+        try:
+            count = parse_count(text, None, "")
+        except InputError:
+            return float("nan")
+        return float(count) if count <= sys.float_info.max else float("inf")
+
+    def feed(self, buf: np.ndarray, final: bool, offset: int) -> int:
+        starts, ends, used = text_lines(buf, final)
+        check_utf8(buf[:used], offset, self.line + 1, self.path)
+        lines = np.arange(self.line + 1, self.line + 1 + starts.size)
+        self.line += starts.size
+        kind, colon = _classify(buf, starts, ends, ASCII_SPACE)
+        for i in np.flatnonzero(kind == _MAYBE):
+            kind[i] = _line_kind(decode(buf, starts[i], ends[i]).strip())
+        self.lines |= bool(np.any((kind != _BLANK) & (kind != _COMMENT)))
+        late: InputError | None = None  # the first error in a line that is not a ballot
+        rows = np.flatnonzero(kind == _BALLOT)
+        for i in np.flatnonzero((kind == _METADATA) | (kind == _DECLARATION) | (kind == _OTHER)):
+            try:
+                self._other_line(decode(buf, starts[i], ends[i]), int(lines[i]), int(kind[i]))
+            except InputError as err:
+                late = err
+                rows = rows[lines[rows] < lines[i]]  # only the ballot lines before it matter
+                break
+        if rows.size:
+            self._ballots(buf, starts[rows], ends[rows], colon[rows], lines[rows])
+        if late is not None:
+            raise late
+        return used
+
+    def _other_line(self, text: str, number: int, kind: int) -> None:
+        """A candidate line (remembered), a metadata line (checked) or an error."""
+        text = _uncomment(text).strip()
+        field = f"line {number}"
+        if kind == _METADATA:
+            if not text.endswith("}"):
+                raise InputError(
+                    f"metadata line {text!r} does not end with '}}'", path=self.path, field=field
+                )
+            return
+        if kind == _OTHER:
+            raise InputError(
+                f"expected a ballot line 'count: A > B = C', a candidate line '=token:[name]', "
+                f"a '{{...}}' metadata line or a '#' comment, got {text!r}",
+                path=self.path,
+                field=field,
+            )
+        match = _DECLARATION_LINE.fullmatch(text)
+        if match is None:
+            raise InputError(
+                f"malformed candidate line {text!r}; expected '=token:[name]'",
+                path=self.path,
+                field=field,
+            )
+        token = next(v for v in match.group("t1", "t2", "t3") if v is not None).strip()
+        name = next(v for v in match.group("n1", "n2", "n3") if v is not None).strip()
+        if not token or not name:
+            raise InputError(
+                f"candidate line {text!r} needs a token and a name", path=self.path, field=field
+            )
+        earlier = self.declared.get(token)
+        if earlier is not None and earlier[0] != name:
+            raise InputError(
+                f"candidate {token!r} declared again as {name!r} (line {earlier[1]} says "
+                f"{earlier[0]!r})",
+                path=self.path,
+                field=field,
+            )
+        self.declared.setdefault(token, (name, number))
+
+    def _ballots(self, buf, starts, ends, colon, lines) -> None:
+        """Check the ballot lines, raise for the first bad one, else count them."""
+        has_colon = colon >= 0
+        c0 = np.where(has_colon, colon, starts)
+        counts = self.counts.lookup(buf, starts, c0, np.float64)
+        ok = has_colon & ~np.isnan(counts)
+        b0 = np.where(ok, c0 + 1, starts)
+        b1 = np.where(ok, ends, starts)
+        body_id, body_first = intern_spans(buf, b0, b1)
+        tok_start, tok_end, owner, group, valid = _body_tokens(
+            buf, b0[body_first], b1[body_first], ASCII_SPACE, _STOP
+        )
+        known = len(self.tokens.index)
+        cand = self.codes.lookup(buf, tok_start, tok_end, np.int64)
+        data, offsets, unique, ranked = group_keys(
+            owner,
+            group,
+            cand,
+            np.ones(cand.size, np.bool_),
+            body_first.size,
+            len(self.tokens.index),
+        )
+        ok &= (valid & unique)[body_id]
+        bad = int(np.argmin(ok)) if not ok.all() else ok.size
+        totals = running_totals(self.total, counts[:bad])
+        over = np.flatnonzero(totals[1:] > sys.float_info.max)
+        if bad < ok.size or over.size:
+            r = int(over[0]) if over.size else bad
+            self._explain(decode(buf, starts[r], ends[r]), int(lines[r]), float(totals[r]))
+        self.total = float(totals[-1])
+        self._first_uses(cand, lines[body_first[owner]], known)
+        counts = np.where(ranked[body_id] > 0, counts, 0.0)  # a ballot ranking nobody is left out
+        self.counted += counts.sum()
+        self.table.count(self.table.add(data, offsets)[body_id], counts)
+
+    def _first_uses(self, cand: np.ndarray, line: np.ndarray, known: int) -> None:
+        """Remember the line where each token code from ``known`` on first appears."""
+        new = cand >= known
+        first = np.full(len(self.tokens.index) - known, np.iinfo(np.int64).max)
+        np.minimum.at(first, cand[new] - known, line[new])
+        self.first_use.extend(first.tolist())
+
+    def _explain(self, line: str, number: int, total: float) -> NoReturn:
+        """Parse one ballot line on its own, as a line-by-line reader would, and raise."""
+        field = f"line {number}"
+        count_text, sep, body = line.partition(":")
+        if not sep:
+            raise InputError(
+                f"expected a ballot line 'count: A > B = C', got {line.strip()!r}",
+                path=self.path,
+                field=field,
+            )
+        count = parse_count(count_text, self.path, field)
+        parse_ballot(body, self.path, field)
+        add_count(total, self._count(str(count)), self.path, field)
+        raise AssertionError(f"{self.path}: {field} was flagged as bad but parses")
+
+    def profile(self) -> Profile:
+        if not self.lines:
+            raise InputError("empty file; expected ballot lines 'count: A > B = C'", path=self.path)
+        if not len(self.table):
+            raise InputError("no ballot lines in the file", path=self.path)
+        if not self.counted:
+            raise InputError("no ballot ranks any candidate", path=self.path)
+        used = self.tokens.list
+        if not self.declared:
+            return self.table.profile(used)
+        undeclared = [(self.first_use[c], t) for c, t in enumerate(used) if t not in self.declared]
+        if undeclared:
+            line, token = min(undeclared)
+            raise InputError(
+                f"candidate {token!r} is not declared (the file declares its candidates with "
+                "'=token:[name]' lines)",
+                path=self.path,
+                field=f"line {line}",
+            )
+        names: dict[str, str] = {}
+        for token, (name, line) in self.declared.items():
+            if name in names:
+                raise InputError(
+                    f"candidate name {name!r} given to {names[name]!r} and {token!r}",
+                    path=self.path,
+                    field=f"line {line}",
+                )
+            names[name] = token
+            self.tokens.code(token)  # declared candidates no ballot ranks count too
+        profile = self.table.profile(self.tokens.list)
+        order = [self.tokens.index[token] for token in self.declared]
+        return _relabelled(profile, order, list(names))
+
+
+def _relabelled(profile: Profile, order: list[int], names: list[str]) -> Profile:
+    """``profile`` with candidate ``order[i]`` renamed ``names[i]`` and moved to index
+    ``i`` (tied candidates re-sorted by their new index, as :class:`.Profile` keeps them)."""
+    new = np.empty(profile.n, dtype=np.int64)
+    new[order] = np.arange(profile.n)
+    orders = new[profile.orders]
+    levels = np.asarray(profile.levels, dtype=np.int64)
+    by = np.argsort(levels * profile.n + orders, axis=1, kind="stable")
+    orders = np.take_along_axis(orders, by, axis=1)
+    return Profile(tuple(names), orders, profile.levels, profile.weights)
+
+
+def write_abif(profile: Profile, handle: TextIO, title: str = "") -> None:
+    """Write ``profile`` as ABIF: a candidate line per candidate (in index order, so the
+    file reads back as the same profile), then a ballot line per ballot type. A trailing tie
+    of two or more candidates after ranked ones is left out (unranked). Names must not start
+    or end with spaces, hold a line break, or hold both ``]`` and ``"``; counts must be
+    integers."""
+    tokens = [_quoted(name, bare=True) for name in profile.candidates]
+    out = ["# Aggregated Ballot Information Format, written by rankmodels"]
+    if title:
+        out.append("{" + f"title: {_quoted(title, bare=False)}" + "}")
+    for token, name in zip(tokens, profile.candidates, strict=True):
+        out.append(f"={token}:{_quoted(name, bare=False)}")
+    for groups, w in zip(profile.weak_orders(), profile.weights, strict=True):
+        if not float(w).is_integer():
+            raise ValueError("ABIF needs integer counts; this profile has fractional weights")
+        if len(groups) > 1 and len(groups[-1]) > 1:
+            groups = groups[:-1]
+        body = ">".join("=".join(tokens[x] for x in g) for g in groups)
+        out.append(f"{int(w)}:{body}")
+    handle.write("\n".join(out) + "\n")
+
+
+def _quoted(name: str, bare: bool) -> str:
+    """``name`` as a bare token (when ``bare`` and it can be one), ``[name]`` or
+    ``"name"``."""
+    if not name or name != name.strip() or "\n" in name or "\r" in name:
+        raise ValueError(f"candidate name {name!r} cannot be written to ABIF")
+    if bare and _BARE.fullmatch(name):
+        return name
+    if "]" not in name:
+        return f"[{name}]"
+    if '"' not in name:
+        return f'"{name}"'
+    raise ValueError(f"candidate name {name!r} cannot be written to ABIF (it has ']' and '\"')")
