@@ -270,8 +270,11 @@ class BallotTable:
         orders = np.empty((m, n), index_dtype(n))
         levels = np.empty((m, n), index_dtype(n))
         _complete(koff, kdata, orders, levels)
+        # Distinct keys of one length complete to distinct ballots: merging is needed only
+        # when a short key may have become a longer one (``A>B`` and ``A>B>C`` of three).
+        same_length = m == 0 or bool(np.all(np.diff(koff) == koff[1] - koff[0]))
         del koff, kdata
-        u = _merge_rows(orders, levels, weights)
+        u = m if same_length else _merge_rows(orders, levels, weights)
         keep = weights[:u] > 0  # keys whose every ballot was dropped
         if not keep.all():
             orders, levels, weights = orders[:u][keep], levels[:u][keep], weights[:u][keep]
