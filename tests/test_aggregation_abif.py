@@ -77,6 +77,15 @@ def test_without_candidate_lines_the_tokens_are_the_candidates(tmp_path):
     assert ballots(profile) == {(("b",), ("a c",), ("d",)): 3, (("b", "d"), ("a c",)): 2}
 
 
+def test_candidates_declared_after_their_ballots_keep_the_declared_order(tmp_path):
+    text = "2: B = A > C\n1: C\n=A:[Alice]\n=B:[Bob]\n=C:[Carol]\n=D:[Dan]\n"
+    for chunk in (1, 9, 1 << 20):
+        profile = read_abif(write(tmp_path, text), chunk_bytes=chunk)
+        assert profile.candidates == ("Alice", "Bob", "Carol", "Dan")
+        assert profile.weak_orders() == [[[0, 1], [2], [3]], [[2], [0, 1, 3]]]
+        np.testing.assert_array_equal(profile.weights, [2, 1])
+
+
 def test_format_option_and_the_command(tmp_path):
     path = write(tmp_path, ELECTION, "election.txt")
     assert read_votes(path, format="abif").total == 79

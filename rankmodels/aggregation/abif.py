@@ -393,6 +393,9 @@ class _Abif:
                 field=field,
             )
         self.declared.setdefault(token, (name, number))
+        if token not in self.tokens.index:  # numbered now, so that usually no relabelling
+            self.tokens.code(token)  # is needed at the end
+            self.first_use.append(sys.maxsize)
 
     def _ballots(self, buf, starts, ends, colon, lines) -> None:
         """Check the ballot lines, raise for the first bad one, else count them."""
@@ -479,10 +482,10 @@ class _Abif:
                     field=f"line {line}",
                 )
             names[name] = token
-            self.tokens.code(token)  # declared candidates no ballot ranks count too
-        profile = self.table.profile(self.tokens.list)
         order = [self.tokens.index[token] for token in self.declared]
-        return _relabelled(profile, order, list(names))
+        if order == list(range(len(order))):  # declared before use: numbered in order
+            return self.table.profile(list(names))
+        return _relabelled(self.table.profile(self.tokens.list), order, list(names))
 
 
 def _relabelled(profile: Profile, order: list[int], names: list[str]) -> Profile:
