@@ -301,3 +301,17 @@ def test_cli_reports_the_hybrids(tmp_path):
     assert wrong.output.strip() == (
         "Error: --batch-elimination is only for --rule irv, not --rule benham"
     )
+
+
+def test_hybrids_follow_the_transitive_majority_on_dublin_north(shared_data):
+    profile = read_votes(shared_data / "preflib" / "00001-00000001.soi")
+    majority = aggregate(profile, "copeland")  # the majority relation is a linear order here
+    assert majority.unique
+    for rule in ("benham", "smith-irv"):
+        result = aggregate(profile, rule)
+        # every round has a Condorcet winner of the candidates left: it goes on top
+        assert result.unique and result.ranking.tolist() == majority.ranking.tolist()
+    assert aggregate(profile, "smith-irv").details["smith_set"] == [int(majority.ranking[0])]
+    (only,) = aggregate(profile, "benham").details["rounds"]
+    assert only.elected == (int(majority.ranking[0]),)
+    assert aggregate(profile, "irv").ranking.tolist() != majority.ranking.tolist()
