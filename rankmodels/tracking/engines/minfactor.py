@@ -72,6 +72,9 @@ from rankmodels.tracking.signal_model import SignalModel
 
 __all__ = ["minfactor_engine"]
 
+#: A match below ``2^-60`` times its alternative is dropped (see :func:`_setup`).
+_LOG_EPS = -60.0 * math.log(2.0)
+
 
 #: One chunk's work arrays (s sources, m factors; state ``l < m`` of ``t_i`` is ``t_i = T_l``,
 #: state ``m`` is "later than ``tau`` or lost").
@@ -82,31 +85,32 @@ __all__ = ["minfactor_engine"]
 #: (s,) of the ``t_i`` to the factor being updated; count messages ``fwd`` (m, m + 1) from
 #: ``f'_k`` to ``c_k`` and ``bwd`` (m, m + 1) from ``f'_{k+1}`` to ``c_k``; prefix and suffix
 #: polynomials ``pre``, ``suf`` (s + 1, 2, m); count weights ``w`` (m, 2) by the number ``d``
-#: of sources below ``T_k``; the new messages ``coef`` (s, 3) and ``new_c`` (m + 1,).
+#: of sources below ``T_k``; the new messages ``coef`` (s, 3) and ``new_c`` (m + 1,);
+#: ``later`` (m,) running products; ``x0``, ``x1`` copies of all messages ``msg`` (flat: the
+#: views ``atom``, ``below``, ``above``, ``fwd``, ``bwd``) for the extrapolation.
 _Scratch = namedtuple(
     "_Scratch",
     "log_match log_u psi kappa msg atom below above fwd bwd low high point pre suf w coef "
-    "new_c x0 x1",
+    "new_c later x0 x1",
 )
 
 
 @njit(cache=True)
 def _scratch(s, m):
+    """Work arrays for ``s`` sources; :func:`_sized` views them for the sources in play."""
     deg = max(m, 1)
-    n_t = s * deg
-    n_c = deg * (m + 1)
-    msg = np.empty(3 * n_t + 2 * n_c)
+    n_msg = 3 * s * deg + 2 * deg * (m + 1)
     return _Scratch(
         np.empty((s, deg)),
         np.empty(s),
         np.empty((s, m + 1)),
         np.empty(deg),
-        msg,
-        msg[:n_t].reshape((s, deg)),
-        msg[n_t : 2 * n_t].reshape((s, deg)),
-        msg[2 * n_t : 3 * n_t].reshape((s, deg)),
-        msg[3 * n_t : 3 * n_t + n_c].reshape((deg, m + 1)),
-        msg[3 * n_t + n_c :].reshape((deg, m + 1)),
+        np.empty(n_msg),
+        np.empty((s, deg)),  # atom, below, above: replaced by views of msg in _sized
+        np.empty((s, deg)),
+        np.empty((s, deg)),
+        np.empty((deg, m + 1)),
+        np.empty((deg, m + 1)),
         np.empty(s),
         np.empty(s),
         np.empty(s),
@@ -115,85 +119,151 @@ def _scratch(s, m):
         np.empty((deg, 2)),
         np.empty((s, 3)),
         np.empty(m + 1),
-        np.empty(msg.shape[0]),
-        np.empty(msg.shape[0]),
+        np.empty(deg),
+        np.empty(n_msg),
+        np.empty(n_msg),
     )
 
 
 @njit(cache=True)
-def _setup(c, pred, buf):
-    """Scaled source factors ``psi`` by state and clutter weights ``kappa``, uniform messages;
-    return the sum of the logs of the scales (``-inf``: an arrival nothing can explain).
+def _sized(buf, n):
+    """``buf`` for the first ``n`` sources: the message arrays are views of one flat vector
+    ``msg`` (``atom``, ``below``, ``above``, ``fwd``, ``bwd`` in turn)."""
+    deg, width = buf.fwd.shape
+    n_t = n * deg
+    n_msg = 3 * n_t + 2 * deg * width
+    msg = buf.msg[:n_msg]
+    return _Scratch(
+        buf.log_match,
+        buf.log_u,
+        buf.psi[:n],
+        buf.kappa,
+        msg,
+        msg[:n_t].reshape((n, deg)),
+        msg[n_t : 2 * n_t].reshape((n, deg)),
+        msg[2 * n_t : 3 * n_t].reshape((n, deg)),
+        msg[3 * n_t : 3 * n_t + deg * width].reshape((deg, width)),
+        msg[3 * n_t + deg * width :].reshape((deg, width)),
+        buf.low[:n],
+        buf.high[:n],
+        buf.point[:n],
+        buf.pre[: n + 1],
+        buf.suf[: n + 1],
+        buf.w,
+        buf.coef[:n],
+        buf.new_c,
+        buf.later,
+        buf.x0[:n_msg],
+        buf.x1[:n_msg],
+    )
+
+
+@njit(cache=True)
+def _setup(c, pred, buf, active):
+    """Scaled source factors ``psi`` by state and clutter weights ``kappa``; the sources that
+    can explain an arrival first in ``psi``, their indices in ``active``. Returns ``(offset,
+    n)``: the sum of the logs of the scales (``-inf``: an arrival nothing can explain) and the
+    number of those sources.
 
     Each arrival's weights (``phi_i(k)`` of every source and ``lambda / W``) are divided by
     their largest, then each source's weights by their largest: every term of the sum holds
     each arrival's and each source's weight exactly once, so this scales ``f'_k`` and the
-    priors by constants.
+    priors by constants. A match weaker than ``2^-60`` of its alternative (source late or
+    lost, arrival clutter: ``phi_i(k) / u_i < 2^-60 lambda / W``) is dropped, as in the
+    ``exact`` engine (it changes the sum by less than ``2^-60`` of it); a source left with
+    no match sends the factors nothing they can use (its only state is "late or lost", scaled
+    to 1) and is left out.
     """
     log_match, log_u, psi, kappa = buf.log_match, buf.log_u, buf.psi, buf.kappa
     s, m = pred.shape[0], c.toa.shape[0]
     log_source_factors(c, pred, log_match, log_u)
     offset = 0.0
     for k in range(m):
-        top = c.log_clutter[k]
+        log_kappa = c.log_clutter[k]
+        top = log_kappa
         for i in range(s):
             top = max(top, log_match[i, k])
         if top == -math.inf:
-            return -math.inf
-        kappa[k] = math.exp(c.log_clutter[k] - top)
+            return -math.inf, 0
+        kappa[k] = math.exp(log_kappa - top)
         for i in range(s):
-            log_match[i, k] -= top
+            if log_match[i, k] - log_u[i] < log_kappa + _LOG_EPS:
+                log_match[i, k] = -math.inf
+            else:
+                log_match[i, k] -= top
         offset += top
+    n = 0
     for i in range(s):
         top = log_u[i]
         for k in range(m):
             top = max(top, log_match[i, k])
-        for k in range(m):
-            psi[i, k] = math.exp(log_match[i, k] - top)
-        psi[i, m] = math.exp(log_u[i] - top)
         offset += top
-    buf.atom[:, :] = 1.0
-    buf.below[:, :] = 1.0
-    buf.above[:, :] = 1.0
-    for k in range(m):
-        for v in range(m + 1):
-            buf.fwd[k, v] = 1.0 if v <= k + 1 else 0.0
-            buf.bwd[k, v] = 1.0 if v <= k + 1 else 0.0
-    return offset
+        if not _has_match(log_match[i]):
+            continue
+        for k in range(m):
+            psi[n, k] = math.exp(log_match[i, k] - top)
+        psi[n, m] = math.exp(log_u[i] - top)
+        active[n] = i
+        n += 1
+    return offset, n
 
 
 @njit(cache=True)
-def _to_factor(f, psi, atom, below, above, low, high, point):
+def _has_match(log_match_row):
+    """Whether a source has an arrival left to explain."""
+    for v in log_match_row:
+        if v > -math.inf:
+            return True
+    return False
+
+
+@njit(cache=True)
+def _start(buf):
+    """Uniform messages."""
+    buf.atom[:, :] = 1.0
+    buf.below[:, :] = 1.0
+    buf.above[:, :] = 1.0
+    deg, width = buf.fwd.shape
+    for k in range(deg):
+        for v in range(width):
+            buf.fwd[k, v] = 1.0 if v <= k + 1 else 0.0
+            buf.bwd[k, v] = 1.0 if v <= k + 1 else 0.0
+
+
+@njit(cache=True)
+def _to_factor(f, psi, atom, below, above, low, high, point, later):
     """Normalised messages of every ``t_i`` to factor ``f`` (the prior times every other
     factor's message) into ``low`` (mass at the ``T_l`` below ``T_f``), ``point`` (at
     ``T_f``) and ``high`` (above: later ``T_l``, late or lost); False if one has no mass.
 
-    With ``f = -1`` (no factor left out) ``high`` holds ``Z_i`` unnormalised.
+    At state ``l`` factor ``g`` sends ``above`` if ``g < l``, ``atom`` if ``g = l`` and
+    ``below`` if ``g > l``: running products over ``g`` (``later`` (m,) holds those of
+    ``below``) give every state in ``O(m)``. With ``f = -1`` (no factor left out) ``high``
+    holds ``Z_i`` unnormalised.
     """
     s, m = atom.shape
     for i in range(s):
+        acc = 1.0  # prod_{g > l, g != f} below[i, g]
+        for l in range(m - 1, -1, -1):
+            later[l] = acc
+            if l != f:
+                acc *= below[i, l]
         lo = 0.0
         hi = 0.0
         pt = 0.0
-        for state in range(m + 1):
-            v = psi[i, state]
-            if v == 0.0:
-                continue
-            for g in range(m):
-                if g == f:
-                    continue
-                if state < g:
-                    v *= below[i, g]
-                elif state == g:
-                    v *= atom[i, g]
-                else:
-                    v *= above[i, g]
-            if state < f:
+        earlier = 1.0  # prod_{g < l, g != f} above[i, g]
+        for l in range(m):
+            v = psi[i, l] * earlier * later[l]
+            if l != f:
+                v *= atom[i, l]
+                earlier *= above[i, l]
+            if l < f:
                 lo += v
-            elif state == f:
+            elif l == f:
                 pt += v
             else:
                 hi += v
+        hi += psi[i, m] * earlier
         if f < 0:
             high[i] = hi
             continue
@@ -330,7 +400,7 @@ def _update_factor(k, buf, damping):
     atom, below, above, coef, fwd, bwd = buf.atom, buf.below, buf.above, buf.coef, buf.fwd, buf.bwd
     low, high, point, pre, suf, kappa = buf.low, buf.high, buf.point, buf.pre, buf.suf, buf.kappa
     m = atom.shape[1]
-    if not _to_factor(k, buf.psi, atom, below, above, low, high, point):
+    if not _to_factor(k, buf.psi, atom, below, above, low, high, point, buf.later):
         return -1.0
     _polynomials(k, low, high, point, pre, suf)
     _factor(k, kappa[k], fwd, bwd, pre, suf, buf.w, coef)
@@ -343,14 +413,18 @@ def _update_factor(k, buf, damping):
         delta = max(delta, _damped(atom, i, k, coef[i, 0] / tot, damping))
         delta = max(delta, _damped(below, i, k, coef[i, 1] / tot, damping))
         delta = max(delta, _damped(above, i, k, coef[i, 2] / tot, damping))
-    for forward in (True, False):
-        if (k < m - 1) if forward else (k > 0):
-            n_values = _count_messages(k, forward, kappa[k], fwd, bwd, pre, buf.new_c)
-            target, row = (fwd, k) if forward else (bwd, k - 1)
-            change = _update_counts(target, row, buf.new_c, n_values, damping)
-            if change < 0.0:
-                return -1.0
-            delta = max(delta, change)
+    if k < m - 1:
+        n_values = _count_messages(k, True, kappa[k], fwd, bwd, pre, buf.new_c)
+        change = _update_counts(fwd, k, buf.new_c, n_values, damping)
+        if change < 0.0:
+            return -1.0
+        delta = max(delta, change)
+    if k > 0:
+        n_values = _count_messages(k, False, kappa[k], fwd, bwd, pre, buf.new_c)
+        change = _update_counts(bwd, k - 1, buf.new_c, n_values, damping)
+        if change < 0.0:
+            return -1.0
+        delta = max(delta, change)
     return delta
 
 
@@ -446,13 +520,13 @@ def _bethe(buf, want, out):
     low, high, point, pre, suf, w = buf.low, buf.high, buf.point, buf.pre, buf.suf, buf.w
     s, m = atom.shape
     log_z = 0.0
-    _to_factor(-1, buf.psi, atom, below, above, low, high, point)
+    _to_factor(-1, buf.psi, atom, below, above, low, high, point, buf.later)
     for i in range(s):
         if not high[i] > 0.0:
             return -math.inf
         log_z += math.log(high[i])
     for k in range(m):
-        if not _to_factor(k, buf.psi, atom, below, above, low, high, point):
+        if not _to_factor(k, buf.psi, atom, below, above, low, high, point, buf.later):
             return -math.inf
         for i in range(s):
             z_if = atom[i, k] * point[i] + below[i, k] * low[i] + above[i, k] * high[i]
@@ -484,18 +558,26 @@ def _bethe(buf, want, out):
 @njit(cache=True)
 def _minfactor_range(lo, hi, c, mp, predicted, out):
     """Particles ``lo <= p < hi`` of ``predicted`` (N, s) into ``out``."""
-    m = c.toa.shape[0]
-    buf = _scratch(predicted.shape[1], m)
+    s, m = predicted.shape[1], c.toa.shape[0]
+    full = _scratch(s, m)
+    active = np.empty(s, dtype=np.int64)
+    beliefs = np.empty((m, s + 1))
     for p in range(lo, hi):
         assoc = assoc_row(out, p)
-        offset = _setup(c, predicted[p], buf)
-        sweeps, ok = (0, True) if m == 0 or offset == -math.inf else _sweeps(mp, buf)
-        if m == 0:  # nothing recorded: every source late or lost, Z = prod_i u_i
-            log_z = 0.0
-        elif ok and offset > -math.inf:
-            log_z = _bethe(buf, out.want, assoc)
-        else:
-            log_z = -math.inf
+        offset, n = _setup(c, predicted[p], full, active)
+        log_z = 0.0  # nothing recorded: every source late or lost, Z = prod_i u_i
+        sweeps = 0
+        if m > 0 and offset > -math.inf:
+            buf = _sized(full, n)
+            _start(buf)
+            sweeps, ok = _sweeps(mp, buf)
+            log_z = _bethe(buf, out.want, beliefs) if ok else -math.inf
+            if out.want:
+                assoc[:, :] = 0.0
+                for k in range(m):
+                    for j in range(n):
+                        assoc[k, active[j]] = beliefs[k, j]
+                    assoc[k, s] = beliefs[k, n]
         out.loglik[p] = log_z + offset + c.log_poisson
         out.sweeps[p] = sweeps
         if out.want and out.loglik[p] == -math.inf:
