@@ -490,10 +490,10 @@ def _extrapolate(buf):
 @njit(cache=True)
 def _sweeps(mp, buf):
     """Sweeps until no message changes by more than ``tol``, accelerated by SQUAREM
-    [Varadhan2008]: after every two sweeps, one extrapolated step along the two changes (the
-    slow modes of this graph decay geometrically, see the module docstring). Returns
-    ``(sweeps, ok)``, ``sweeps = -1`` if not converged in ``max_iter``; ``ok`` False (and
-    ``sweeps`` the sweep it happened in) when a message loses all mass."""
+    [Varadhan2008]: ``F`` is a forward and a backward sweep; after ``F`` twice, one step
+    extrapolated along the two changes (the slow modes of this graph decay geometrically, see
+    the module docstring). Returns ``(sweeps, ok)``, ``sweeps = -1`` if not converged in
+    ``max_iter``; ``ok`` False when a message loses all mass."""
     msg, x0, x1 = buf.msg, buf.x0, buf.x1
     it = 0
     while True:
@@ -572,6 +572,8 @@ def _minfactor_range(lo, hi, c, mp, predicted, out):
             _start(buf)
             sweeps, ok = _sweeps(mp, buf)
             log_z = _bethe(buf, out.want, beliefs) if ok else -math.inf
+            if log_z == -math.inf:  # a message lost all mass: not a fixed point
+                sweeps = -1
             if out.want:
                 assoc[:, :] = 0.0
                 for k in range(m):
