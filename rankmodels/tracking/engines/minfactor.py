@@ -443,12 +443,17 @@ def _sweep(it, buf, damping):
     return delta
 
 
+#: An extrapolated message entry keeps at least this fraction of its value after ``F``: the
+#: step may shrink a dying hypothesis fast but never removes one.
+_FLOOR = 1e-3
+
+
 @njit(cache=True)
 def _extrapolate(buf):
     """SQUAREM step from ``x0``, ``x1 = F(x0)`` and ``msg = F(x1)`` into ``msg``:
     ``x0 - 2 a r + a^2 v`` with ``r = x1 - x0``, ``v = F(x1) - 2 x1 + x0``, ``a = -|r| / |v|``
-    (at most -1), negative entries set to 0 and every message renormalised; False (``msg``
-    left at ``F(x1)``) if a message would lose all its mass."""
+    (at most -1; ``a = -1`` gives ``F(x1)`` itself), each entry at least ``_FLOOR`` times its
+    value in ``F(x1)``; then every message is renormalised."""
     msg, x0, x1 = buf.msg, buf.x0, buf.x1
     rr = 0.0
     vv = 0.0
@@ -458,33 +463,26 @@ def _extrapolate(buf):
         rr += r * r
         vv += v * v
     if not vv > 0.0:
-        return True
+        return
     a = min(-math.sqrt(rr / vv), -1.0)
     for e in range(msg.shape[0]):
         r = x1[e] - x0[e]
         v = msg[e] - 2.0 * x1[e] + x0[e]
-        x0[e] = max(x0[e] - 2.0 * a * r + a * a * v, 0.0)  # x0 now holds the step
+        msg[e] = max(x0[e] - 2.0 * a * r + a * a * v, _FLOOR * msg[e])
     s, m = buf.atom.shape
-    n_t = s * m
     for i in range(s):
         for k in range(m):
-            j = i * m + k
-            tot = x0[j] + x0[n_t + j] + x0[2 * n_t + j]
-            if not tot > 0.0:
-                return False
-            for part in range(3):
-                x0[part * n_t + j] /= tot
-    base = 3 * n_t
-    for row in range(2 * m):
-        tot = 0.0
-        for v in range(m + 1):
-            tot += x0[base + row * (m + 1) + v]
-        if not tot > 0.0:
-            return False
-        for v in range(m + 1):
-            x0[base + row * (m + 1) + v] /= tot
-    msg[:] = x0
-    return True
+            tot = buf.atom[i, k] + buf.below[i, k] + buf.above[i, k]
+            buf.atom[i, k] /= tot
+            buf.below[i, k] /= tot
+            buf.above[i, k] /= tot
+    for counts in (buf.fwd, buf.bwd):
+        for k in range(m):
+            tot = 0.0
+            for v in range(m + 1):
+                tot += counts[k, v]
+            for v in range(m + 1):
+                counts[k, v] /= tot
 
 
 @njit(cache=True)
