@@ -175,8 +175,15 @@ class Records:
     def column(self, col: int, ok: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(starts, ends)`` of column ``col`` in the records where ``ok`` (empty spans
         elsewhere: those records have too few fields or are bad already)."""
-        starts, ends = csv_fields(self.out, self.field_end, np.where(ok, self.first + col, 0))
-        return np.where(ok, starts, 0), np.where(ok, ends, 0)
+        starts, ends = self.columns([col], ok)
+        return starts[:, 0], ends[:, 0]
+
+    def columns(self, cols: Sequence[int], ok: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(starts, ends)``, shape ``(records, len(cols))``, of columns ``cols`` in the
+        records where ``ok`` (empty spans elsewhere), all columns at once."""
+        fields = np.where(ok[:, None], self.first[:, None] + np.asarray(cols), 0)
+        starts, ends = csv_fields(self.out, self.field_end, fields)
+        return np.where(ok[:, None], starts, 0), np.where(ok[:, None], ends, 0)
 
     def cells(self, r: int) -> list[str]:
         return record_cells(self.out, self.field_end, int(self.first[r]), int(self.nfields[r]))

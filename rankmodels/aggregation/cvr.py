@@ -300,9 +300,7 @@ class _Cvr(CsvReader):
     def records(self, rec: Records) -> None:
         ok = rec.nfields == len(self.header)
         counts = self.record_counts(rec, ok)
-        spans = [rec.column(col, ok) for col in self.ranks]
-        starts = np.stack([s for s, _ in spans], axis=1).ravel()  # record by record
-        ends = np.stack([e for _, e in spans], axis=1).ravel()
+        starts, ends = (a.ravel() for a in rec.columns(self.ranks, ok))  # record by record
         codes = self.cells.lookup(rec.out, starts, ends, np.int64).reshape(-1, len(self.ranks))
         limit = self.conventions.max_skipped_ranks
         data, offsets, ranked, unknown = _ballot_keys(
