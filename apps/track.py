@@ -126,7 +126,7 @@ def _calibration_line(summary: TrackSummary) -> str:
     if result is None:
         return "not calibrated (the file's clock, sound speed and source offsets)"
     runs = f"{len(result.loglik)} EM passes at {result.particles} particles"
-    if result.best == 0:
+    if result.kept_file_values:
         return f"calibration kept the file's values (no M-step raised the likelihood; {runs})"
     cal, first = result.calibration, result.trace[0]
     parts = []
@@ -143,7 +143,7 @@ def _calibration_line(summary: TrackSummary) -> str:
         largest = float(abs(cal.source_offset_correction).max())
         parts.append(f"source offset corrections up to {largest:.1f} s")
     return (
-        f"calibrated: {'; '.join(parts)} (EM iteration {result.best} of "
+        f"calibrated: {'; '.join(parts)} (EM pass {result.best} of "
         f"{len(result.loglik) - 1} at {result.particles} particles kept; {result.stop})"
     )
 

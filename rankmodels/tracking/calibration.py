@@ -376,20 +376,31 @@ def direct_path_share(residual: np.ndarray, model: SignalModel) -> np.ndarray:
 class CalibrationResult:
     """The Monte Carlo EM iterations of a calibrated run.
 
-    ``trace[k]``: the parameters of iteration ``k`` (``trace[0]`` the file's) and
-    ``loglik[k]``, the particle estimate of ``log p(data | parameters)`` from the filter run
-    with them at ``particles`` particles and the same seed (common random numbers).
-    ``best``: the iteration kept (largest ``loglik``); ``params``: what was estimated;
-    ``stop``: why the loop ended (``"no longer rising"``, ``"iteration limit"`` or the
-    M-step's reason, e.g. not identifiable).
+    ``trace[k]``: the parameters of pass ``k`` (``trace[0]`` the file's), ``loglik[k]`` the
+    particle estimate of ``log p(data | parameters)`` from the filter run with them at
+    ``particles`` particles and the same seed (common random numbers), assuming the TOA
+    noise ``sigma[k]`` (larger than the configured one in the first, annealing passes;
+    their log-likelihoods are of that noisier model). ``start``: the first pass at the
+    configured noise, run with the file's values; ``best``: the pass kept (largest
+    ``loglik`` from ``start`` on); ``params``: what was estimated; ``stop``: why the loop
+    ended (``"no longer rising"``, ``"iteration limit"`` or the M-step's reason, e.g. not
+    identifiable).
     """
 
     params: frozenset[str]
     trace: tuple[Calibration, ...]
     loglik: tuple[float, ...]
+    sigma: tuple[float, ...]
+    start: int
     best: int
     stop: str
     particles: int
+
+    @property
+    def kept_file_values(self) -> bool:
+        """Whether no estimate beat the file's values (the track is then the uncalibrated
+        one)."""
+        return self.best == self.start
 
     @property
     def calibration(self) -> Calibration:

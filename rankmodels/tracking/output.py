@@ -63,6 +63,7 @@ def calibration_variables(
     if trace is None:
         return out, {"calibrated": ""}
     out["calibration_loglik"] = ("iteration", np.array(trace.loglik))
+    out["calibration_sigma"] = ("iteration", np.array(trace.sigma))
     for name in ("sound_speed", "clock_offset", "clock_drift"):
         out[f"calibration_{name}"] = (
             "iteration",

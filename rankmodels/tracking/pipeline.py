@@ -96,12 +96,6 @@ def progress_steps(record: xr.Dataset, config: TrackConfig) -> int:
     return one_pass * (1 + em_passes(config) * config.calibrate)
 
 
-def em_passes(config: TrackConfig) -> int:
-    """Most filter passes of :func:`calibrate`: ``calibration_iterations`` M-steps per stage
-    (:func:`~rankmodels.tracking.calibration.calibration_stages`) and the file's values."""
-    return len(calibration_stages(config.calibrate_params)) * config.calibration_iterations + 1
-
-
 class _Cycles:
     """Per-cycle predicted TOAs and engine calls for one record (sources active at the time)."""
 
@@ -368,82 +362,133 @@ def track_pass(run: Run, progress: Progress = None) -> Pass:
     return Pass(filt, ensembles, mean, cov, associate(run, ensembles, mean, progress))
 
 
+#: TOA-noise inflation factors of the calibration's first EM passes (annealing): with the
+#: file's values far off (15 m/s of sound speed is 10 s at 1,000 km, 0.02 s/day of drift 8 s
+#: after a year) the filter at the true ``sigma`` loses the float and its E-step is noise;
+#: assuming ``4 sigma`` then ``2 sigma`` keeps the associations roughly right while the
+#: M-steps bring the parameters close.
+ANNEALING = (4.0, 2.0)
+
+
+def em_passes(config: TrackConfig) -> int:
+    """Most filter passes of :func:`calibrate`: the :data:`ANNEALING` passes, the file's
+    values and the annealed estimate, and ``calibration_iterations`` M-steps per stage
+    (:func:`~rankmodels.tracking.calibration.calibration_stages`)."""
+    stages = len(calibration_stages(config.calibrate_params))
+    return len(ANNEALING) + 2 + stages * config.calibration_iterations
+
+
+def _em_step(
+    run: Run, this: Pass, start: Calibration, params: frozenset[str]
+) -> Calibration:
+    """One M-step from the pass ``this`` (run with ``start``): E-step pairs, then
+    :func:`~rankmodels.tracking.calibration.m_step` for ``params`` at ``run``'s ``sigma``."""
+    cycles = run.cycles
+    pairs = m_step_pairs(
+        cycles.toa,
+        this.assoc.posterior,
+        _trajectory_distances(run, this.ensembles),
+        cycles.day,
+        cycles.offset,
+        this.assoc.predicted_toa,
+        cycles.model,
+    )
+    return m_step(
+        **pairs,
+        n_sources=cycles.offset.size,
+        sound_speed=cycles.nominal_speed,
+        sigma=run.config.sigma,
+        offset_prior_std=OFFSET_PRIOR_STD,
+        params=params,
+        start=start,
+    )
+
+
 def calibrate(
     record: xr.Dataset, config: TrackConfig, progress: Progress = None
 ) -> tuple[CalibrationResult, Pass]:
     """Monte Carlo EM for the clock, sound speed and source offsets (issue 8).
 
-    Iteration ``k`` runs stages 2-4 with parameters ``theta_k`` (``theta_0``: the file's) at
-    ``min(calibration_particles, particles)`` particles and the same seed (common random
-    numbers, so iterations differ only by ``theta``); the E-step takes the association
-    posteriors and the smoothed ensemble's mean distances
+    Every pass runs stages 2-4 at ``min(calibration_particles, particles)`` particles with the
+    same seed (common random numbers, so passes differ only by their parameters); the E-step
+    takes the association posteriors and the smoothed ensemble's distances
     (:func:`~rankmodels.tracking.calibration.m_step_pairs`), the M-step the weighted least
     squares of :func:`~rankmodels.tracking.calibration.m_step` (prior std
-    :data:`~rankmodels.tracking.calibration.OFFSET_PRIOR_STD` on the offset corrections). The
-    loop stops when the particle log-likelihood no longer rises, after
-    ``calibration_iterations`` M-steps, or when the M-step cannot solve; the iterate with the
-    largest log-likelihood is kept. Returns the result and that iterate's pass.
+    :data:`~rankmodels.tracking.calibration.OFFSET_PRIOR_STD` on the offset corrections).
+
+    1. Annealing: one pass and M-step (the first stage's parameters) per factor of
+       :data:`ANNEALING`, assuming that many times ``sigma``, from the file's values.
+    2. At the true ``sigma``: the file's values, then the annealed estimate, then M-steps in
+       :func:`~rankmodels.tracking.calibration.calibration_stages` order, at most
+       ``calibration_iterations`` per stage; a stage ends when the particle log-likelihood
+       no longer rises (the next starts from the best iterate), and the loop when the last
+       one does or the M-step cannot solve.
+
+    The iterate with the largest log-likelihood at the true ``sigma`` is kept (the file's
+    values when nothing beats them). Returns the result and that iterate's pass.
     """
-    run = prepare(
-        record,
-        replace(config, particles=min(config.calibration_particles, config.particles)),
-    )
+    cal_config = replace(config, particles=min(config.calibration_particles, config.particles))
+    run = prepare(record, cal_config)
     cycles = run.cycles
-    n_src = cycles.offset.size
-    trace = [Calibration.nominal(n_src, cycles.nominal_speed)]
-    loglik: list[float] = []
-    best: Pass | None = None
-    stop = "iteration limit"
     stages = calibration_stages(config.calibrate_params)
-    stage = steps = kept = 0  # the stage, its M-steps so far, the best iterate
-    for k in range(len(stages) * config.calibration_iterations + 1):
-        if k:
-            cycles.calibrate(trace[k])
+    trace = [Calibration.nominal(cycles.offset.size, cycles.nominal_speed)]
+    sigmas: list[float] = []  # the sigma of each pass
+    loglik: list[float] = []
+    for factor in ANNEALING:
+        hot = prepare(record, replace(cal_config, sigma=config.sigma * factor))
+        hot.cycles.calibrate(trace[-1])
+        this = track_pass(hot, progress)
+        try:
+            theta = _em_step(hot, this, trace[-1], stages[0])
+        except ValueError:  # cannot solve even assuming a noisier TOA: start from the file's
+            break
+        sigmas.append(hot.config.sigma)
+        loglik.append(this.loglik)
+        trace.append(theta)
+    first = len(loglik)  # the first pass at the true sigma: the file's values, then ...
+    if first:  # ... the annealed estimate
+        trace.insert(first, trace[0])
+    sigmas += [config.sigma] * (len(trace) - first)
+    stop = "iteration limit"
+    best: Pass | None = None
+    stage = steps = 0  # the stage and its M-steps so far
+    kept = k = first  # the best iterate at the true sigma; this pass
+    while True:
+        cycles.calibrate(trace[k])
         this = track_pass(run, progress)
         loglik.append(this.loglik)
-        if not k or loglik[k] > max(loglik[:k]):
+        if k == first or loglik[k] > loglik[kept]:
             best, kept = this, k
-        elif stage + 1 < len(stages):
+        elif k > first + 1:  # an M-step that did not help: next stage, or done
+            if stage + 1 == len(stages):
+                stop = "no longer rising"
+                break
             stage, steps = stage + 1, 0
-        else:
-            stop = "no longer rising"
-            break
+        if k + 1 < len(sigmas):  # the annealed estimate still to try
+            k += 1
+            continue
         if steps == config.calibration_iterations:
             if stage + 1 == len(stages):
                 break
             stage, steps = stage + 1, 0
-        pairs = m_step_pairs(
-            cycles.toa,
-            best.assoc.posterior,
-            _trajectory_distances(run, best.ensembles),
-            cycles.day,
-            cycles.offset,
-            best.assoc.predicted_toa,
-            cycles.model,
-        )
         try:
-            theta = m_step(
-                **pairs,
-                n_sources=n_src,
-                sound_speed=cycles.nominal_speed,
-                sigma=config.sigma,
-                offset_prior_std=OFFSET_PRIOR_STD,
-                params=stages[stage],
-                start=trace[kept],
-            )
+            trace.append(_em_step(run, best, trace[kept], stages[stage]))
         except ValueError as err:
             stop = str(err)
             break
-        trace.append(theta)
+        sigmas.append(config.sigma)
         steps += 1
+        k += 1
     skipped = em_passes(config) - len(loglik)
-    if progress and skipped:
+    if progress and skipped > 0:
         progress(skipped * (2 * run.n_cycles + int(run.use_recovery)))
     result = CalibrationResult(
         params=config.calibrate_params,
         trace=tuple(trace),
         loglik=tuple(loglik),
-        best=int(np.argmax(loglik)),
+        sigma=tuple(sigmas),
+        start=first,
+        best=kept,
         stop=stop,
         particles=run.config.particles,
     )
@@ -642,7 +687,7 @@ def track_float(
         if config.calibrate:
             result, best = calibrate(record, config, progress)
             used = result.calibration
-            if result.best:
+            if not result.kept_file_values:
                 run.cycles.calibrate(used)
             if result.particles == config.particles:  # the best iterate is the final pass
                 final = best

@@ -410,6 +410,16 @@ def _calibration_variables() -> tuple[Variable, ...]:
             _TRACE,
         )
     )
+    out.append(
+        Variable(
+            "calibration_sigma",
+            ("iteration",),
+            "real",
+            "TOA noise std the EM pass assumed",
+            "larger than the track's sigma in the first (annealing) passes; " + _TRACE,
+            units="s",
+        )
+    )
     for name, dims, _, units, _ in quantities:
         out.append(
             Variable(
