@@ -16,8 +16,10 @@ Part 3 -- real files end to end (``--files``). The same 10^6 ballots written as 
 (30 MB, one ballot per line), a PrefLib ``.soc`` (equal ballots merged: 874k lines) and a
 cast-vote record (``rank1 .. rank10`` columns), in a temporary folder. For each file: the
 whole ``aggregate --rule borda`` and ``--rule irv`` command as a fresh process (interpreter
-start, reading, the rule, the axiom report, JSON written), its wall time and peak memory
-(``/usr/bin/time -v``); reading alone in this process (ballots per second); and pref_voting
+start, reading, the rule, the axiom report, JSON written), its wall time, CPU time (user +
+system: on a shared machine the wall time also counts other jobs) and peak memory
+(``/usr/bin/time -v``); reading alone in this process (ballots per second); the command on
+a one-ballot file (the fixed start-up cost); and pref_voting
 in a fresh process reading the same file and running the same rule (``preflib_to_profile``
 for the ``.soc``, ``csv_to_profile(csv_format="rank_columns")`` for the CVR; it has no
 reader for the votes CSV), one run each, killed after ``--pv-timeout`` seconds.
@@ -39,11 +41,13 @@ import tempfile
 import time
 import warnings
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from rankmodels.aggregation import Profile, aggregate, read_votes, write_preflib
+from rankmodels.aggregation import Profile, aggregate, read_votes, score_vector, write_preflib
+from rankmodels.aggregation.axioms import profile_axiom_report
 from rankmodels.aggregation.distance import kemeny
 
 
@@ -79,21 +83,35 @@ def write_files(folder: Path, raw: np.ndarray) -> dict[str, Path]:
     return paths
 
 
-def timed_process(args: list[str], timeout: float) -> tuple[float | None, float | None, str]:
-    """Wall seconds, peak memory (MB) and standard output of a fresh process; ``None``
-    times after ``timeout``."""
+@dataclass(frozen=True)
+class Run:
+    """One fresh process: wall and CPU (user + system) seconds, peak memory, its output."""
+
+    wall: float
+    cpu: float
+    peak_mb: float
+    stdout: str
+
+
+def timed_process(args: list[str], timeout: float) -> Run | None:
+    """Run ``args`` under ``/usr/bin/time -v``; ``None`` after ``timeout`` seconds."""
     start = time.perf_counter()
     try:
         done = subprocess.run(
             ["/usr/bin/time", "-v", *args], capture_output=True, text=True, timeout=timeout
         )
     except subprocess.TimeoutExpired:
-        return None, None, ""
+        return None
     seconds = time.perf_counter() - start
     if done.returncode != 0:
         raise RuntimeError(f"{args} failed:\n{done.stderr[-2000:]}")
-    peak = re.search(r"Maximum resident set size \(kbytes\): (\d+)", done.stderr)
-    return seconds, int(peak.group(1)) / 1024 if peak else None, done.stdout
+
+    def field(label: str) -> float:
+        return float(re.search(label + r": ([\d.]+)", done.stderr).group(1))
+
+    cpu = field(r"User time \(seconds\)") + field(r"System time \(seconds\)")
+    peak = field(r"Maximum resident set size \(kbytes\)") / 1024
+    return Run(seconds, cpu, peak, done.stdout)
 
 
 AGGREGATE = "from rankmodels_app.aggregate import aggregate_main; aggregate_main()"
@@ -124,17 +142,33 @@ def check_same(report: dict, theirs: object, n_ballots: int) -> None:
         assert [int(name[1:]) for name in report["winners"]] == sorted(theirs)
 
 
+def _aggregate_args(path: Path, rule: str, out: Path) -> list[str]:
+    return [sys.executable, "-c", AGGREGATE, "--rule", rule, "--format", "json", "--quiet",
+            "-o", str(out), str(path)]  # fmt: skip
+
+
+def _cell(run: Run | None, timeout: float) -> str:
+    return f"> {timeout:,.0f} s | - | -" if run is None else (
+        f"{run.wall:,.2f} s | {run.cpu:,.2f} s | {run.peak_mb:,.0f} MB"
+    )  # fmt: skip
+
+
 def end_to_end(raw: np.ndarray, timeout: float) -> list[str]:
     """Part 3: the ``aggregate`` command and pref_voting on files of the ballots ``raw``."""
     lines = [
-        "| file | rule | `aggregate` | peak memory | pref_voting | peak memory | ratio |",
-        "|---|---|---|---|---|---|---|",
+        "| file | rule | `aggregate` wall | CPU | peak memory | pref_voting wall | CPU | "
+        "peak memory | ratio (wall) | ratio (CPU) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     reading = []
     with tempfile.TemporaryDirectory(prefix="aggregation-bench-") as folder:
         paths = write_files(Path(folder), raw)
-        for path in paths.values():  # compile every reader
-            read_votes(path)
+        out = Path(folder) / "out.json"
+        for path in paths.values():  # compile every reader, rule and the axiom report
+            profile = read_votes(path)
+            for rule in ("borda", "irv"):
+                result = aggregate(profile, rule)
+                profile_axiom_report(profile, result, score_vector(rule, profile.n))
         for label, path in paths.items():
             start = time.perf_counter()
             profile = read_votes(path)
@@ -144,31 +178,25 @@ def end_to_end(raw: np.ndarray, timeout: float) -> list[str]:
                 f"{raw.shape[0] / seconds / 1e6:,.2f} M/s | {profile.weights.size:,} |"
             )
             for rule in ("borda", "irv"):
-                out = Path(folder) / "out.json"
-                ours, ours_mb, _ = timed_process(
-                    [sys.executable, "-c", AGGREGATE, "--rule", rule, "--format", "json",
-                     "--quiet", "-o", str(out), str(path)],
-                    timeout,
-                )  # fmt: skip
+                ours = timed_process(_aggregate_args(path, rule, out), timeout)
                 report = json.loads(out.read_text())
                 assert report["ballots"] == raw.shape[0]  # the command really read them all
-                theirs, theirs_mb, printed = None, None, ""
+                theirs = None
                 if label != "CSV":  # pref_voting has no reader for the votes CSV
-                    theirs, theirs_mb, printed = timed_process(
+                    theirs = timed_process(
                         [sys.executable, "-c", PREF_VOTING, str(path), rule], timeout
                     )
-                if printed:
-                    check_same(report, ast.literal_eval(printed.strip()), raw.shape[0])
-                cell = "no reader" if label == "CSV" else f"> {timeout:,.0f} s"
-                cell = cell if theirs is None else f"{theirs:,.1f} s"
-                ratio = "-" if theirs is None else f"{theirs / ours:,.0f}x"
-                mem = "-" if theirs_mb is None else f"{theirs_mb:,.0f} MB"
-                lines.append(
-                    f"| {label} | {rule} | {ours:,.2f} s | {ours_mb:,.0f} MB | {cell} | "
-                    f"{mem} | {ratio} |"
-                )
+                if theirs is not None:
+                    check_same(report, ast.literal_eval(theirs.stdout.strip()), raw.shape[0])
+                ratios = "- | -" if theirs is None else (
+                    f"{theirs.wall / ours.wall:,.0f}x | {theirs.cpu / ours.cpu:,.0f}x"
+                )  # fmt: skip
+                pv = "no reader | - | -" if label == "CSV" else _cell(theirs, timeout)
+                lines.append(f"| {label} | {rule} | {_cell(ours, timeout)} | {pv} | {ratios} |")
+        one = Path(folder) / "one.csv"
+        one.write_text("ranking\nc0>c1\n")
+        start_up = timed_process(_aggregate_args(one, "borda", out), timeout)
         profile = read_votes(paths["CSV"])
-        aggregate(profile, "irv")  # compiled already; time it again
         t_irv, result = best_time(lambda: aggregate(profile, "irv"), 1)
         t_borda, _ = best_time(lambda: aggregate(profile, "borda"), 1)
     return [
@@ -180,6 +208,7 @@ def end_to_end(raw: np.ndarray, timeout: float) -> list[str]:
         "",
         f"after reading: IRV {t_irv * 1e3:,.0f} ms ({len(result.details['rounds'])} rounds), "
         f"Borda {t_borda * 1e3:,.0f} ms on {profile.weights.size:,} distinct ballots",
+        f"start-up (the command on a one-ballot file): {_cell(start_up, timeout)}",
     ]
 
 
