@@ -33,6 +33,13 @@ import numpy as np
 from numba import get_num_threads, njit
 from scipy.special import ndtri
 
+from rankmodels.tracking.engines.multipath import (
+    ERFCX_SERIES_FROM,
+    SURVIVAL_ONE_BELOW,
+    erfcx_series,
+    multipath_tables,
+    table_value,
+)
 from rankmodels.tracking.signal_model import SignalModel
 
 __all__ = [
@@ -47,12 +54,10 @@ __all__ = [
     "bipartite_cycle",
     "check_predicted",
     "engine_output",
-    "log_add",
-    "multipath_constants",
-    "log_erfcx",
     "log_gauss_tail",
-    "log_path_scaled",
+    "log_match_weight",
     "log_source_factors",
+    "log_source_factors_above",
     "log_unmatched",
     "message_passing",
     "over_particles",
@@ -61,10 +66,10 @@ __all__ = [
 ]
 
 LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
-LOG_SQRT_PI = 0.5 * math.log(math.pi)
 INV_SQRT2 = 1.0 / math.sqrt(2.0)
-#: P(Z > z) rounds to 1 below this z.
-_Z_LO = -8.5
+LOG_2 = math.log(2.0)
+#: P(Z > z) rounds to 1 below this z (with or without multipath).
+_Z_LO = SURVIVAL_ONE_BELOW
 #: Batches at least this large use threads (below, launching them costs more than it saves).
 PARALLEL_MIN = 512
 #: Chunks per thread of a parallel batch (uneven particles then even out across threads).
@@ -166,49 +171,6 @@ def log_gauss_tail(z: float) -> float:
     return -0.5 * z * z - math.log(z) - LOG_SQRT_2PI + math.log(series)
 
 
-@njit(cache=True)
-def log_erfcx(u: float) -> float:
-    """``log erfcx(u) = log(exp(u^2) erfc(u))`` for any real ``u``, without overflow.
-
-    ``erfc`` is used while it does not underflow (``u < 25``); beyond, the asymptotic series
-    ``erfcx(u) = (1 - x + 3x^2 - 15x^3 + 105x^4 - 945x^5 + 10395x^6) / (u sqrt(pi))``,
-    ``x = 1 / (2u^2)`` (relative error < 1e-16 there).
-    """
-    if u < 25.0:
-        return math.log(math.erfc(u)) + u * u
-    x = 0.5 / (u * u)
-    series = 1.0 - x * (
-        1.0 - 3.0 * x * (1.0 - 5.0 * x * (1.0 - 7.0 * x * (1.0 - 9.0 * x * (1.0 - 11.0 * x))))
-    )
-    return math.log(series) - math.log(u) - LOG_SQRT_PI
-
-
-@njit(cache=True)
-def log_path_scaled(z: float, path_a: float) -> float:
-    """``log(exp(-z^2 / 2) erfcx((a - z) / sqrt 2))`` with ``a = sigma / mu_D``: the
-    exponentially modified Gaussian at ``z = (T - pred) / sigma`` is ``1 / (2 mu_D)`` times its
-    exponential, and ``mu_D EMG(tau)`` (the multipath part of the survival) half of it."""
-    return log_erfcx((path_a - z) * INV_SQRT2) - 0.5 * z * z
-
-
-@njit(cache=True)
-def log_add(a: float, b: float) -> float:
-    """``log(exp(a) + exp(b))`` without overflow (``-inf`` when both are)."""
-    hi = max(a, b)
-    if hi == -math.inf:
-        return hi
-    return hi + math.log1p(math.exp(min(a, b) - hi))
-
-
-def multipath_constants(model: SignalModel) -> tuple[float, float, float]:
-    """``(log(1 - P_M), log(P_M / (2 mu_D)), sigma / mu_D)``: ``log p_i(T)`` is
-    ``log(1 - P_M) + log N(T; pred_i, sigma^2)`` log-added to ``log(P_M / (2 mu_D)) +``
-    :func:`log_path_scaled` (the second ``-inf`` without multipath)."""
-    pm, mu = float(model.multipath), float(model.multipath_delay)
-    log_path0 = math.log(pm / (2.0 * mu)) if pm > 0 else -math.inf
-    return math.log1p(-pm), log_path0, float(model.sigma) / mu
-
-
 def unmatched_weights(model: SignalModel, *, ranked: bool = True) -> tuple[float, float]:
     """``(const, tail_coef)`` with the unmatched weight ``u_i = const + tail_coef * P(t_i > tau)``.
 
@@ -228,9 +190,15 @@ class BipartiteCycle(NamedTuple):
     a match weighs ``log phi_i(j) = log_match0 - (T_j - pred_i)^2 inv_2var``; the unmatched
     weight ``u_i = u_const + u_tail P(Z > (tau - pred_i) inv_sigma)`` comes with the logs of
     ``u_const``, ``u_tail``, their sum and the cut-off ``z_hi`` used by :func:`log_unmatched`.
-    With multipath (``log_path0 > -inf``) a match adds ``log_path0 + log_path_scaled(z,
-    path_a)`` (``log_match0`` then holds ``log(1 - P_M)``) and the survival adds
-    ``exp(log_path_tail0 + log_path_scaled(w, path_a))`` to ``P(Z > w)``.
+
+    With multipath (``multipath`` true; :mod:`.multipath` for the maths) ``log_match0`` holds
+    ``log(1 - P_M)`` too and a match adds ``l(u)``, ``u = (path_a - z) / sqrt 2``, read from
+    the table ``match_*`` for ``path_u_late < u < 25``, ``log1p(path_k erfcx(u))`` beyond 25,
+    and is ``log_path_late - path_a z`` for ``u <= path_u_late``; ``log1p_k = log(1 + K)``
+    bounds ``l`` for ``z <= a`` (:func:`log_match_weight`). The unmatched weight ``log u(w)`` is
+    read from the table ``core_*`` for ``-8.5 < w < core_end``, then ``tail_*`` (``u_const >
+    0``) or ``log_late_linear - path_a w`` (``u_const = 0``). Without multipath these are
+    unused (tables of one row of zeros).
     """
 
     toa: np.ndarray
@@ -246,9 +214,31 @@ class BipartiteCycle(NamedTuple):
     log_u_tail: float
     log_u_total: float
     z_hi: float
-    log_path0: float
-    log_path_tail0: float
+    multipath: bool
     path_a: float
+    path_k: float
+    log1p_k: float
+    path_u_late: float
+    log_path_late: float
+    match_x0: float
+    match_inv_h: float
+    match_coef: np.ndarray
+    core_end: float
+    core_x0: float
+    core_inv_h: float
+    core_coef: np.ndarray
+    tail_x0: float
+    tail_inv_h: float
+    tail_coef: np.ndarray
+    log_late_linear: float
+
+
+#: Stand-in for a table a model does not need.
+_NO_TABLE = (0.0, 0.0, np.zeros((1, 8)))
+
+
+def _table_fields(table) -> tuple[float, float, np.ndarray]:
+    return _NO_TABLE if table is None else (table.x0, table.inv_h, table.coef)
 
 
 def bipartite_cycle(cycle: Cycle, model: SignalModel, *, ranked: bool = True) -> BipartiteCycle:
@@ -259,73 +249,131 @@ def bipartite_cycle(cycle: Cycle, model: SignalModel, *, ranked: bool = True) ->
     with a result identical to rounding.
     """
     const, tail = unmatched_weights(model, ranked=ranked)
-    log_direct, log_path0, path_a = multipath_constants(model)
-    path_tail = log_path0 > -math.inf and tail > 0  # the late weight has a multipath part
-    if path_tail:  # its tail is exponential, not Gaussian: no cut-off
-        z_hi = math.inf
-    elif const > 0 and tail > 0:
+    if const > 0 and tail > 0:
         z_hi = -float(ndtri(2.0**-55 * const / tail))
     elif const > 0:
         z_hi = -math.inf
     else:
         z_hi = math.inf
-    sigma = float(model.sigma)
+    sigma, pm, pd = float(model.sigma), float(model.multipath), float(model.p_detect)
+    log_late_linear = path_k = log1p_k = u_late = log_path_late = core_end = 0.0
+    path_a = sigma / float(model.multipath_delay)
+    match = core = tail_table = None
+    if pm > 0:
+        tables = multipath_tables(pm, path_a, const, tail, z_hi)
+        path_k, u_late, match, core, tail_table = tables[:5]
+        log1p_k = math.log1p(path_k)
+        log_path_late = math.log(pd * pm / float(model.multipath_delay)) + 0.5 * path_a**2
+        if tail > 0:
+            core_end, z_hi = tables.core_end, tables.w_cut
+            log_late_linear = math.log(tail * pm) + 0.5 * path_a**2
     return BipartiteCycle(
-        toa=cycle.toa,
-        log_clutter=cycle.log_clutter,
-        tau=float(cycle.tau),
-        log_poisson=float(cycle.log_poisson),
-        log_match0=math.log(model.p_detect) + log_direct - math.log(sigma) - LOG_SQRT_2PI,
-        inv_2var=0.5 / (sigma * sigma),
-        inv_sigma=1.0 / sigma,
-        u_const=const,
-        u_tail=tail,
-        log_u_const=math.log(const) if const > 0 else -math.inf,
-        log_u_tail=math.log(tail) if tail > 0 else -math.inf,
-        log_u_total=math.log(const + tail),
-        z_hi=z_hi,
-        log_path0=math.log(model.p_detect) + log_path0,
-        log_path_tail0=math.log(0.5 * model.multipath) if path_tail else -math.inf,
-        path_a=path_a,
+        cycle.toa,
+        cycle.log_clutter,
+        float(cycle.tau),
+        float(cycle.log_poisson),
+        math.log(pd) + math.log1p(-pm) - math.log(sigma) - LOG_SQRT_2PI,
+        0.5 / (sigma * sigma),
+        1.0 / sigma,
+        const,
+        tail,
+        math.log(const) if const > 0 else -math.inf,
+        math.log(tail) if tail > 0 else -math.inf,
+        math.log(const + tail),
+        z_hi,
+        pm > 0,
+        path_a,
+        path_k,
+        log1p_k,
+        u_late,
+        log_path_late,
+        *_table_fields(match),
+        core_end,
+        *_table_fields(core),
+        *_table_fields(tail_table),
+        log_late_linear,
     )
 
 
 @njit(cache=True, inline="always")
 def log_unmatched(z: float, c: BipartiteCycle) -> float:
-    """``log u = log(u_const + u_tail * P(Z > z))`` (see :class:`BipartiteCycle`), safe in the
-    tails.
+    """``log u = log(u_const + u_tail * P(t_i > tau))`` at ``z = (tau - pred_i) / sigma`` (see
+    :class:`BipartiteCycle`), safe in the tails.
 
     For the ranked model ``u_const = 1 - P_D`` (missing) and ``u_tail = P_D`` (late, eq. 5.66);
     with ``u_const = 0`` (``P_D = 1``) the far tail is evaluated by :func:`log_gauss_tail`.
+    With multipath the survival is ``P(Z > z) + P_M mu_D EMG(tau)``, tabulated (:mod:`.multipath`).
     """
     if z >= c.z_hi:
         return c.log_u_const
     if z <= _Z_LO:
         return c.log_u_total
-    if c.log_path_tail0 > -math.inf:  # survival P(Z > z) + P_M mu_D EMG(tau)
-        log_tail = log_add(log_gauss_tail(z), c.log_path_tail0 + log_path_scaled(z, c.path_a))
+    if c.multipath:
+        if z < c.core_end:
+            return table_value(z, c.core_x0, c.core_inv_h, c.core_coef)
         if c.u_const > 0.0:
-            return math.log(c.u_const + c.u_tail * math.exp(log_tail))
-        return c.log_u_tail + log_tail
+            return table_value(z, c.tail_x0, c.tail_inv_h, c.tail_coef)
+        return c.log_late_linear - c.path_a * z
     if c.u_const > 0.0:
         return math.log(c.u_const + c.u_tail * 0.5 * math.erfc(z * INV_SQRT2))
     return c.log_u_tail + log_gauss_tail(z)
 
 
 @njit(cache=True, inline="always")
-def log_source_factors(c: BipartiteCycle, pred: np.ndarray, log_match, log_u) -> None:
+def log_match_weight(d: float, c: BipartiteCycle, log_floor: float) -> float:
+    """``log phi_i(j) = log(P_D p_i(T_j))`` at the residual ``d = T_j - pred_i`` (eq. 5.66;
+    with multipath ``p_i`` is the mixture of :mod:`rankmodels.tracking.signal_model`,
+    evaluated as :mod:`.multipath` describes).
+
+    With multipath, ``-inf`` instead where a bound without transcendental functions puts it
+    below ``log_floor`` (``-inf``: never): ``(1 - P_M) N (1 + K erfcx(u))`` is at most
+    ``(1 + K) (1 - P_M) N`` for ``z <= a`` (``erfcx(u) <= 1`` for ``u >= 0``) and, as
+    ``erfcx(u) <= 2 exp(u^2)``, at most twice the larger of ``(1 - P_M) N`` and
+    ``P_D P_M / mu_D exp(a^2 / 2 - a z)`` beyond.
+    """
+    direct = c.log_match0 - d * d * c.inv_2var
+    if not c.multipath:
+        return direct
+    z = d * c.inv_sigma
+    late = c.log_path_late - c.path_a * z
+    u = (c.path_a - z) * INV_SQRT2
+    if u <= c.path_u_late:
+        return late
+    if u >= 0.0:
+        if direct + c.log1p_k < log_floor:
+            return -math.inf
+    elif max(direct, late) + LOG_2 < log_floor:
+        return -math.inf
+    if u < ERFCX_SERIES_FROM:
+        return direct + table_value(u, c.match_x0, c.match_inv_h, c.match_coef)
+    return direct + math.log1p(c.path_k * erfcx_series(u))
+
+
+@njit(cache=True, inline="always")
+def log_source_factors_above(
+    c: BipartiteCycle, pred: np.ndarray, log_match, log_u, log_floor: float
+) -> None:
     """One particle's source factors: ``log_match[i, j] = log phi_i(j)`` (s, m) and
     ``log_u[i] = log u_i`` (s,) for the predicted arrival times ``pred`` (s,) (eq. 5.66, with
-    the multipath mixture of :mod:`rankmodels.tracking.signal_model`)."""
-    toa = c.toa
+    the multipath mixture of :mod:`rankmodels.tracking.signal_model`).
+
+    With multipath, a pair that :func:`log_match_weight` shows to be below ``log u_i +
+    log kappa_j + log_floor`` (``kappa_j``: the clutter weight, ``exp(log_clutter[j])``) may
+    be set to ``-inf`` (``log_floor = -inf``: every pair is evaluated).
+    """
+    toa, log_clutter = c.toa, c.log_clutter
     for i in range(pred.shape[0]):
-        log_u[i] = log_unmatched((c.tau - pred[i]) * c.inv_sigma, c)
+        lu = log_unmatched((c.tau - pred[i]) * c.inv_sigma, c)
+        log_u[i] = lu
         for j in range(toa.shape[0]):
-            d = toa[j] - pred[i]
-            log_match[i, j] = c.log_match0 - d * d * c.inv_2var
-            if c.log_path0 > -math.inf:
-                path = c.log_path0 + log_path_scaled(d * c.inv_sigma, c.path_a)
-                log_match[i, j] = log_add(log_match[i, j], path)
+            log_match[i, j] = log_match_weight(toa[j] - pred[i], c, lu + log_clutter[j] + log_floor)
+
+
+@njit(cache=True, inline="always")
+def log_source_factors(c: BipartiteCycle, pred: np.ndarray, log_match, log_u) -> None:
+    """Every source factor of one particle (:func:`log_source_factors_above`, nothing
+    skipped)."""
+    log_source_factors_above(c, pred, log_match, log_u, -math.inf)
 
 
 class MessagePassing(NamedTuple):

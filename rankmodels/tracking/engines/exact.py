@@ -41,6 +41,7 @@ from rankmodels.tracking.engines._common import (
     bipartite_cycle,
     engine_output,
     log_source_factors,
+    log_source_factors_above,
     over_particles,
 )
 from rankmodels.tracking.signal_model import SignalModel
@@ -88,12 +89,14 @@ def _scaled_weights(c, pred, buf):
     """Fill ``buf.a`` (s, m), ``buf.k`` (m,) with scaled weights; return ``sum log u + sum c``.
 
     ``active[i, :n_active[i]]`` lists the arrivals with ``a_ij > 0``; pairs that underflow
-    or fall below ``2^-60 k_j`` (see ``_LOG_EPS``) are set to zero.
+    or fall below ``2^-60 k_j`` (see ``_LOG_EPS``) are set to zero. With multipath such pairs
+    are mostly recognised by a bound and not evaluated: they are never the largest weight of
+    their arrival (the clutter weight is larger), so the result is the same.
     """
     a, k, log_scale, log_u = buf.a, buf.k, buf.log_scale, buf.log_u
     active, n_active, log_clutter = buf.active, buf.n_active, c.log_clutter
     s, m = a.shape
-    log_source_factors(c, pred, a, log_u)
+    log_source_factors_above(c, pred, a, log_u, _LOG_EPS)
     total = 0.0
     for j in range(m):
         log_scale[j] = log_clutter[j]

@@ -19,10 +19,11 @@ from numba import njit
 
 from rankmodels.tracking.engines._common import (
     LOG_SQRT_2PI,
+    BipartiteCycle,
     Cycle,
     LikelihoodResult,
-    log_path_scaled,
-    multipath_constants,
+    bipartite_cycle,
+    log_match_weight,
 )
 from rankmodels.tracking.schema import CLUTTER, NO_ARRIVAL
 from rankmodels.tracking.signal_model import SignalModel
@@ -62,12 +63,12 @@ def check_labels(labels: np.ndarray | None, cycle: Cycle, n_sources: int) -> np.
 
 
 @njit(cache=True)
-def _log_path_scaled_array(z: np.ndarray, path_a: float) -> np.ndarray:
-    """:func:`log_path_scaled` of every entry of ``z`` (N, k)."""
-    out = np.empty_like(z)
-    for p in range(z.shape[0]):
-        for k in range(z.shape[1]):
-            out[p, k] = log_path_scaled(z[p, k], path_a)
+def _sum_log_match(d: np.ndarray, c: BipartiteCycle) -> np.ndarray:
+    """``sum_k log phi(d[p, k])`` (:func:`log_match_weight`) over each row of ``d`` (N, k)."""
+    out = np.zeros(d.shape[0])
+    for p in range(d.shape[0]):
+        for k in range(d.shape[1]):
+            out[p] += log_match_weight(d[p, k], c, -math.inf)
     return out
 
 
@@ -85,15 +86,13 @@ def labels_engine(
     src = np.flatnonzero(recorded >= 0)
     d = cycle.toa[src][None, :] - predicted[:, recorded[src]]
     sigma = float(model.sigma)
-    log_direct, log_path0, path_a = multipath_constants(model)
-    if log_path0 == -math.inf:
+    if model.multipath == 0:
         loglik = -(0.5 / sigma**2) * np.sum(d * d, axis=1) - src.size * (
             math.log(sigma) + LOG_SQRT_2PI
         )
-    else:
-        direct = log_direct - 0.5 * (d / sigma) ** 2 - math.log(sigma) - LOG_SQRT_2PI
-        path = log_path0 + _log_path_scaled_array(np.ascontiguousarray(d / sigma), path_a)
-        loglik = np.logaddexp(direct, path).sum(axis=1)
+    else:  # log phi includes log P_D
+        c = bipartite_cycle(cycle, model)
+        loglik = _sum_log_match(d, c) - src.size * math.log(model.p_detect)
     if not association:
         return LikelihoodResult(loglik, None)
     onehot = np.zeros((cycle.m, s + 1))
