@@ -144,7 +144,7 @@ def test_association_rows_are_distributions(rng):
 
 @pytest.mark.parametrize(
     ("engine", "p_detect", "clutter_rate"),
-    [("exact", 0.9, 1.0), ("bp", 0.9, 1.0), ("minfactor", 1.0, 0.0)],
+    [("exact", 0.9, 1.0), ("bp", 0.9, 1.0), ("minfactor", 0.9, 1.0)],
 )
 def test_batch_equals_particle_by_particle(rng, engine, p_detect, clutter_rate):
     """The parallel chunking does not mix particles: every particle of a threaded batch gets
