@@ -132,7 +132,9 @@ def _forward(buf, keep):
     """Forward DP and clutter products ``kc[A]``; return ``Z``.
 
     With ``keep`` row ``i`` of ``fwd`` holds ``F_i`` (for the marginals); otherwise row 0 is
-    updated in place (masks in descending order read only not-yet-updated smaller masks).
+    updated in place, reading ``F_i`` from row 1 when the source has several candidate
+    arrivals. Each candidate ``j`` adds ``F_i[A] a_ij`` to the masks ``A + {j}`` (half the
+    masks, no branch).
     """
     a, k, active, n_active, fwd, kc = buf.a, buf.k, buf.active, buf.n_active, buf.fwd, buf.kc
     s, m = a.shape
@@ -153,24 +155,18 @@ def _forward(buf, keep):
             for mask in range(size):
                 fwd[dst, mask] = fwd[src, mask]
         na = n_active[i]
-        if na == 0:
-            continue
-        if na == 1:  # one candidate arrival (the common case): no branch, half the masks
-            bit = 1 << active[i, 0]
-            aij = a[i, active[i, 0]]
+        old = src
+        if na > 1 and not keep:
+            for mask in range(size):
+                fwd[1, mask] = fwd[0, mask]
+            old = 1
+        for q in range(na):
+            bit = 1 << active[i, q]
+            aij = a[i, active[i, q]]
             for t in range(size >> 1):
                 low = t & (bit - 1)
-                mask = ((t - low) << 1) | bit | low
-                fwd[dst, mask] += fwd[src, mask ^ bit] * aij
-            continue
-        for mask in range(size - 1, 0, -1):
-            v = fwd[dst, mask]
-            for q in range(na):
-                j = active[i, q]
-                bit = 1 << j
-                if mask & bit:
-                    v += fwd[src, mask ^ bit] * a[i, j]
-            fwd[dst, mask] = v
+                mask = ((t - low) << 1) | low
+                fwd[dst, mask | bit] += fwd[old, mask] * aij
     last = s if keep else 0
     z = 0.0
     for mask in range(size):
