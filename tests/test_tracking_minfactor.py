@@ -15,6 +15,7 @@ import pytest
 from rankmodels.tracking.engines import log_likelihood
 from rankmodels.tracking.engines.oracle import enumerate_associations
 from rankmodels.tracking.signal_model import SignalModel
+from tests.test_tracking_engines_mp import tracking_cycle
 
 
 def random_model(rng: np.random.Generator, *, p_detect: float | None = None) -> SignalModel:
@@ -136,19 +137,6 @@ def test_loopy_graphs_fall_below_exact(rng):
     assert np.quantile(-errors, 0.9) < 1.5
     assert -errors.min() < 2.5
     assert np.concatenate(agree).mean() > 0.9
-
-
-def tracking_cycle(rng: np.random.Generator, n: int = 300):
-    """s = 12, r = 4 like a DIMES float: a simulated record and particles around the truth."""
-    model = SignalModel(sigma=5.0, p_detect=0.9, clutter_rate=1.0, window=1800.0)
-    truth = rng.uniform(100, 1500, 12)
-    heard = truth + rng.normal(0, model.sigma, 12)
-    heard = heard[(rng.random(12) < model.p_detect) & (heard <= model.window)]
-    clutter = rng.uniform(0, model.window, rng.poisson(model.clutter_rate))
-    arrivals = np.sort(np.concatenate([heard, clutter]))[:4]
-    toa = np.full(4, np.nan)
-    toa[: arrivals.size] = arrivals
-    return model, toa, truth + rng.normal(0, 30, (n, 12))
 
 
 def test_tracking_cycles(rng):
