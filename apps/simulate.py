@@ -131,10 +131,11 @@ def simulate_float(
     """Simulate a RAFOS float on the DIMES source array, launched where DIMES float 767 was.
 
     Writes OUT/NAME.nc (the float record, float id sim-TRAJECTORY-seedSEED-DAYSd) and
-    OUT/NAME_truth.nc (its true track). With the defaults and --name float767,
-    `rankmodels simulate-float --out data --name float767` reproduces the shipped
-    data/float767.nc and data/float767_truth.nc. The mismatch options make the signals depart
-    from what the record states (the truth file keeps the true values).
+    OUT/NAME_truth.nc (its true track). The mismatch options make the signals depart from
+    what the record states (the truth file keeps the true values). The shipped
+    data/float767.nc and data/float767_truth.nc are `rankmodels simulate-float --out data
+    --name float767 --float-drift 0.02 --true-sound-speed 1470 --offset-error 1 --multipath
+    0.02`.
     """
     try:
         departure = Mismatch(**mismatch)

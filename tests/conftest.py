@@ -38,6 +38,18 @@ def repo_data() -> Path:
     return REPO / "data"
 
 
+@pytest.fixture(scope="session")
+def model_float767():
+    """``(record, truth)``: the shipped sample's float without its mismatch -- the signals
+    exactly as its file states them (the paper's model). Tests of the model's accuracy use it;
+    the shipped ``data/float767.nc`` carries a mismatch only calibration removes."""
+    from rankmodels.tracking.records import validate_float
+    from rankmodels.tracking.simulate import dimes_float767
+
+    record, truth = dimes_float767()
+    return validate_float(record), truth
+
+
 @pytest.fixture
 def shared_data() -> Path:
     """Real data sets beside the repository (read-only); tests needing it skip without it."""

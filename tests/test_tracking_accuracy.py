@@ -1,10 +1,13 @@
 """Accuracy of the tracker on simulated DIMES floats (known truth).
 
-Targets (issue 2) on ``data/float767.nc`` with defaults and 10,000 particles: median position
-error < 10 km, 90th percentile < 25 km, >= 95 % of true arrivals associated to the right
-source, >= 90 % of clutter called clutter (``-m slow``). The default run checks a 180-cycle
-stretch of the same record (new sources come on line in it) with 2,000 particles against
-looser thresholds, and that smoothing lowers the error of the forward filter.
+Targets (issue 2) on the sample float with the parameters its file states (the
+``model_float767`` fixture: ``data/float767.nc``'s float without the mismatch the shipped file
+carries) with defaults and 10,000 particles: median position error < 10 km, 90th percentile
+< 25 km, >= 95 % of true arrivals associated to the right source, >= 90 % of clutter called
+clutter (``-m slow``). The default run checks a 180-cycle stretch of the same record (new
+sources come on line in it) with 2,000 particles against looser thresholds, and that
+smoothing lowers the error of the forward filter. The shipped sample itself, with its
+mismatch, is the calibration's test (``tests/test_tracking_quality.py``).
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import xarray as xr
 
 from rankmodels.tracking.evaluate import score_track
 from rankmodels.tracking.pipeline import TrackConfig, track_float
-from rankmodels.tracking.records import read_float, validate_float
+from rankmodels.tracking.records import validate_float
 from rankmodels.tracking.simulate import dimes_float767
 
 
@@ -30,9 +33,8 @@ def _stretch(record: xr.Dataset, truth: xr.Dataset, start: int, stop: int):
     return validate_float(part), truth.isel(cycle=slice(start, stop))
 
 
-def test_reduced_accuracy_and_smoothing_helps(repo_data):
-    record = read_float(repo_data / "float767.nc")
-    truth = xr.load_dataset(repo_data / "float767_truth.nc")
+def test_reduced_accuracy_and_smoothing_helps(model_float767):
+    record, truth = model_float767
     part, true = _stretch(record, truth, 300, 480)
     track, summary = track_float(part, TrackConfig(particles=2000, seed=1))
     score = score_track(track, true)
@@ -66,9 +68,8 @@ def test_reduced_accuracy_and_smoothing_helps(repo_data):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("smooth", [True, False])
-def test_full_float767_targets(repo_data, smooth):
-    record = read_float(repo_data / "float767.nc")
-    truth = xr.load_dataset(repo_data / "float767_truth.nc")
+def test_full_float767_targets(model_float767, smooth):
+    record, truth = model_float767
     track, summary = track_float(record, TrackConfig(particles=10_000, smooth=smooth))
     score = score_track(track, truth)
     assert summary["collapsed_cycles"] == []
@@ -80,11 +81,10 @@ def test_full_float767_targets(repo_data, smooth):
         assert score["arrivals_right"] >= 0.9 and score["clutter_called_clutter"] >= 0.8
 
 
-def test_cycles_without_arrivals_only_predict(repo_data):
+def test_cycles_without_arrivals_only_predict(model_float767):
     """A 15-day gap in the record: those cycles have no association, log-likelihood 0, growing
     uncertainty; tracking resumes after the gap."""
-    record = read_float(repo_data / "float767.nc")
-    truth = xr.load_dataset(repo_data / "float767_truth.nc")
+    record, truth = model_float767
     part, true = _stretch(record, truth, 300, 400)
     toa = part["toa"].values.copy()
     toa[40:55] = np.nan

@@ -375,9 +375,15 @@ def test_compile_time_is_reported_apart_from_the_run_time():
     assert again.compile_time_s == 0
 
 
-def test_the_shipped_sample_passes(repo_data):
-    _, summary = track_float(read_float(repo_data / "float767.nc"), TrackConfig(particles=2000))
+def test_the_shipped_sample_passes_calibrated_and_fails_as_written(repo_data):
+    """The sample carries what real records carry (clock drift, a sound speed 10 m/s off the
+    file's, offset errors, multipath): tracked with the file's values the checks say the
+    track is wrong; calibrated (``track-float``'s default) every check passes."""
+    record = read_float(repo_data / "float767.nc")
+    _, summary = track_float(record, TrackConfig(particles=2000, calibrate=True))
     assert all(c.passed for c in summary.quality), [c.message for c in summary.quality]
+    _, plain = track_float(record, TrackConfig(particles=2000))
+    assert not {c.name: c.passed for c in plain.quality}["recovery_distance"]
 
 
 def test_the_issue_one_arrival_sample_fails_where_it_can_be_checked(repo_data):

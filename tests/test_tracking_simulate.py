@@ -15,6 +15,7 @@ from rankmodels.tracking.simulate import (
     BRIDGE_ITERATIONS,
     DIMES_SOURCES,
     MAX_DAYS,
+    SAMPLE_MISMATCH,
     TRAJECTORIES,
     SignalSpec,
     Source,
@@ -121,8 +122,12 @@ def test_range_dependent_detection():
 def test_shipped_sample_is_reproducible_and_marked_simulated(repo_data):
     shipped = read_float(repo_data / "float767.nc")
     truth = xr.load_dataset(repo_data / "float767_truth.nc")
-    record, true = dimes_float767(seed=int(shipped.attrs["sim_seed"]))
+    record, true = dimes_float767(seed=int(shipped.attrs["sim_seed"]), mismatch=SAMPLE_MISMATCH)
     assert shipped.attrs["simulated"] == 1 and "SIMULATED" in shipped.attrs["comment"]
+    # the mismatch is stated in both files and the truth holds the true values
+    assert "1470 m/s" in shipped.attrs["sim_mismatch"] == truth.attrs["sim_mismatch"]
+    assert float(shipped["sound_speed"]) == 1480.0 and float(truth["sound_speed"]) == 1470.0
+    assert float(truth["clock_drift"]) == SAMPLE_MISMATCH.clock_drift
     assert shipped.attrs["float_id"] == record.attrs["float_id"] == "sim-drift-seed767-729d"
     for made, file in ((record, shipped), (true, truth)):  # the attributes, too, are today's
         assert file.attrs == {**made.attrs, "simulated": 1}

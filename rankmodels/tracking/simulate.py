@@ -21,9 +21,9 @@ The generative model is the one the tracker assumes ([Pareek2017] section 5.2 an
   fraction ``multipath`` of source arrivals delayed by ``Uniform(multipath_delay)`` s.
 
 :func:`dimes_float767` simulates a float on the real DIMES geometry, launched where DIMES
-float 767 was; with its defaults it is the shipped sample ``data/float767.nc``
-(``docs/tracking.md``, "Simulated data"). Long simulations report progress through a
-``progress(n)`` callback (:func:`simulation_steps` calls in all).
+float 767 was; with its defaults and :data:`SAMPLE_MISMATCH` it is the shipped sample
+``data/float767.nc`` (``docs/tracking.md``, "Simulated data"). Long simulations report
+progress through a ``progress(n)`` callback (:func:`simulation_steps` calls in all).
 """
 
 from __future__ import annotations
@@ -50,6 +50,7 @@ __all__ = [
     "DIMES_SOURCES",
     "MAX_DAYS",
     "MISMATCH_LIMITS",
+    "SAMPLE_MISMATCH",
     "TRAJECTORIES",
     "Mismatch",
     "SignalSpec",
@@ -432,6 +433,15 @@ def _mismatch_text(mismatch: Mismatch) -> str:
 
 TRAJECTORIES = ("drift", "straight", "spiral")
 FLOAT767_DAYS = 729
+#: What the shipped sample ``data/float767.nc`` carries and its file does not state (issue 8):
+#: a float clock drifting 0.02 s/day (7 s a year), signals at 1470 m/s while the file says
+#: 1480, written source offsets off by ``N(0, 1)`` s, 2 % of source arrivals delayed by
+#: multipath. ``dimes_float767(mismatch=SAMPLE_MISMATCH)`` is the sample, as is
+#: ``rankmodels simulate-float --name float767 --float-drift 0.02 --true-sound-speed 1470
+#: --offset-error 1 --multipath 0.02``.
+SAMPLE_MISMATCH = Mismatch(
+    clock_drift=0.02, true_sound_speed=1470.0, offset_error=1.0, multipath=0.02
+)
 #: Longest simulated float (days, 10 years). RAFOS floats listen for a few years; further on,
 #: float 767's mean drift would carry the float towards the pole (-76 deg after 10 years).
 MAX_DAYS = 3653
@@ -460,7 +470,8 @@ def dimes_float767(
     progress: Progress | None = None,
 ) -> tuple[xr.Dataset, xr.Dataset]:
     """A simulated float on the DIMES source array from DIMES float 767's launch (12 sources,
-    daily cycles); with the defaults, the shipped sample ``data/float767.nc``.
+    daily cycles); with the defaults and ``mismatch=SAMPLE_MISMATCH``, the shipped sample
+    ``data/float767.nc``.
 
     Launch (-56.326, -105.003) on 2009-01-23; ``trajectory`` "drift" (the sample: mean
     eastward drift + OU eddies, pinned to the recovery position (-60.225, -82.746) 729 days
