@@ -17,7 +17,8 @@ Engines (``ENGINES``; each described by an :class:`EngineSpec` in ``ENGINE_REGIS
     The paper's loopy belief propagation on the bipartite S_i/R_j graph with the Bethe
     estimate of the partition function (eqs. 5.28-5.63).
 ``minfactor``
-    Message passing on the min-factor graph of section 5.2 (no loss, no clutter).
+    Message passing on the min-factor graph of section 5.2 with lost signals and clutter
+    (eqs. 5.68-5.71), Bethe estimate of the partition function.
 ``baseline``
     The arrival order ignored (eq. 5.72).
 ``labels``
