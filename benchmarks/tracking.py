@@ -3,7 +3,8 @@
 Engines: particle-cycles per second at s = 12 sources and r = 4 recorded arrivals, on cycles of
 the shipped (simulated) float 767 record with all twelve sources active, particles scattered
 15 km around the true position (the situation inside the particle filter), all under the
-paper's model (``P_D = 0.9``, ``lambda = 1``). Whole track: the
+paper's model (``P_D = 0.9``, ``lambda = 1``), and ``exact``, ``bp`` and ``labels`` again with
+multipath (``--multipath``, default ``P_M = 0.02``; 0 leaves them out). Whole track: the
 10,000-particle track of float 767 (729 days) with the default settings, in a process whose
 numba cache is warm; the first call (which loads the compiled code) is reported apart.
 
@@ -15,6 +16,7 @@ from run to run; ``--cpu-time`` runs the engines on one thread and divides by th
 time instead, which repeats to a few percent under load (use it to compare two versions).
 
     python benchmarks/tracking.py [--particles 100000] [--repeats 5] [--no-track] [--cpu-time]
+                                  [--multipath 0.02]
 
 Fleet (``--fleet``, issue 12): ``--floats`` simulated floats of ``--days MIN MAX`` days tracked
 as ``track-float FOLDER/`` does (calibration on, figures and report per float unless
@@ -27,6 +29,7 @@ the speed-up.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 import time
@@ -225,6 +228,7 @@ def main() -> None:
     parser.add_argument(
         "--cpu-time", action="store_true", help="one thread, rates per CPU-second (engines only)"
     )
+    parser.add_argument("--multipath", type=float, default=0.02, help="P_M of the multipath rows")
     args = parser.parse_args()
     clock = time.perf_counter
     if args.cpu_time:
@@ -264,6 +268,15 @@ def main() -> None:
             f"(with association {rates['exact', True] / rates[engine, True]:.1f}x)"
         )
     print(f"exact / labels: {rates['exact', False] / rates['labels', False]:.3f}")
+    if args.multipath > 0:
+        delayed = dataclasses.replace(paper, multipath=args.multipath)
+        for engine, assoc in (("exact", False), ("exact", True), ("bp", False), ("labels", False)):
+            slow = rate(engine, cycles, delayed, args.repeats, assoc, clock)
+            label = f"{engine}{' +association' if assoc else ''}, P_M = {args.multipath:g}"
+            print(
+                f"  {label:36s} {slow / 1e6:9.4g} M particle-cycles/s "
+                f"(P_M = 0 / this: {rates[engine, assoc] / slow:.2f}x)"
+            )
 
     if not args.no_track:
         first, second, summary = time_track(record, args.track_particles)

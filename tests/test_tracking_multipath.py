@@ -265,6 +265,19 @@ def test_multipath_settings_are_checked():
         SignalModel(multipath=1.0)
     with pytest.raises(ValueError, match="multipath_delay"):
         SignalModel(multipath_delay=0.0)
+    with pytest.raises(ValueError, match=r"multipath_delay must be >= sigma / 1000 = 0.005 s"):
+        SignalModel(sigma=5.0, multipath=0.1, multipath_delay=0.004)
+    assert SignalModel(sigma=5.0, multipath=0.0, multipath_delay=0.004).multipath_delay == 0.004
+    widest = SignalModel(
+        sigma=5.0, p_detect=1.0, clutter_rate=0.0, multipath=0.1, multipath_delay=0.005
+    )  # the widest tables allowed; scipy's exponnorm cancels ~6 digits at this shape, so the
+    # mixture is written with erfcx: (1 - P_M) N (1 + K erfcx((a - z) / sqrt 2))
+    res = log_likelihood(np.array([10.0]), np.array([[3.0]]), widest)
+    a, z = 1000.0, 7.0 / 5.0
+    k = 0.1 / 0.9 * a * math.sqrt(math.pi / 2)
+    want = math.log(0.9) + stats.norm.logpdf(7.0, scale=5.0)
+    want += math.log1p(k * special.erfcx((a - z) / math.sqrt(2)))
+    assert res.loglik[0] == pytest.approx(want, rel=1e-14)
     with pytest.raises(InputError) as err:
         TrackConfig(multipath=0.6)
     assert err.value.field == "multipath"

@@ -12,7 +12,8 @@ Given the float position ``X`` the float hears, in one listening window ``[0, W]
   (T - pred_i) / mu_D) erfc((sigma / mu_D - z) / sqrt 2)``, ``z = (T - pred_i) / sigma``, and
   its survival ``P(t_i > tau) = Q(w) + P_M mu_D EMG(tau)``, ``w = (tau - pred_i) / sigma``,
   ``Q`` the standard normal tail (integrate the Gaussian against ``P(D > tau - x)``). With
-  ``P_M = 0`` (no multipath) this is the paper's model;
+  ``P_M = 0`` (no multipath) this is the paper's model. The engines read both multipath
+  terms from tables built once per model (:mod:`rankmodels.tracking.engines.multipath`);
 * ``N ~ Poisson(lambda)`` clutter arrivals, independent and uniform on ``[0, W]``
   (``p_N(T) = 1 / W``; eqs. 5.25-5.27, ``P_C = lambda / (1 + lambda)``);
 
@@ -61,7 +62,8 @@ class SignalModel:
     multipath:
         ``P_M``, probability that a source's arrival is delayed by multipath (``0 <= P_M < 1``).
     multipath_delay:
-        ``mu_D``, mean of the exponential multipath delay (s).
+        ``mu_D``, mean of the exponential multipath delay (s); with ``P_M > 0`` at least
+        ``sigma / 1000`` (the tabulated survival spans ``sigma / mu_D`` standard deviations).
     """
 
     sigma: float = 5.0
@@ -85,6 +87,11 @@ class SignalModel:
                 raise TypeError(f"SignalModel.{name} must be a real number, got {value!r}")
             if not math.isfinite(value) or not ok(value):
                 raise ValueError(f"SignalModel.{name} must be finite and {expected}, got {value!r}")
+        if self.multipath > 0 and self.multipath_delay < self.sigma / 1000.0:
+            raise ValueError(
+                f"SignalModel.multipath_delay must be >= sigma / 1000 = {self.sigma / 1000.0:g} s "
+                f"when multipath > 0, got {self.multipath_delay!r}"
+            )
 
     @property
     def p_clutter(self) -> float:
