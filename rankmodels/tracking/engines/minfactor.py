@@ -48,8 +48,10 @@ near-tied associations, slowly when they are close. The likelihood is the Bethe 
 
 (on loopy graphs below the exact value in every case tried, by about ``log 2`` per tie) and the
 association posterior the belief of each ``f'_k`` (column ``s``: clutter). A particle not
-settled after ``max_iter`` sweeps is reported (``sweeps = -1``); so is one whose messages lose
-all mass (only with ``P_D = 1`` and ``lambda = 0``, hard constraints), with ``-inf``.
+settled after ``max_iter`` sweeps is reported (``sweeps = -1``); so is one, with ``-inf``,
+whose messages lose all mass (hard constraints, ``P_D = 1`` and ``lambda = 0``) or whose
+scaled terms underflow (``P_D = 1``: "late" is then a Gaussian tail; seen on small random
+cycles only where the exact log-likelihood was below -1,200).
 """
 
 from __future__ import annotations
