@@ -448,8 +448,9 @@ def _sweep(it, buf, damping):
 
 
 #: An extrapolated message entry keeps at least this fraction of its value after ``F``: the
-#: step may shrink a dying hypothesis fast but never removes one.
-_FLOOR = 1e-3
+#: step may shrink a dying hypothesis fast but never removes one (at 0, a count message could
+#: lose its support; 1e-3 costs about 12% more sweeps on the sample's cycles).
+_FLOOR = 1e-8
 
 
 @njit(cache=True)
