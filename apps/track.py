@@ -141,7 +141,11 @@ def _calibration_line(summary: TrackSummary) -> str:
         parts.append(f"clock offset {offset} s, drift {drift} s/day")
     if "offsets" in result.params:
         largest = float(abs(cal.source_offset_correction).max())
-        parts.append(f"source offset corrections up to {largest:.1f} s")
+        parts.append(
+            f"source offset corrections up to {largest:.1f} s"
+            if largest
+            else "source offsets as written (no correction raised the likelihood)"
+        )
     return (
         f"calibrated: {'; '.join(parts)} (EM pass {result.best} of "
         f"{len(result.loglik) - 1} at {result.particles} particles kept; {result.stop})"
