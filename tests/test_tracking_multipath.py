@@ -94,8 +94,10 @@ def test_unmatched_weight_is_the_mixture_survival_everywhere(pm, sigma, mu, p_de
     assert _relative_log_error(res.loglik, want) <= 1.5 * TOLERANCE
 
 
-@pytest.mark.parametrize(("pm", "sigma", "mu"), SHAPES)
+@pytest.mark.parametrize(("pm", "sigma", "mu"), [*SHAPES, (1e-300, 5.0, 30.0), (0.999, 5.0, 0.005)])
 def test_tables_are_checked_to_their_tolerance(pm, sigma, mu):
+    """Every table is built (from P_M = 1e-300, whose late transition sits at u = -27 where
+    erfcx overflows, to the widest survival table allowed) within its tolerance."""
     a, const, tail = sigma / mu, 0.1, 0.9
     tables = multipath_tables(pm, a, const, tail, 8.7)
     for table in (tables.match, tables.core, tables.tail):

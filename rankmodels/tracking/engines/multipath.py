@@ -172,8 +172,12 @@ def late_survival_limit(p_multipath: float, path_a: float) -> float:
 
 
 def log1p_k_erfcx(u: np.ndarray, k: float) -> np.ndarray:
-    """Exact ``log1p(K erfcx(u))`` (scipy), for ``u >= -26`` (``erfcx`` overflows below)."""
-    return np.log1p(k * special.erfcx(u))
+    """Exact ``log1p(K erfcx(u))`` (scipy); for ``u < 0`` as ``log(1 + exp(log K + u^2 +
+    log erfc(u)))``, which does not overflow where ``erfcx`` does (``u < -26``)."""
+    with np.errstate(over="ignore"):
+        direct = np.log1p(k * special.erfcx(np.maximum(u, 0.0)))
+    late = np.logaddexp(0.0, math.log(k) + u * u + np.log(special.erfc(np.minimum(u, 0.0))))
+    return np.where(u < 0.0, late, direct)
 
 
 def log_survival_weight(
