@@ -3,7 +3,7 @@
 With multipath (:mod:`rankmodels.tracking.signal_model`, ``P_M > 0``) a source's arrival density
 is the mixture of the Gaussian and the exponentially modified Gaussian (EMG) of mean delay
 ``mu_D``. Evaluated directly it costs an ``erfc``, an ``exp`` and two logarithms per source and
-arrival, four times the rest of the ``exact`` engine. Both multipath terms depend on the
+arrival, 3.6 times the rest of the ``exact`` engine. Both multipath terms depend on the
 particle only through one standardised number, with shape constants fixed by the model, so
 they are tabulated here once per model and read by the kernels (:mod:`._common`) with one
 polynomial each:
@@ -26,11 +26,11 @@ polynomial each:
   ``u_const = 0``.
 
 A table is a piecewise polynomial of degree :data:`DEGREE` on a uniform grid, each piece
-interpolating the exact function (scipy's ``erfcx`` and ``ndtr``) at the Chebyshev nodes of
-its interval. When it is built the table is compared with the exact function at 17 points of
-every interval and the grid is halved until its error is at most
-``TOLERANCE * max(1, |value|)`` (the values are logs of weights: this is the relative error
-of the weight, ``1e-12``, or for weights far below 1 a few ulp of the log).
+interpolating the exact function (scipy's ``erfcx``, ``erfc`` and ``log_ndtr``) at the
+Chebyshev nodes of its interval. When it is built the table is compared with the exact
+function at 17 points of every interval and the grid is halved until its error is at most
+``TOLERANCE * max(1, |value|)``: the values are logs of weights, so this bounds the relative
+error of a weight by ``1e-12`` (for weights below ``e^-1``, the relative error of its log).
 """
 
 from __future__ import annotations
