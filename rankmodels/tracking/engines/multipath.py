@@ -30,7 +30,7 @@ interpolating the exact function (scipy's ``erfcx``, ``erfc`` and ``log_ndtr``) 
 Chebyshev nodes of its interval. When it is built the table is compared with the exact
 function at 17 points of every interval and the grid is halved until its error is at most
 ``TOLERANCE * max(1, |value|)``: the values are logs of weights, so this bounds the relative
-error of a weight by ``1e-12`` (for weights below ``e^-1``, the relative error of its log).
+error of a weight by ``1e-12`` (where ``|log| > 1``, the relative error of its log).
 """
 
 from __future__ import annotations
