@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from rankmodels.aggregation import Profile, aggregate, read_votes, write_abif
 from rankmodels.aggregation.abif import _DECLARATION_LINE, _uncomment, parse_ballot, read_abif
-from rankmodels.aggregation.preflib import parse_count
+from rankmodels.aggregation.line_reader import parse_count
 from rankmodels.errors import InputError
 from rankmodels_app.aggregate import aggregate_command
 

@@ -19,10 +19,11 @@ from its first character after spaces:
 * ``# ...`` -- a comment; ``#`` outside quotes also ends any other line. Blank lines are
   skipped.
 
-As for the other readers (:mod:`.preflib`), the file is read in chunks: lines are split and
-ballot texts tokenised in compiled loops, each distinct count, ballot text and candidate
-token reaches Python once, equal ballots are merged in a :class:`.BallotTable`, and the
-first bad line is parsed again on its own (:func:`parse_ballot`) to raise its error.
+As PrefLib files (:mod:`.preflib`), the file is read in chunks by a
+:class:`.line_reader.LineReader`: this module gives its line kinds (candidate, metadata and
+unknown lines are read one at a time), the compiled tokeniser of ballot texts and
+:func:`parse_ballot`, which raises a bad ballot's error; each distinct candidate token
+reaches Python once.
 """
 
 from __future__ import annotations
@@ -31,30 +32,25 @@ import os
 import re
 import sys
 from collections.abc import Iterable
-from typing import NoReturn, TextIO
+from typing import TextIO
 
 import numba
 import numpy as np
 
-from rankmodels.aggregation.ballot_table import BallotTable, group_keys
-from rankmodels.aggregation.csv_common import (
-    DistinctValues,
-    Names,
-    add_count,
-    decode,
-    running_totals,
+from rankmodels.aggregation.ballot_table import group_keys
+from rankmodels.aggregation.csv_common import DistinctValues, Names
+from rankmodels.aggregation.line_reader import (
+    BALLOT,
+    COMMENT,
+    FIRST_OWN_KIND,
+    LineReader,
+    line_kinds,
+    separator_table,
+    token_arrays,
 )
-from rankmodels.aggregation.preflib import parse_count
 from rankmodels.aggregation.profile import Profile
-from rankmodels.aggregation.scan import ASCII_SPACE, intern_spans, text_lines
-from rankmodels.aggregation.stream import (
-    CHUNK_BYTES,
-    Progress,
-    check_utf8,
-    file_chunks,
-    run,
-    text_chunks,
-)
+from rankmodels.aggregation.scan import ASCII_SPACE
+from rankmodels.aggregation.stream import CHUNK_BYTES, Progress, file_chunks, text_chunks
 from rankmodels.errors import InputError
 
 __all__ = ["parse_abif", "parse_ballot", "read_abif", "write_abif"]
@@ -65,11 +61,10 @@ _STOP = np.zeros(256, dtype=np.bool_)
 """``_STOP[b]``: byte ``b`` ends a bare token."""
 _STOP[[ord(c) for c in _SPACES + _SPECIALS]] = True
 _BARE = re.compile(f"[^{re.escape(_SPACES + _SPECIALS)}]+")
+_SEPARATOR = separator_table(">=,")
 _INVALID = -1  # code of a token that names nobody (empty after stripping)
 
-# line kinds found by _classify (MAYBE: starts with a non-ASCII byte, Python decides)
-_BLANK, _COMMENT, _METADATA, _DECLARATION, _BALLOT, _OTHER, _MAYBE = range(7)
-_FIRST = {"#": _COMMENT, "{": _METADATA, "=": _DECLARATION}
+_METADATA, _DECLARATION, _OTHER = range(FIRST_OWN_KIND, FIRST_OWN_KIND + 3)  # line kinds
 
 
 def read_abif(
@@ -80,57 +75,22 @@ def read_abif(
     """Read the ABIF file at ``path`` into a :class:`Profile` (``progress`` hears of the
     bytes read, ``chunk_bytes`` are read at a time)."""
     with open(path, "rb") as handle:
-        return _read(file_chunks(handle, progress, chunk_bytes), path)
+        return _Abif(path).read(file_chunks(handle, progress, chunk_bytes))
 
 
 def parse_abif(lines: Iterable[str], path: str | os.PathLike[str] | None = None) -> Profile:
     """Parse ABIF text from its lines (an open handle; ``path`` only names it in errors)."""
-    return _read(text_chunks(lines), path)
-
-
-def _read(chunks: Iterable[bytes], path: str | os.PathLike[str] | None) -> Profile:
-    reader = _Abif(path)
-    run(reader, chunks)
-    return reader.profile()
-
-
-@numba.njit(cache=True)
-def _classify(
-    buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, space: np.ndarray
-) -> tuple:  # pragma: no cover
-    """Each line's kind (by its first byte after ASCII spaces) and the position of its
-    first ``:`` (-1 if none)."""
-    m = starts.size
-    kind = np.empty(m, np.int8)
-    colon = np.full(m, -1, np.int64)
-    for i in range(m):
-        p = starts[i]
-        while p < ends[i] and space[buf[p]]:
-            p += 1
-        if p == ends[i]:
-            kind[i] = _BLANK
-            continue
-        c = buf[p]
-        if c == 35:  # '#'
-            kind[i] = _COMMENT
-        elif c == 123:  # '{'
-            kind[i] = _METADATA
-        elif c == 61:  # '='
-            kind[i] = _DECLARATION
-        elif 48 <= c <= 57:
-            kind[i] = _BALLOT
-        else:
-            kind[i] = _MAYBE if c >= 128 else _OTHER
-        for q in range(p, ends[i]):
-            if buf[q] == 58:  # ':'
-                colon[i] = q
-                break
-    return kind, colon
+    return _Abif(path).read(text_chunks(lines))
 
 
 @numba.njit(cache=True)
 def _body_tokens(
-    buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, space: np.ndarray, stop: np.ndarray
+    buf: np.ndarray,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    space: np.ndarray,
+    stop: np.ndarray,
+    separator: np.ndarray,
 ) -> tuple:  # pragma: no cover
     """Candidate tokens of ballot texts ``A > [B b] = "C"`` (what follows a ballot line's
     colon), as :func:`parse_ballot` reads them. Returns ``(tok_start, tok_end, owner,
@@ -138,16 +98,8 @@ def _body_tokens(
     and whether each text is well formed (a token between every two separators, quotes
     closed, no rating)."""
     m = starts.size
-    bound = m
-    for i in range(m):
-        for p in range(starts[i], ends[i]):
-            c = buf[p]
-            if c == 62 or c == 61 or c == 44:
-                bound += 1
-    tok_start = np.empty(bound, np.int64)
-    tok_end = np.empty(bound, np.int64)
-    owner = np.empty(bound, np.int64)
-    group = np.empty(bound, np.int64)
+    tok_start, tok_end, owner, group = token_arrays(buf, starts, ends, separator)
+    bound = tok_start.size
     valid = np.ones(m, np.bool_)
     t = 0
     for i in range(m):
@@ -296,66 +248,31 @@ _DECLARATION_LINE = re.compile(
 )
 
 
-def _line_kind(text: str) -> int:
-    """The kind of a stripped line, by its first character."""
-    if not text:
-        return _BLANK
-    return _FIRST.get(text[0], _BALLOT if "0" <= text[0] <= "9" else _OTHER)
+class _Abif(LineReader):
+    """Reads an ABIF file chunk by chunk."""
 
-
-class _Abif:
-    """Reads an ABIF file chunk by chunk (a :class:`.stream.ChunkReader`)."""
+    kinds = line_kinds(
+        _OTHER, {"#": COMMENT, "{": _METADATA, "=": _DECLARATION, "0123456789": BALLOT}
+    )
+    read_alone = (_METADATA, _DECLARATION, _OTHER)
+    ballot_line = "a ballot line 'count: A > B = C'"
 
     def __init__(self, path: str | os.PathLike[str] | None) -> None:
-        self.path = path
+        super().__init__(path)
         self.tokens = Names(None)
         self.codes = DistinctValues(self._code)
-        self.counts = DistinctValues(self._count)
         self.declared: dict[str, tuple[str, int]] = {}  # token -> (name, line)
         self.first_use: list[int] = []  # line where each token code first appears
-        self.table = BallotTable()
-        self.total = 0.0
         self.counted = 0.0
-        self.line = 0
         self.lines = False  # any line that is not blank or a comment
 
     def _code(self, text: str) -> int:
         name = text.strip()
         return self.tokens.code(name) if name else _INVALID
 
-    def _count(self, text: str) -> float:
-        try:
-            count = parse_count(text, None, "")
-        except InputError:
-            return float("nan")
-        return float(count) if count <= sys.float_info.max else float("inf")
-
-    def feed(self, buf: np.ndarray, final: bool, offset: int) -> int:
-        starts, ends, used = text_lines(buf, final)
-        check_utf8(buf[:used], offset, self.line + 1, self.path)
-        lines = np.arange(self.line + 1, self.line + 1 + starts.size)
-        self.line += starts.size
-        kind, colon = _classify(buf, starts, ends, ASCII_SPACE)
-        for i in np.flatnonzero(kind == _MAYBE):
-            kind[i] = _line_kind(decode(buf, starts[i], ends[i]).strip())
-        self.lines |= bool(np.any((kind != _BLANK) & (kind != _COMMENT)))
-        late: InputError | None = None  # the first error in a line that is not a ballot
-        rows = np.flatnonzero(kind == _BALLOT)
-        for i in np.flatnonzero((kind == _METADATA) | (kind == _DECLARATION) | (kind == _OTHER)):
-            try:
-                self._other_line(decode(buf, starts[i], ends[i]), int(lines[i]), int(kind[i]))
-            except InputError as err:
-                late = err
-                rows = rows[lines[rows] < lines[i]]  # only the ballot lines before it matter
-                break
-        if rows.size:
-            self._ballots(buf, starts[rows], ends[rows], colon[rows], lines[rows])
-        if late is not None:
-            raise late
-        return used
-
-    def _other_line(self, text: str, number: int, kind: int) -> None:
+    def read_line(self, text: str, number: int, kind: int) -> None:
         """A candidate line (remembered), a metadata line (checked) or an error."""
+        self.lines = True
         text = _uncomment(text).strip()
         field = f"line {number}"
         if kind == _METADATA:
@@ -397,40 +314,28 @@ class _Abif:
             self.tokens.code(token)  # is needed at the end
             self.first_use.append(sys.maxsize)
 
-    def _ballots(self, buf, starts, ends, colon, lines) -> None:
-        """Check the ballot lines, raise for the first bad one, else count them."""
-        has_colon = colon >= 0
-        c0 = np.where(has_colon, colon, starts)
-        counts = self.counts.lookup(buf, starts, c0, np.float64)
-        ok = has_colon & ~np.isnan(counts)
-        b0 = np.where(ok, c0 + 1, starts)
-        b1 = np.where(ok, ends, starts)
-        body_id, body_first = intern_spans(buf, b0, b1)
+    def bodies(
+        self, buf: np.ndarray, b0: np.ndarray, b1: np.ndarray, lines: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        self.lines = True
         tok_start, tok_end, owner, group, valid = _body_tokens(
-            buf, b0[body_first], b1[body_first], ASCII_SPACE, _STOP
+            buf, b0, b1, ASCII_SPACE, _STOP, _SEPARATOR
         )
         known = len(self.tokens.index)
         cand = self.codes.lookup(buf, tok_start, tok_end, np.int64)
-        data, offsets, unique, ranked = group_keys(
-            owner,
-            group,
-            cand,
-            np.ones(cand.size, np.bool_),
-            body_first.size,
-            len(self.tokens.index),
+        data, offsets, unique, _ = group_keys(
+            owner, group, cand, np.ones(cand.size, np.bool_), b0.size, len(self.tokens.index)
         )
-        ok &= (valid & unique)[body_id]
-        bad = int(np.argmin(ok)) if not ok.all() else ok.size
-        totals = running_totals(self.total, counts[:bad])
-        over = np.flatnonzero(totals[1:] > sys.float_info.max)
-        if bad < ok.size or over.size:
-            r = int(over[0]) if over.size else bad
-            self._explain(decode(buf, starts[r], ends[r]), int(lines[r]), float(totals[r]))
-        self.total = float(totals[-1])
-        self._first_uses(cand, lines[body_first[owner]], known)
-        counts = np.where(ranked[body_id] > 0, counts, 0.0)  # a ballot ranking nobody is left out
+        self._first_uses(cand, lines[owner], known)
+        return valid & unique, data, offsets
+
+    def add(
+        self, data: np.ndarray, offsets: np.ndarray, ids: np.ndarray, counts: np.ndarray
+    ) -> None:
+        ranked = np.diff(offsets)
+        counts = np.where(ranked[ids] > 0, counts, 0.0)  # a ballot ranking nobody is left out
         self.counted += counts.sum()
-        self.table.count(self.table.add(data, offsets)[body_id], counts)
+        super().add(data, offsets, ids, counts)
 
     def _first_uses(self, cand: np.ndarray, line: np.ndarray, known: int) -> None:
         """Remember the line where each token code from ``known`` on first appears."""
@@ -439,20 +344,8 @@ class _Abif:
         np.minimum.at(first, cand[new] - known, line[new])
         self.first_use.extend(first.tolist())
 
-    def _explain(self, line: str, number: int, total: float) -> NoReturn:
-        """Parse one ballot line on its own, as a line-by-line reader would, and raise."""
-        field = f"line {number}"
-        count_text, sep, body = line.partition(":")
-        if not sep:
-            raise InputError(
-                f"expected a ballot line 'count: A > B = C', got {line.strip()!r}",
-                path=self.path,
-                field=field,
-            )
-        count = parse_count(count_text, self.path, field)
+    def parse_ballot(self, body: str, field: str) -> None:
         parse_ballot(body, self.path, field)
-        add_count(total, self._count(str(count)), self.path, field)
-        raise AssertionError(f"{self.path}: {field} was flagged as bad but parses")
 
     def profile(self) -> Profile:
         if not self.lines:

@@ -5,35 +5,34 @@ per ballot type ``count: a,b,{c,d},e`` with 1-based candidate numbers and braces
 ties. The extension fixes what is allowed: ``soc`` strict and complete, ``soi`` strict and
 possibly incomplete, ``toc`` complete with ties, ``toi`` anything.
 
-As for the votes CSV (:mod:`.votes_csv`), lines are split and ballot bodies tokenised in
-compiled loops, each distinct count, ballot text and candidate number is parsed once in
-Python, and the first bad line is parsed again on its own to raise its error.
+The file is read in chunks by a :class:`.line_reader.LineReader`: this module gives its
+line kinds (``#`` lines are read one at a time, as they may set ``n``), the compiled
+tokeniser of ballot bodies and :func:`parse_ballot`, which raises a bad ballot's error;
+each distinct candidate number is parsed once in Python.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import sys
 from collections.abc import Iterable
 from pathlib import Path
-from typing import NoReturn
 
 import numba
 import numpy as np
 
-from rankmodels.aggregation.ballot_table import BallotTable, group_keys
-from rankmodels.aggregation.csv_common import DistinctValues, add_count, decode, running_totals
-from rankmodels.aggregation.profile import Profile
-from rankmodels.aggregation.scan import ASCII_SPACE, intern_spans, text_lines
-from rankmodels.aggregation.stream import (
-    CHUNK_BYTES,
-    Progress,
-    check_utf8,
-    file_chunks,
-    run,
-    text_chunks,
+from rankmodels.aggregation.ballot_table import group_keys
+from rankmodels.aggregation.csv_common import DistinctValues
+from rankmodels.aggregation.line_reader import (
+    BALLOT,
+    COMMENT,
+    LineReader,
+    line_kinds,
+    separator_table,
+    token_arrays,
 )
+from rankmodels.aggregation.profile import Profile
+from rankmodels.aggregation.stream import CHUNK_BYTES, Progress, file_chunks, text_chunks
 from rankmodels.errors import InputError
 
 __all__ = ["PREFLIB_TYPES", "parse_preflib", "read_preflib"]
@@ -43,9 +42,7 @@ PREFLIB_TYPES = ("soc", "soi", "toc", "toi")
 _HEADER = re.compile(r"^#\s*([A-Z ]+?)\s*(\d+)?\s*:\s*(.*)$")
 _TOKEN = re.compile(r"\{[^{}]*\}|[^,{}]+")
 _INVALID, _BLANK_TOKEN = -1, -3  # token codes besides candidate indices
-
-# line kinds found by _classify (MAYBE: starts with a non-ASCII byte, Python decides)
-_BLANK, _COMMENT, _BALLOT, _MAYBE = 0, 1, 2, 3
+_SEPARATOR = separator_table(",{}")
 
 
 def read_preflib(
@@ -58,7 +55,7 @@ def read_preflib(
     if kind not in PREFLIB_TYPES:
         raise InputError(f"expected a PrefLib extension {PREFLIB_TYPES}, got {kind!r}", path=path)
     with open(path, "rb") as handle:
-        return _read(file_chunks(handle, progress, chunk_bytes), kind, path)
+        return _PrefLib(kind, path).read(file_chunks(handle, progress, chunk_bytes))
 
 
 def parse_preflib(
@@ -66,44 +63,12 @@ def parse_preflib(
 ) -> Profile:
     """Parse PrefLib text of data type ``kind`` (``soc``, ``soi``, ``toc`` or ``toi``) from
     its lines (an open handle; ``path`` only names it in errors)."""
-    return _read(text_chunks(lines), kind, path)
-
-
-def _read(chunks: Iterable[bytes], kind: str, path: str | os.PathLike[str] | None) -> Profile:
-    reader = _PrefLib(kind, path)
-    run(reader, chunks)
-    return reader.profile()
-
-
-@numba.njit(cache=True)
-def _classify(
-    buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, space: np.ndarray
-) -> tuple:  # pragma: no cover
-    """Each line's kind (blank, ``#`` line, ballot, or starting with a non-ASCII byte) and
-    the position of its first ``:`` (-1 if none)."""
-    m = starts.size
-    kind = np.empty(m, np.int8)
-    colon = np.full(m, -1, np.int64)
-    for i in range(m):
-        p = starts[i]
-        while p < ends[i] and space[buf[p]]:
-            p += 1
-        if p == ends[i]:
-            kind[i] = _BLANK
-        elif buf[p] == 35:  # '#'
-            kind[i] = _COMMENT
-        else:
-            kind[i] = _MAYBE if buf[p] >= 128 else _BALLOT
-        for q in range(p, ends[i]):
-            if buf[q] == 58:  # ':'
-                colon[i] = q
-                break
-    return kind, colon
+    return _PrefLib(kind, path).read(text_chunks(lines))
 
 
 @numba.njit(cache=True)
 def _body_tokens(
-    buf: np.ndarray, starts: np.ndarray, ends: np.ndarray
+    buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, separator: np.ndarray
 ) -> tuple:  # pragma: no cover
     """Tokens of ballot bodies ``1,{2,3},4`` as the reader's regular expression finds them:
     runs of characters other than ``,{}`` outside braces (one group each) and the
@@ -113,17 +78,8 @@ def _body_tokens(
     body would), ``braced[i]`` whether body ``i`` has braces, ``unbalanced[i]`` a brace
     without its partner or nested, ``separated[i]`` whether it has any of ``,{}``."""
     m = starts.size
-    bound = m
-    for i in range(m):
-        for p in range(starts[i], ends[i]):
-            c = buf[p]
-            if c == 44 or c == 123 or c == 125:
-                bound += 1
-    tok_start = np.empty(bound, np.int64)
-    tok_end = np.empty(bound, np.int64)
-    owner = np.empty(bound, np.int64)
-    group = np.empty(bound, np.int64)
-    edge = np.zeros(bound, np.bool_)
+    tok_start, tok_end, owner, group = token_arrays(buf, starts, ends, separator)
+    edge = np.zeros(tok_start.size, np.bool_)
     braced = np.zeros(m, np.bool_)
     unbalanced = np.zeros(m, np.bool_)
     separated = np.zeros(m, np.bool_)
@@ -181,23 +137,6 @@ def _body_tokens(
     )
 
 
-def parse_count(text: str, path: object, field: str) -> int:
-    """A PrefLib ballot count: a positive integer."""
-    try:
-        count = int(text.strip())
-    except ValueError:
-        raise InputError(
-            f"count {text.strip()!r} is not an integer", path=path, field=field
-        ) from None
-    if count <= 0:
-        raise InputError(f"count must be positive, got {count}", path=path, field=field)
-    return count
-
-
-def _as_float(count: int) -> float:
-    return float(count) if count <= sys.float_info.max else float("inf")
-
-
 def parse_ballot(body: str, n: int, kind: str, path: object, field: str) -> list[list[int]]:
     """The tie groups of 0-based candidates in a ballot body ``1,{2,3},4``, checked."""
     body = body.strip()
@@ -249,26 +188,19 @@ def _candidate_number(part: str, n: int, body: str, path: object, field: str) ->
     return x
 
 
-class _PrefLib:
-    """Reads a PrefLib file chunk by chunk (a :class:`.stream.ChunkReader`)."""
+class _PrefLib(LineReader):
+    """Reads a PrefLib file chunk by chunk."""
+
+    kinds = line_kinds(BALLOT, {"#": COMMENT})
+    read_alone = (COMMENT,)
+    ballot_line = "'count: ballot'"
 
     def __init__(self, kind: str, path: str | os.PathLike[str] | None) -> None:
+        super().__init__(path)
         self.kind = kind
-        self.path = path
         self.n: int | None = None
         self.names: dict[int, str] = {}
-        self.counts = DistinctValues(self._count)
         self.numbers = DistinctValues(self._number)
-        self.table = BallotTable()
-        self.total = 0.0
-        self.line = 0
-        self.ballots = 0
-
-    def _count(self, text: str) -> float:
-        try:
-            return _as_float(parse_count(text, None, ""))
-        except InputError:
-            return float("nan")
 
     def _number(self, text: str) -> int:
         """The 0-based candidate, :data:`_INVALID`, or :data:`_BLANK_TOKEN`."""
@@ -279,42 +211,10 @@ class _PrefLib:
         except InputError:
             return _INVALID
 
-    def feed(self, buf: np.ndarray, final: bool, offset: int) -> int:
-        starts, ends, used = text_lines(buf, final)
-        check_utf8(buf[:used], offset, self.line + 1, self.path)
-        lines = np.arange(self.line + 1, self.line + 1 + starts.size)
-        self.line += starts.size
-        kind, colon = _classify(buf, starts, ends, ASCII_SPACE)
-        for i in np.flatnonzero(kind == _MAYBE):
-            text = decode(buf, starts[i], ends[i]).strip()
-            kind[i] = _BLANK if not text else (_COMMENT if text.startswith("#") else _BALLOT)
-        rows = np.flatnonzero(kind == _BALLOT)
-        comments = np.flatnonzero(kind == _COMMENT)
-        stop = rows[0] if rows.size else kind.size
-        for i in comments[comments < stop]:  # they may set n for the ballots below
-            self._header(decode(buf, starts[i], ends[i]), int(lines[i]))
-        if rows.size and self.n is None:
-            raise InputError(
-                "ballot before the '# NUMBER ALTERNATIVES: n' header line",
-                path=self.path,
-                field=f"line {lines[rows[0]]}",
-            )
-        late: InputError | None = None  # the first error in a header line after a ballot
-        for i in comments[comments > stop]:
-            try:
-                self._header(decode(buf, starts[i], ends[i]), int(lines[i]))
-            except InputError as err:
-                late = err
-                rows = rows[lines[rows] < lines[i]]  # only the ballot lines before it matter
-                break
-        if rows.size:
-            self._ballots(buf, starts[rows], ends[rows], colon[rows], lines[rows])
-        if late is not None:
-            raise late
-        return used
-
-    def _header(self, line: str, number: int) -> None:
-        match = _HEADER.match(line.strip())
+    def read_line(self, text: str, number: int, kind: int) -> None:
+        """A ``#`` line: the header lines ``# NUMBER ALTERNATIVES: n`` and ``# ALTERNATIVE
+        NAME i: name`` are read, other comments skipped."""
+        match = _HEADER.match(text.strip())
         if not match:
             return
         key, index, value = match.groups()
@@ -339,31 +239,19 @@ class _PrefLib:
         elif key == "ALTERNATIVE NAME" and index is not None:
             self.names[int(index)] = value.strip() or index
 
-    def _ballots(self, buf, starts, ends, colon, lines) -> None:
-        """Check the ballot lines, raise for the first bad one, else count them."""
-        has_colon = colon >= 0
-        c0 = np.where(has_colon, colon, starts)
-        counts = self.counts.lookup(buf, starts, c0, np.float64)
-        ok = has_colon & ~np.isnan(counts)
-        b0 = np.where(ok, c0 + 1, starts)
-        b1 = np.where(ok, ends, starts)
-        body_id, body_first = intern_spans(buf, b0, b1)
-        valid, data, offsets = self._bodies(buf, b0[body_first], b1[body_first])
-        ok &= valid[body_id]
-        bad = int(np.argmin(ok)) if not ok.all() else ok.size
-        totals = running_totals(self.total, counts[:bad])
-        over = np.flatnonzero(totals[1:] > sys.float_info.max)
-        if bad < ok.size or over.size:
-            r = int(over[0]) if over.size else bad
-            self._explain(decode(buf, starts[r], ends[r]), int(lines[r]), float(totals[r]))
-        self.total = float(totals[-1])
-        self.table.count(self.table.add(data, offsets)[body_id], counts)
+    def before_ballots(self, number: int) -> None:
+        if self.n is None:
+            raise InputError(
+                "ballot before the '# NUMBER ALTERNATIVES: n' header line",
+                path=self.path,
+                field=f"line {number}",
+            )
 
-    def _bodies(self, buf: np.ndarray, b0: np.ndarray, b1: np.ndarray) -> tuple:
-        """``(valid, data, offsets)``: which distinct bodies are valid ballots, and their
-        prefix keys (:func:`.group_keys`)."""
+    def bodies(
+        self, buf: np.ndarray, b0: np.ndarray, b1: np.ndarray, lines: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         tok_start, tok_end, owner, group, edge, braced, unbalanced, separated = _body_tokens(
-            buf, b0, b1
+            buf, b0, b1, _SEPARATOR
         )
         cand = self.numbers.lookup(buf, tok_start, tok_end, np.int64)
         keep = ~(edge & (cand == _BLANK_TOKEN))
@@ -376,18 +264,8 @@ class _PrefLib:
             valid &= ranked == self.n
         return valid, data, offsets
 
-    def _explain(self, line: str, number: int, total: float) -> NoReturn:
-        """Parse one ballot line on its own, as a line-by-line reader would, and raise."""
-        line = line.strip()
-        field = f"line {number}"
-        path = self.path
-        count_text, sep, body = line.partition(":")
-        if not sep:
-            raise InputError(f"expected 'count: ballot', got {line!r}", path=path, field=field)
-        count = parse_count(count_text, path, field)
-        parse_ballot(body, self.n, self.kind, path, field)
-        add_count(total, _as_float(count), path, field)
-        raise AssertionError(f"{path}: {field} was flagged as bad but parses")
+    def parse_ballot(self, body: str, field: str) -> None:
+        parse_ballot(body, self.n, self.kind, self.path, field)
 
     def profile(self) -> Profile:
         if self.n is None:
