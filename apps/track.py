@@ -15,7 +15,7 @@ from rankmodels.plots.run_report import IMAGES, REPORT_FILE, write_run_report
 from rankmodels.text import with_error
 from rankmodels.tracking.batch import TRACK_FILE, read_record
 from rankmodels.tracking.calibration import CALIBRATION_PARAMS
-from rankmodels.tracking.config import LIMITS, TrackConfig
+from rankmodels.tracking.config import COMMAND_MULTIPATH, LIMITS, TrackConfig
 from rankmodels.tracking.engines import ENGINES
 from rankmodels.tracking.output import write_track
 from rankmodels.tracking.pipeline import TrackSummary, progress_steps
@@ -254,7 +254,7 @@ def _warnings(summary: TrackSummary) -> list[str]:
 @click.option(
     "--multipath",
     type=float,
-    default=_DEFAULTS.multipath,
+    default=COMMAND_MULTIPATH,
     show_default=True,
     help=_help(
         "Share of source arrivals delayed by multipath (exponential delay, mean 30 s).",

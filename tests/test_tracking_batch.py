@@ -21,14 +21,15 @@ from matplotlib.colors import to_rgba
 from rankmodels.plots.fleet import fleet_map, fleet_tracks, float_colors, write_fleet
 from rankmodels.tracking import simulate
 from rankmodels.tracking.batch import SUMMARY_COLUMNS, track_many
-from rankmodels.tracking.config import TrackConfig
+from rankmodels.tracking.config import COMMAND_MULTIPATH, TrackConfig
 from rankmodels.tracking.records import read_float, write_float
 from rankmodels_app.track import track_float
 from tests._plots_data import great_circle_km
 from tests._report_check import decoded_images, external_references
 
 SETTINGS = ["--particles", "300", "--seed", "4", "--quiet"]
-CONFIG = TrackConfig(particles=300, seed=4, calibrate=True)  # as track-float (default on)
+# as track-float (calibration on, its multipath model)
+CONFIG = TrackConfig(particles=300, seed=4, calibrate=True, multipath=COMMAND_MULTIPATH)
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,7 @@ from rankmodels.tracking.calibration import (
     m_step_pairs,
     parse_calibrate_params,
 )
-from rankmodels.tracking.config import TrackConfig
+from rankmodels.tracking.config import COMMAND_MULTIPATH, TrackConfig
 from rankmodels.tracking.evaluate import score_track
 from rankmodels.tracking.geometry import great_circle_km
 from rankmodels.tracking.pipeline import (
@@ -398,7 +398,7 @@ def test_no_calibrate_reproduces_the_uncalibrated_tracker(tmp_path):
     write_float(record, path)
     res, track = _cli_track(path, tmp_path / "o", "--no-calibrate", "--no-plots")
     assert "not calibrated" in res.output
-    config = TrackConfig(particles=300, seed=7)
+    config = TrackConfig(particles=300, seed=7, multipath=COMMAND_MULTIPATH)
     run = prepare(read_float(path), config)
     rng = np.random.default_rng(7)
     filt = run_filter(run, rng)
