@@ -173,13 +173,21 @@ def _summary_lines(summary: TrackSummary, out: Path, written: list[str]) -> list
 
 
 def _warnings(summary: TrackSummary) -> list[str]:
-    """stderr warnings: collapsed cycles and each failed quality check."""
+    """stderr warnings: collapsed cycles, unconverged message passing and each failed quality
+    check."""
     lines = []
     if summary.collapsed_cycles:
         cycles = summary.collapsed_cycles
         lines.append(
             f"the filter collapsed (all particles had zero likelihood) at "
             f"{len(cycles)} cycle(s), first {cycles[:5]}; those cycles were skipped"
+        )
+    if summary.unconverged_cycles:
+        cycles = summary.unconverged_cycles
+        lines.append(
+            f"engine {summary.engine} did not converge for some particles within its sweep "
+            f"limit at {len(cycles)} cycle(s), first {cycles[:5]}; their likelihoods there are "
+            "approximations"
         )
     lines += [f"quality check {c.name} failed: {c.message}" for c in summary.failed_checks]
     return lines

@@ -429,3 +429,36 @@ def test_compile_time_is_shown_apart_only_when_there_was_some(tmp_path):
     assert last.startswith("run time 2.0 s (plus numba kernels compiled in 12.3 s); wrote")
     *_, last = _summary_lines(replace(summary, compile_time_s=0.0), tmp_path, ["track.nc"])
     assert last.startswith("run time 2.0 s; wrote")
+
+
+def test_unconverged_message_passing_is_reported(tmp_path, monkeypatch):
+    """A message-passing engine that leaves particles unconverged at some cycles: the track's
+    attribute counts them, the summary lists them and track-float warns on stderr (a value
+    that may be wrong says so); the exact engine never reports any."""
+    from rankmodels.tracking import pipeline
+
+    real = pipeline.log_likelihood
+
+    def flaky(toa, predicted, model, *, engine, **kw):
+        res = real(toa, predicted, model, engine="exact", **kw)
+        slow = engine == "bp" and np.nanmin(toa) < np.nanmedian(_RECORD["toa"].values)
+        return replace(res, converged=False if slow else True)
+
+    monkeypatch.setattr(pipeline, "log_likelihood", flaky)
+    path = tmp_path / "f.nc"
+    write_float(_RECORD, path)
+    args = ["--particles", "200", "--no-calibrate", "--no-plots", "-q"]
+    res = CliRunner().invoke(track_float, [str(path), "--out", str(tmp_path / "b"), "--engine",
+                                           "bp", *args])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    track = xr.load_dataset(tmp_path / "b" / "track.nc")
+    toa = _RECORD["toa"].values
+    expected = int((np.nanmin(np.where(np.isnan(toa), np.inf, toa), axis=1)
+                    < np.nanmedian(toa)).sum())  # fmt: skip
+    assert 0 < track.attrs["unconverged_cycles"] == expected
+    assert f"did not converge for some particles within its sweep limit at {expected} " in (
+        res.stderr
+    )
+    res = CliRunner().invoke(track_float, [str(path), "--out", str(tmp_path / "e"), *args])
+    assert xr.load_dataset(tmp_path / "e" / "track.nc").attrs["unconverged_cycles"] == 0
+    assert "did not converge" not in res.stderr

@@ -35,6 +35,7 @@ numba's compile events and reported apart from the run time.
 
 from __future__ import annotations
 
+import dataclasses
 import time as _time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
@@ -102,6 +103,9 @@ class _Cycles:
     def __init__(self, record: xr.Dataset, config: TrackConfig) -> None:
         self.toa = np.asarray(record["toa"].values, dtype=np.float64)
         self.has_data = ~np.isnan(self.toa).all(axis=1)
+        # cycles where a message-passing engine (bp, minfactor) left a particle unconverged
+        # in the filter: its likelihood there is the last sweep's, an approximation
+        self.unconverged = np.zeros(self.toa.shape[0], dtype=bool)
         self.active = active_sources(record)
         self.src_xyz = unit_vectors(record["source_lat"].values, record["source_lon"].values)
         self.offset = np.asarray(record["source_offset"].values, dtype=np.float64)
@@ -173,7 +177,9 @@ class _Cycles:
         """``(N,)`` log-likelihood of cycle ``t`` at particles ``x``; ``None`` without data."""
         if not self.has_data[t]:
             return None
-        return self.evaluate(t, x, association=False).loglik
+        res = self.evaluate(t, x, association=False)
+        self.unconverged[t] = res.converged is False
+        return res.loglik
 
     def association(self, t: int, ensemble: np.ndarray) -> np.ndarray:
         """``(r, s + 1)`` posterior over (all sources, clutter) of each arrival; NaN rows where
@@ -582,7 +588,9 @@ class TrackSummary(Mapping[str, object]):
     ``collapsed_cycles``: indices of cycles where every particle had zero likelihood;
     ``run_time_s``: the tracking without ``compile_time_s``, the time numba spent compiling
     kernels (a first run, before they are cached; 0 after); ``quality``: the quality checks;
-    ``calibration``: the EM iterations (None without calibration).
+    ``calibration``: the EM iterations (None without calibration); ``unconverged_cycles``:
+    cycles where ``bp`` or ``minfactor`` left a particle unconverged within its sweep limit
+    (its likelihood there is the last sweep's; always empty for the other engines).
 
     Also a read-only mapping of the scalar fields (the report's summary table reads it that
     way); ``quality``, ``compile_time_s`` and ``calibration`` are attributes only.
@@ -603,6 +611,7 @@ class TrackSummary(Mapping[str, object]):
     compile_time_s: float
     quality: tuple[QualityCheck, ...]
     calibration: CalibrationResult | None = None
+    unconverged_cycles: list[int] = dataclasses.field(default_factory=list)
 
     def __getitem__(self, key: str) -> object:
         if key not in _TABLE_FIELDS:
@@ -650,6 +659,7 @@ def summarise(
         compile_time_s=compile_time_s,
         quality=checks,
         calibration=calibration,
+        unconverged_cycles=np.flatnonzero(run.cycles.unconverged[:n_cyc]).tolist(),
     )
 
 
@@ -670,6 +680,7 @@ def _attributes(run: Run) -> dict[str, object]:
         "smoothed": int(config.smooth),
         "recovery_used": int(run.use_recovery),
         "ensemble": config.ensemble,
+        "unconverged_cycles": int(run.cycles.unconverged.sum()),
     }
 
 
