@@ -11,6 +11,7 @@ import re
 
 import cartopy.crs as ccrs
 import dask
+import distributed  # noqa: F401  (its config defaults load before any dask.config.set)
 import numpy as np
 import pandas as pd
 import pytest
