@@ -93,8 +93,13 @@ def _client(workers: int | None, scheduler: str | None) -> Iterator[Any]:
         with dask_client(workers=workers) as client:
             yield client
         return
+    from distributed.comm.addressing import get_address_host_port
+
     stack = ExitStack()
     try:
+        # parsed before any Client exists: a Client that fails while starting can leave
+        # distributed's shared event-loop runner unusable for the rest of the process
+        get_address_host_port(scheduler)
         client = stack.enter_context(dask_client(scheduler=scheduler))
     except ValueError as err:  # distributed's parser of addresses
         raise BadInput(f"--scheduler {scheduler!r}: not a scheduler address ({err})") from None
