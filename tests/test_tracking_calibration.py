@@ -266,9 +266,10 @@ def test_m_step_refuses_the_unidentifiable_and_the_malformed(rng):
 
 def test_calibrate_params_are_parsed_strictly():
     assert parse_calibrate_params("speed, drift") == {"speed", "drift"}
-    assert parse_calibrate_params("drift,speed,offsets") == set(CALIBRATION_PARAMS)
+    everything = "drift,speed,offsets,sigma,pd,clutter,multipath,process-noise"
+    assert parse_calibrate_params(everything) == set(CALIBRATION_PARAMS)
     with pytest.raises(ValueError, match="expected a comma-separated list of drift, speed, "
-                       "offsets, got 'foo'"):  # fmt: skip
+                       "offsets, sigma, pd, clutter, multipath, process-noise, got 'foo'"):  # fmt: skip
         parse_calibrate_params("speed,foo")
 
 
@@ -375,6 +376,7 @@ def test_calibration_with_the_full_count_only_in_the_final_pass(drifting):
     assert summary.calibration.particles == 300 and summary.particles == 1000
     run = prepare(record, replace(config, calibrate=False))
     run.cycles.calibrate(summary.calibration.calibration)
+    run.use_model(summary.calibration.statistical_model)
     direct = track_pass(run)
     assert np.array_equal(track["lat"], direct.mean[:, 0])
     assert np.array_equal(track["loglik"], direct.filt.loglik[: run.n_cycles])

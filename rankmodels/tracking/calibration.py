@@ -34,15 +34,20 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy import stats
 
+from rankmodels.tracking.model_fit import STATISTICAL_PARAMS, StatisticalModel
 from rankmodels.tracking.signal_model import SignalModel
 
 __all__ = [
     "CALIBRATION_PARAMS",
+    "CLOCK_OFFSET_PRIOR_STD",
+    "DRIFT_PRIOR_STD",
+    "GEOMETRY_PARAMS",
+    "SPEED_PRIOR_STD",
     "MIN_PAIR_WEIGHT",
     "OFFSET_PRIOR_STD",
     "Calibration",
@@ -51,21 +56,38 @@ __all__ = [
     "m_step",
     "m_step_pairs",
     "direct_path_share",
+    "geometry_log_prior",
     "parse_calibrate_params",
 ]
 
-#: What ``--calibrate-params`` may name: ``drift`` (clock offset and drift), ``speed`` (the
-#: effective sound speed), ``offsets`` (per-source offset corrections).
-CALIBRATION_PARAMS = ("drift", "speed", "offsets")
+#: The geometry ``--calibrate-params`` may name: ``drift`` (clock offset and drift),
+#: ``speed`` (the effective sound speed), ``offsets`` (per-source offset corrections).
+GEOMETRY_PARAMS = ("drift", "speed", "offsets")
+#: Everything ``--calibrate-params`` may name: the geometry, then the statistical model
+#: (:data:`~rankmodels.tracking.model_fit.STATISTICAL_PARAMS`).
+CALIBRATION_PARAMS = GEOMETRY_PARAMS + tuple(STATISTICAL_PARAMS)
 #: ``tau`` (s): prior std of each source-offset correction. Source clocks are set and checked
 #: at deployment and recovery; written offsets are trusted to a couple of seconds.
 OFFSET_PRIOR_STD = 2.0
+#: Priors of the float clock and the sound speed, centred on the file's values (none of the
+#: clock error, the file's speed): the clock offset at launch is set and checked at launch
+#: (seconds, ``CLOCK_OFFSET_PRIOR_STD`` s), float clocks drift by seconds a year
+#: (``DRIFT_PRIOR_STD`` s/day is 18 s a year), and the effective sound speed of the Southern
+#: Ocean's sound channel lies within about 1470-1500 m/s (``SPEED_PRIOR_STD`` m/s).
+CLOCK_OFFSET_PRIOR_STD = 5.0
+DRIFT_PRIOR_STD = 0.05
+SPEED_PRIOR_STD = 10.0
+#: Information the record must carry about a parameter, relative to its prior's, for the
+#: parameter to be estimated (as :data:`rankmodels.tracking.model_fit.MIN_DATA_TO_PRIOR`):
+#: below it the posterior variance exceeds half the prior's and the parameter is held.
+MIN_DATA_TO_PRIOR = 1.0
 #: Association probability below which an (arrival, source) pair is left out of the M-step.
 MIN_PAIR_WEIGHT = 1e-3
 
 
 def parse_calibrate_params(text: str | Iterable[str]) -> frozenset[str]:
-    """The set named by ``"drift,speed,offsets"`` (any non-empty subset, any order).
+    """The set named by e.g. ``"drift,speed,offsets,sigma"`` (any non-empty subset of
+    :data:`CALIBRATION_PARAMS`, any order).
 
     Raises ValueError naming the unknown names and the accepted ones.
     """
@@ -138,6 +160,9 @@ def m_step(
     offset_prior_std: float,
     params: frozenset[str] = frozenset(CALIBRATION_PARAMS),
     start: Calibration | None = None,
+    speed_prior_std: float = math.inf,
+    clock_prior_std: float = math.inf,
+    drift_prior_std: float = math.inf,
 ) -> Calibration:
     """Weighted least squares for ``theta`` given K (arrival, source) pairs, with the float's
     positions known (``distance_km`` (K,)) or drawn from their posterior (``distance_km``
@@ -158,6 +183,15 @@ def m_step(
         ``start``'s values, standard errors included.
     start: the current parameters ``theta_0`` (default: the file's -- ``v`` nominal,
         ``c_0 = c_1 = 0``, ``delta = 0``, no standard errors), where the step starts.
+    speed_prior_std, clock_prior_std, drift_prior_std: priors ``v ~ N(v_file, .^2)`` (m/s;
+        on the slowness by the delta method), ``c_0 ~ N(0, .^2)`` (s), ``c_1 ~ N(0, .^2)``
+        (s/day); ``inf`` (the default) for none.
+
+    Every entry with a finite prior is estimated only when the record determines it: when
+    its posterior variance is at most ``1 / (1 + MIN_DATA_TO_PRIOR)`` of the prior's (the
+    data carry at least as much information as the prior). Other entries are held at
+    ``start``'s values (their standard errors NaN when ``start`` had none) and the solve is
+    repeated without them.
 
     With one track the log posterior is quadratic in ``theta`` and the result is its mode,
     ``(A^T W A / sigma^2 + P)^-1 A^T W y / sigma^2`` (``P`` the prior precision). With M
@@ -198,35 +232,38 @@ def m_step(
         raise ValueError("distance_km, day, residual_toa and weight must be finite")
     params = parse_calibrate_params(params)
     theta0 = start or Calibration.nominal(n_sources, sound_speed)
-    estimated = _parameter_mask(params, n_sources)
     theta, held_var = _vector(theta0, offset_prior_std)
     fixed = np.zeros((t.size, 2 + n_sources))  # the columns that do not depend on the position
     fixed[:, 0] = 1.0
     fixed[:, 1] = t
     fixed[np.arange(t.size), 2 + src] = 1.0
-    prior = np.zeros(theta.size)
-    prior[3:] = 1.0 / offset_prior_std**2
+    u_file = 1000.0 / sound_speed
+    prior_mean = np.zeros(theta.size)
+    prior_mean[0] = u_file
+    prior_std = np.r_[
+        u_file**2 * speed_prior_std / 1000.0,
+        clock_prior_std,
+        drift_prior_std,
+        np.full(n_sources, offset_prior_std),
+    ]
+    prior = 1.0 / prior_std**2
     resid = y - dist * theta[0] - fixed @ theta[1:]  # (M, K) at theta_0
     wr = resid * (w / sigma**2)
-    score = np.column_stack([(wr * dist).sum(axis=1), wr @ fixed])[:, estimated]  # (M, p)
+    scores = np.column_stack([(wr * dist).sum(axis=1), wr @ fixed])  # (M, 3 + s)
     full = _complete_information(dist, fixed, w / sigma**2)
-    info = full[np.ix_(estimated, estimated)] + np.diag(prior[estimated])
-    scale = np.sqrt(np.diag(info))  # condition judged in correlation form (units aside)
-    if not np.all(scale > 0) or np.linalg.cond(info / np.outer(scale, scale)) > 1e12:
-        raise ValueError(
-            "calibration is not identifiable from these arrivals (too few, too alike in "
-            "distance and time, or the clock offset without a prior on the source offsets)"
+    estimated = _parameter_mask(params, n_sources)
+    while True:
+        values, cov, info = _newton_step(
+            theta, estimated, scores, full, prior, prior_mean, held_var, dist.shape[0] > 1
         )
-    grad = score.mean(axis=0) - prior[estimated] * theta[estimated]
-    # what the held parameters' own uncertainty adds (consider covariance): theta_e moves by
-    # S (phi - phi_0) when the held phi are off, S = I_ee^-1 I_eh (complete data)
-    held = ~estimated & (held_var > 0)
-    sensitivity = np.linalg.solve(info, full[np.ix_(estimated, held)])
-    if dist.shape[0] > 1:
-        info = _observed_information(info, np.cov(score, rowvar=False).reshape(info.shape))
-    cov = np.linalg.inv(info) + (sensitivity * held_var[held]) @ sensitivity.T
-    values = theta.copy()
-    values[estimated] += np.linalg.solve(info, grad)
+        # entries with a prior that the record does not determine are held
+        undetermined = np.diag(cov) * prior[estimated] * (1.0 + MIN_DATA_TO_PRIOR) > 1.0
+        if not undetermined.any():
+            break
+        estimated = estimated.copy()
+        estimated[np.flatnonzero(estimated)[undetermined]] = False
+        if not estimated.any():
+            return replace(theta0)
     stds = _vector_std(theta0)
     stds[estimated] = np.sqrt(np.diag(cov))
     u = values[0]
@@ -240,6 +277,43 @@ def m_step(
         clock_drift_std=stds[2],
         source_offset_correction_std=stds[3:],
     )
+
+
+def _newton_step(
+    theta: np.ndarray,
+    estimated: np.ndarray,
+    scores: np.ndarray,
+    full: np.ndarray,
+    prior: np.ndarray,
+    prior_mean: np.ndarray,
+    held_var: np.ndarray,
+    louis: bool,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`m_step`'s step for the ``estimated`` entries of ``theta`` (the rest held):
+    the new values, the estimated entries' covariance (consider covariance included) and
+    their observed information. ``scores (M, 3 + s)`` complete-data scores per trajectory,
+    ``full`` the mean complete-data information, ``prior``/``prior_mean`` the prior's
+    precisions and means, ``held_var`` the held entries' variances; ``louis``: several
+    trajectories (Louis' observed information) rather than one track."""
+    score = scores[:, estimated]
+    info = full[np.ix_(estimated, estimated)] + np.diag(prior[estimated])
+    scale = np.sqrt(np.diag(info))  # condition judged in correlation form (units aside)
+    if not np.all(scale > 0) or np.linalg.cond(info / np.outer(scale, scale)) > 1e12:
+        raise ValueError(
+            "calibration is not identifiable from these arrivals (too few, too alike in "
+            "distance and time, or the clock offset without a prior on the source offsets)"
+        )
+    grad = score.mean(axis=0) - prior[estimated] * (theta - prior_mean)[estimated]
+    # what the held parameters' own uncertainty adds (consider covariance): theta_e moves by
+    # S (phi - phi_0) when the held phi are off, S = I_ee^-1 I_eh (complete data)
+    held = ~estimated & (held_var > 0)
+    sensitivity = np.linalg.solve(info, full[np.ix_(estimated, held)])
+    if louis:
+        info = _observed_information(info, np.cov(score, rowvar=False).reshape(info.shape))
+    cov = np.linalg.inv(info) + (sensitivity * held_var[held]) @ sensitivity.T
+    values = theta.copy()
+    values[estimated] += np.linalg.solve(info, grad)
+    return values, cov, info
 
 
 def calibration_stages(params: frozenset[str]) -> tuple[frozenset[str], ...]:
@@ -395,6 +469,7 @@ class CalibrationResult:
     best: int
     stop: str
     particles: int
+    models: tuple[StatisticalModel, ...] = ()
 
     @property
     def kept_file_values(self) -> bool:
@@ -406,3 +481,23 @@ class CalibrationResult:
     def calibration(self) -> Calibration:
         """The parameters kept (iteration :attr:`best`)."""
         return self.trace[self.best]
+
+    @property
+    def statistical_model(self) -> StatisticalModel | None:
+        """The statistical model kept (iteration :attr:`best`; None without a record of
+        them)."""
+        return self.models[self.best] if self.models else None
+
+
+def geometry_log_prior(cal: Calibration, nominal_speed: float) -> float:
+    """``log p(theta)`` (up to a constant) of the priors on what ``cal`` estimated (finite
+    standard errors): the speed about ``nominal_speed`` (:data:`SPEED_PRIOR_STD`), the clock
+    offset and drift about 0, each offset correction about 0 (:data:`OFFSET_PRIOR_STD`)."""
+    terms = (
+        (cal.sound_speed - nominal_speed, cal.sound_speed_std, SPEED_PRIOR_STD),
+        (cal.clock_offset, cal.clock_offset_std, CLOCK_OFFSET_PRIOR_STD),
+        (cal.clock_drift, cal.clock_drift_std, DRIFT_PRIOR_STD),
+    )
+    total = sum(-0.5 * (d / w) ** 2 for d, sd, w in terms if math.isfinite(sd))
+    corr = cal.source_offset_correction[np.isfinite(cal.source_offset_correction_std)]
+    return float(total - 0.5 * np.sum((corr / OFFSET_PRIOR_STD) ** 2))

@@ -46,10 +46,15 @@ from numba.core import event as numba_event
 
 from rankmodels.errors import InputError
 from rankmodels.tracking.calibration import (
+    CLOCK_OFFSET_PRIOR_STD,
+    DRIFT_PRIOR_STD,
+    GEOMETRY_PARAMS,
     OFFSET_PRIOR_STD,
+    SPEED_PRIOR_STD,
     Calibration,
     CalibrationResult,
     calibration_stages,
+    geometry_log_prior,
     m_step,
     m_step_pairs,
 )
@@ -62,6 +67,12 @@ from rankmodels.tracking.geometry import (
     tangent_offsets,
     tangent_step,
     unit_vectors,
+)
+from rankmodels.tracking.model_fit import (
+    STATISTICAL_PARAMS,
+    FitInputs,
+    StatisticalModel,
+    fit_statistics,
 )
 from rankmodels.tracking.output import TrackEstimate, build_track
 from rankmodels.tracking.quality import EndPoint, QualityCheck, QualityInputs, quality_checks
@@ -224,6 +235,25 @@ class Run:
     def n_cycles(self) -> int:
         return self.times.size
 
+    def use_model(self, stats: StatisticalModel) -> None:
+        """Track with ``stats``' signal model and random walk from now on (the config too,
+        so that every later stage reads the fitted values)."""
+        signal = stats.signal
+        self.config = replace(
+            self.config,
+            sigma=signal.sigma,
+            p_detect=signal.p_detect,
+            clutter_rate=signal.clutter_rate,
+            multipath=signal.multipath,
+            process_noise=stats.process_noise,
+        )
+        self.cycles.model = signal
+        self.dynamics = RandomWalk(stats.process_noise)
+
+    def statistical_model(self) -> StatisticalModel:
+        """The signal model and random walk the run uses now."""
+        return StatisticalModel(self.cycles.model, self.config.process_noise)
+
     def loglik(self, t: int, x: np.ndarray) -> np.ndarray | None:
         """Filter step ``t``'s log-likelihood: cycle ``t``, or the recovery fix
         ``N(fix; X, s_r^2 I_2)`` (km) at step ``n_cycles``."""
@@ -381,6 +411,12 @@ EM_ENSEMBLE = 200
 ANNEALING = (4.0, 2.0)
 
 
+#: Rise of the penalised log-likelihood (nats) below which an M-step ends its stage: the
+#: statistical parameters' EM creeps on by a nat or two a pass on long records, which moves
+#: the track by far less than the Monte Carlo noise of the final pass.
+MIN_GAIN = 2.0
+
+
 def em_passes(config: TrackConfig) -> int:
     """Most filter passes of :func:`calibrate`: the :data:`ANNEALING` passes, the file's
     values and the annealed estimate, and ``calibration_iterations`` M-steps per stage
@@ -389,55 +425,98 @@ def em_passes(config: TrackConfig) -> int:
     return len(ANNEALING) + 2 + stages * config.calibration_iterations
 
 
+def _trajectory_steps(run: Run, ensembles: np.ndarray) -> np.ndarray:
+    """``(M, T, 2)`` (east, north) km steps of each smoothed trajectory, from the launch
+    position to the first cycle and between consecutive cycles."""
+    n_traj = ensembles.shape[1]
+    lat = np.vstack([np.full((1, n_traj), run.x0[0]), ensembles[:, :, 0]])  # (T + 1, M)
+    lon = np.vstack([np.full((1, n_traj), run.x0[1]), ensembles[:, :, 1]])
+    east, north = tangent_offsets(lat[:-1], lon[:-1], lat[1:], lon[1:])
+    return np.stack([east.T, north.T], axis=2)
+
+
 def _em_step(
-    run: Run, this: Pass, start: Calibration, params: frozenset[str]
-) -> Calibration:
-    """One M-step from the pass ``this`` (run with ``start``): E-step pairs, then
-    :func:`~rankmodels.tracking.calibration.m_step` for ``params`` at ``run``'s ``sigma``."""
+    run: Run,
+    this: Pass,
+    start: Calibration,
+    params: frozenset[str],
+    stats_start: StatisticalModel | None = None,
+) -> tuple[Calibration, StatisticalModel]:
+    """One M-step from the pass ``this`` (run with ``start`` and the run's statistical
+    model): E-step pairs, then :func:`~rankmodels.tracking.calibration.m_step` for the
+    geometry in ``params`` at the run's ``sigma`` and, given ``stats_start`` (the priors'
+    centres), :func:`~rankmodels.tracking.model_fit.fit_statistics` for the statistical
+    parameters in ``params``."""
     cycles = run.cycles
-    pairs = m_step_pairs(
-        cycles.toa,
-        this.assoc.posterior,
-        _trajectory_distances(run, this.ensembles),
-        cycles.day,
-        cycles.offset,
-        this.assoc.predicted_toa,
-        cycles.model,
+    distances = _trajectory_distances(run, this.ensembles)
+    current = run.statistical_model()
+    geometry = params & set(GEOMETRY_PARAMS)
+    cal = start
+    if geometry:
+        pairs = m_step_pairs(
+            cycles.toa,
+            this.assoc.posterior,
+            distances,
+            cycles.day,
+            cycles.offset,
+            this.assoc.predicted_toa,
+            cycles.model,
+        )
+        cal = m_step(
+            **pairs,
+            n_sources=cycles.offset.size,
+            sound_speed=cycles.nominal_speed,
+            sigma=cycles.model.sigma,
+            offset_prior_std=OFFSET_PRIOR_STD,
+            params=frozenset(geometry),
+            start=start,
+            speed_prior_std=SPEED_PRIOR_STD,
+            clock_prior_std=CLOCK_OFFSET_PRIOR_STD,
+            drift_prior_std=DRIFT_PRIOR_STD,
+        )
+    statistical = params & set(STATISTICAL_PARAMS)
+    if stats_start is None or not statistical:
+        return cal, current
+    shift = start.predicted_shift(cycles.day[:, None], np.arange(cycles.offset.size)[None, :])
+    predicted = distances / (start.sound_speed / 1000.0) + cycles.offset + shift
+    inputs = FitInputs(
+        toa=cycles.toa,
+        posterior=this.assoc.posterior,
+        predicted=predicted,
+        predicted_mean=this.assoc.predicted_toa,
+        steps_km=_trajectory_steps(run, this.ensembles),
+        dt=run.dt[: run.n_cycles],
     )
-    return m_step(
-        **pairs,
-        n_sources=cycles.offset.size,
-        sound_speed=cycles.nominal_speed,
-        sigma=run.config.sigma,
-        offset_prior_std=OFFSET_PRIOR_STD,
-        params=params,
-        start=start,
-    )
+    return cal, fit_statistics(inputs, current, stats_start, statistical)
 
 
 def calibrate(
     record: xr.Dataset, config: TrackConfig, progress: Progress = None
 ) -> tuple[CalibrationResult, Pass]:
-    """Monte Carlo EM for the clock, sound speed and source offsets (issue 8).
+    """Monte Carlo EM for the clock, sound speed, source offsets and the statistical model.
 
     Every pass runs stages 2-4 at ``min(calibration_particles, particles)`` particles (and at
     most :data:`EM_ENSEMBLE` smoothed trajectories) with the same seed (common random numbers,
     so passes differ only by their parameters); the E-step takes the association posteriors
-    and the smoothed ensemble's distances
-    (:func:`~rankmodels.tracking.calibration.m_step_pairs`), the M-step the weighted least
-    squares of :func:`~rankmodels.tracking.calibration.m_step` (prior std
-    :data:`~rankmodels.tracking.calibration.OFFSET_PRIOR_STD` on the offset corrections).
+    and the smoothed ensemble; the M-step is the weighted least squares of
+    :func:`~rankmodels.tracking.calibration.m_step` for the geometry (priors
+    :data:`~rankmodels.tracking.calibration.OFFSET_PRIOR_STD` and the clock's and speed's)
+    and :func:`~rankmodels.tracking.model_fit.fit_statistics` for the statistical model
+    (priors centred on the configured values). Parameters the record does not determine
+    are held at their starting values.
 
-    1. Annealing: one pass and M-step (the first stage's parameters) per factor of
+    1. Annealing: one pass and M-step (the first stage's geometry) per factor of
        :data:`ANNEALING`, assuming that many times ``sigma``, from the file's values.
-    2. At the true ``sigma``: the file's values, then the annealed estimate, then M-steps in
-       :func:`~rankmodels.tracking.calibration.calibration_stages` order, at most
-       ``calibration_iterations`` per stage; a stage ends when the particle log-likelihood
-       no longer rises (the next starts from the best iterate), and the loop when the last
-       one does or the M-step cannot solve.
+    2. At the configured ``sigma``: the file's values, then the annealed estimate, then
+       M-steps in :func:`~rankmodels.tracking.calibration.calibration_stages` order (each
+       also fitting the statistical parameters asked for), at most
+       ``calibration_iterations`` per stage; a stage ends when the penalised log-likelihood
+       (the particle log-likelihood plus the log priors of what was estimated) no longer
+       rises (the next starts from the best iterate), and the loop when the last one does
+       or the M-step cannot solve.
 
-    The iterate with the largest log-likelihood at the true ``sigma`` is kept (the file's
-    values when nothing beats them). Returns the result and that iterate's pass.
+    The iterate with the largest penalised log-likelihood is kept (the file's and the
+    configured values when nothing beats them). Returns the result and that iterate's pass.
     """
     cal_config = replace(
         config,
@@ -447,7 +526,9 @@ def calibrate(
     run = prepare(record, cal_config)
     cycles = run.cycles
     stages = calibration_stages(config.calibrate_params)
+    start_stats = run.statistical_model()
     trace = [Calibration.nominal(cycles.offset.size, cycles.nominal_speed)]
+    models = [start_stats]
     sigmas: list[float] = []  # the sigma of each pass
     loglik: list[float] = []
     for factor in ANNEALING:
@@ -455,27 +536,42 @@ def calibrate(
         hot.cycles.calibrate(trace[-1])
         this = track_pass(hot, progress)
         try:
-            theta = _em_step(hot, this, trace[-1], stages[0])
+            theta, _ = _em_step(hot, this, trace[-1], stages[0] & set(GEOMETRY_PARAMS))
         except ValueError:  # cannot solve even assuming a noisier TOA: start from the file's
             break
         sigmas.append(hot.config.sigma)
         loglik.append(this.loglik)
         trace.append(theta)
+        models.append(start_stats)
     first = len(loglik)  # the first pass at the true sigma: the file's values, then ...
     if first:  # ... the annealed estimate
         trace.insert(first, trace[0])
+        models.insert(first, start_stats)
     sigmas += [config.sigma] * (len(trace) - first)
+    penalised: list[float] = []  # loglik + log priors, of the passes from `first` on
+
+    def score(k: int) -> float:
+        return penalised[k - first]
+
     stop = "iteration limit"
     best: Pass | None = None
     stage = steps = 0  # the stage and its M-steps so far
     kept = k = first  # the best iterate at the true sigma; this pass
     while True:
         cycles.calibrate(trace[k])
+        run.use_model(models[k])
         this = track_pass(run, progress)
         loglik.append(this.loglik)
-        if k == first or loglik[k] > loglik[kept]:
+        penalised.append(
+            this.loglik
+            + models[k].log_prior(start_stats)
+            + geometry_log_prior(trace[k], cycles.nominal_speed)
+        )
+        sigmas[k] = models[k].signal.sigma
+        gain = score(k) - score(kept)
+        if k == first or gain > 0:
             best, kept = this, k
-        elif k > first + 1:  # an M-step that did not help: next stage, or done
+        if k > first + 1 and gain <= MIN_GAIN:  # an M-step that barely helped: next stage
             if stage + 1 == len(stages):
                 stop = "no longer rising"
                 break
@@ -487,12 +583,15 @@ def calibrate(
             if stage + 1 == len(stages):
                 break
             stage, steps = stage + 1, 0
+        run.use_model(models[kept])
         try:
-            trace.append(_em_step(run, best, trace[kept], stages[stage]))
+            theta, stats = _em_step(run, best, trace[kept], stages[stage], start_stats)
         except ValueError as err:
             stop = str(err)
             break
-        sigmas.append(config.sigma)
+        trace.append(theta)
+        models.append(stats)
+        sigmas.append(stats.signal.sigma)
         steps += 1
         k += 1
     skipped = em_passes(config) - len(loglik)
@@ -500,13 +599,14 @@ def calibrate(
         progress(skipped * (2 * run.n_cycles + int(run.use_recovery)))
     result = CalibrationResult(
         params=config.calibrate_params,
-        trace=tuple(trace),
+        trace=tuple(trace[: len(loglik)]),
         loglik=tuple(loglik),
-        sigma=tuple(sigmas),
+        sigma=tuple(sigmas[: len(loglik)]),
         start=first,
         best=kept,
         stop=stop,
         particles=run.config.particles,
+        models=tuple(models[: len(loglik)]),
     )
     return result, best  # type: ignore[return-value]
 
@@ -710,6 +810,7 @@ def track_float(
             used = result.calibration
             if not result.kept_file_values:
                 run.cycles.calibrate(used)
+                run.use_model(result.statistical_model)
             if result.particles == config.particles:  # the best iterate is the final pass
                 final = best
                 if progress:
