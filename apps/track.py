@@ -8,15 +8,16 @@ from pathlib import Path
 
 import click
 import matplotlib
+import numpy as np
 import xarray as xr
 
 from rankmodels.errors import InputError
 from rankmodels.plots.run_report import IMAGES, REPORT_FILE, write_run_report
-from rankmodels.text import with_error
 from rankmodels.tracking.batch import TRACK_FILE, read_record
 from rankmodels.tracking.calibration import CALIBRATION_PARAMS
 from rankmodels.tracking.config import COMMAND_MULTIPATH, LIMITS, TrackConfig
 from rankmodels.tracking.engines import ENGINES
+from rankmodels.tracking.estimates import CANNOT_DETERMINE
 from rankmodels.tracking.output import write_track
 from rankmodels.tracking.pipeline import TrackSummary, progress_steps
 from rankmodels.tracking.pipeline import track_float as run_tracker
@@ -120,36 +121,43 @@ def _quality_line(summary: TrackSummary) -> str:
     return "quality checks: " + ", ".join(parts)
 
 
-def _calibration_line(summary: TrackSummary) -> str:
-    """One line: what was estimated, its values with standard errors, and how the EM ended."""
+def _calibration_lines(summary: TrackSummary) -> list[str]:
+    """What was estimated (values with standard errors, from where the EM started), what was
+    kept and why, and how the EM ended."""
     result = summary.calibration
     if result is None:
-        return "not calibrated (the file's clock, sound speed and source offsets)"
+        return ["not calibrated (the file's clock, sound speed and source offsets; the "
+                "configured noise, detection, clutter, multipath and process noise)"]  # fmt: skip
     runs = f"{len(result.loglik)} EM passes at {result.particles} particles"
     if result.kept_file_values:
-        return f"calibration kept the file's values (no M-step raised the likelihood; {runs})"
-    cal, first = result.calibration, result.trace[0]
-    parts = []
-    if "speed" in result.params:
-        parts.append(
-            f"sound speed {with_error(cal.sound_speed, cal.sound_speed_std, 1)} m/s "
-            f"(file {first.sound_speed:g})"
-        )
-    if "drift" in result.params:
-        offset = with_error(cal.clock_offset, cal.clock_offset_std, 1, signed=True)
-        drift = with_error(cal.clock_drift, cal.clock_drift_std, 4, signed=True)
-        parts.append(f"clock offset {offset} s, drift {drift} s/day")
+        return [
+            "calibration kept the file's and the configured values (no M-step raised the "
+            f"likelihood; {runs})"
+        ]
+    estimated = [p.text() for p in summary.parameters if p.estimated]
+    kept: dict[str, list[str]] = {}  # reason -> what
+    for p in summary.parameters:
+        if p.status == "kept":
+            kept.setdefault(p.reason, []).append(p.kept_text())
     if "offsets" in result.params:
-        largest = float(abs(cal.source_offset_correction).max())
-        parts.append(
-            f"source offset corrections up to {largest:.1f} s"
-            if largest
-            else "source offsets as written (no correction raised the likelihood)"
-        )
-    return (
-        f"calibrated: {'; '.join(parts)} (EM pass {result.best} of "
+        cal = result.calibration
+        changed = np.isfinite(cal.source_offset_correction_std)
+        if changed.any():
+            largest = float(abs(cal.source_offset_correction[changed]).max())
+            estimated.append(
+                f"source offset corrections up to {largest:.1f} s ({int(changed.sum())} of "
+                f"{changed.size} sources)"
+            )
+        else:
+            kept.setdefault(CANNOT_DETERMINE, []).append("source offsets as written")
+    lines = [
+        f"calibrated: {'; '.join(estimated) or 'nothing'} (EM pass {result.best} of "
         f"{len(result.loglik) - 1} at {result.particles} particles kept; {result.stop})"
-    )
+    ]
+    for reason, what in kept.items():
+        reason = reason.replace("determine it", "determine them") if len(what) > 1 else reason
+        lines.append(f"kept ({reason}): {'; '.join(what)}")
+    return lines
 
 
 def _summary_lines(summary: TrackSummary, out: Path, written: list[str]) -> list[str]:
@@ -166,7 +174,7 @@ def _summary_lines(summary: TrackSummary, out: Path, written: list[str]) -> list
         f"mean ESS {summary.mean_ess:.0f} "
         f"({100 * summary.mean_ess / summary.particles:.0f}%), arrivals called clutter "
         f"{100 * summary.clutter_fraction:.1f}%, collapsed cycles {len(summary.collapsed_cycles)}",
-        _calibration_line(summary),
+        *_calibration_lines(summary),
         _quality_line(summary),
         f"{timing}; wrote {out}/: {', '.join(written)}",
     ]
@@ -286,15 +294,18 @@ def _warnings(summary: TrackSummary) -> list[str]:
     "--calibrate/--no-calibrate",
     default=True,
     show_default=True,
-    help="Estimate the float clock (offset, drift), the sound speed and the source offset "
-    "corrections with the track (Monte Carlo EM; see docs/tracking.md).",
+    help="Estimate the float clock (offset, drift), the sound speed, the source offset "
+    "corrections and the statistical model (TOA noise, P_D, clutter, multipath, process "
+    "noise) with the track (Monte Carlo EM; see docs/tracking.md).",
 )
 @click.option(
     "--calibrate-params",
     default=",".join(CALIBRATION_PARAMS),
     show_default=True,
     help="What --calibrate estimates: a comma-separated subset of drift (clock offset and "
-    "drift), speed, offsets.",
+    "drift), speed, offsets (source offset corrections), sigma, pd, clutter, multipath "
+    "(share and mean delay), process-noise. Each starts at the file's or the option's value "
+    "and is kept there when the record cannot determine it.",
 )
 @click.option(
     "--smooth/--no-smooth",

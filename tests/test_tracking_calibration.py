@@ -435,9 +435,9 @@ def test_calibrate_end_to_end_summary_and_report(tmp_path):
     ("value", "words"),
     [
         ("foo", "--calibrate-params: expected a comma-separated list of drift, speed, offsets, "
-         "got 'foo'"),
+         "sigma, pd, clutter, multipath, process-noise, got 'foo'"),
         ("speed,", "--calibrate-params: expected a comma-separated list of drift, speed, "
-         "offsets, got ''"),
+         "offsets, sigma, pd, clutter, multipath, process-noise, got ''"),
     ],
 )  # fmt: skip
 def test_bad_calibrate_params_is_a_one_line_error(tmp_path, value, words):

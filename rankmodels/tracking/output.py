@@ -16,13 +16,18 @@ import numpy as np
 import xarray as xr
 
 from rankmodels import __version__
-from rankmodels.tracking.calibration import CALIBRATION_PARAMS, Calibration, CalibrationResult
+from rankmodels.tracking.calibration import Calibration, CalibrationResult
+from rankmodels.tracking.estimates import ParameterReport, calibrated_names
 from rankmodels.tracking.geometry import KM_PER_DEGREE
 from rankmodels.tracking.quality import QualityCheck, quality_variables
 from rankmodels.tracking.records import compressed_encoding
 from rankmodels.tracking.schema import CLUTTER, NO_ARRIVAL, TRACK, annotate
 
-__all__ = ["TrackEstimate", "build_track", "write_track"]
+__all__ = ["STATISTICAL_TRACE", "TrackEstimate", "build_track", "write_track"]
+
+#: The statistical parameters whose value in each EM pass the trace records (``sigma`` is
+#: ``calibration_sigma``, which also records the annealing passes' inflated noise).
+STATISTICAL_TRACE = ("p_detect", "clutter_rate", "multipath", "multipath_delay", "process_noise")
 
 
 @dataclass
@@ -46,18 +51,24 @@ class TrackEstimate:
 
 
 def calibration_variables(
-    used: Calibration, trace: CalibrationResult | None
+    used: Calibration,
+    trace: CalibrationResult | None,
+    reports: tuple[ParameterReport, ...] = (),
 ) -> tuple[dict[str, tuple], dict[str, object]]:
     """Variables and attributes of the parameters ``used`` and of the EM ``trace`` (None: not
-    calibrated): ``sound_speed``, ``clock_offset``, ``clock_drift`` and
-    ``source_offset_correction`` with their ``_std`` (NaN where not estimated), the
-    ``calibration_*`` trace over ``iteration``, and the attributes ``calibrated`` (what was
-    estimated, comma-separated, ``""`` for nothing), ``calibration_best_iteration``,
-    ``calibration_stop`` and ``calibration_particles``."""
+    calibrated): ``source_offset_correction`` and one scalar per parameter of ``reports``
+    (:func:`~rankmodels.tracking.estimates.parameter_reports`: ``sound_speed``,
+    ``clock_offset``, ``clock_drift``, ``sigma``, ``p_detect``, ``clutter_rate``,
+    ``multipath``, ``multipath_delay``, ``process_noise``), each with its ``_std`` (NaN where
+    not estimated) and the attributes ``start``, ``status`` and ``status_reason``; the
+    ``calibration_*`` trace over ``iteration``; and the attributes ``calibrated`` (what the
+    track changed from its starting values, comma-separated, ``""`` for nothing),
+    ``calibration_best_iteration``, ``calibration_stop`` and ``calibration_particles``."""
     out: dict[str, tuple] = {}
-    for name in ("sound_speed", "clock_offset", "clock_drift"):
-        out[name] = ((), getattr(used, name))
-        out[f"{name}_std"] = ((), getattr(used, f"{name}_std"))
+    for rep in reports:
+        status = {"start": rep.start, "status": rep.status, "status_reason": rep.reason}
+        out[rep.name] = ((), rep.value, status)
+        out[f"{rep.name}_std"] = ((), rep.std)
     out["source_offset_correction"] = ("source", used.source_offset_correction)
     out["source_offset_correction_std"] = ("source", used.source_offset_correction_std)
     if trace is None:
@@ -73,8 +84,10 @@ def calibration_variables(
         ("iteration", "source"),
         np.array([c.source_offset_correction for c in trace.trace]),
     )
+    for name in STATISTICAL_TRACE:
+        out[f"calibration_{name}"] = ("iteration", np.array([m.value(name) for m in trace.models]))
     attrs = {
-        "calibrated": ",".join(p for p in CALIBRATION_PARAMS if p in trace.params),
+        "calibrated": ",".join(calibrated_names(reports, used)),
         "calibration_best_iteration": trace.best,
         "calibration_stop": trace.stop,
         "calibration_particles": trace.particles,
@@ -89,6 +102,7 @@ def build_track(
     quality: tuple[QualityCheck, ...] = (),
     calibration: Calibration | None = None,
     trace: CalibrationResult | None = None,
+    reports: tuple[ParameterReport, ...] = (),
 ) -> xr.Dataset:
     """The track dataset of ``record`` (a validated float record) from ``est``; ``attrs``
     (model parameters, engine, ...) are added to the standard ones. Variables, units and
@@ -96,7 +110,8 @@ def build_track(
     variables (:func:`~rankmodels.tracking.quality.quality_variables`) and the attribute
     ``quality_failed`` (how many failed). ``calibration``: the parameters the predictions
     used (:func:`calibration_variables`; None: no such variables), ``trace``: the EM
-    iterations that chose them (None: not calibrated)."""
+    iterations that chose them (None: not calibrated), ``reports`` each scalar parameter's
+    value, standard error and status."""
     post = est.association_posterior
     no_arrival = np.isnan(post).all(axis=2)
     best = np.where(no_arrival, 0, np.argmax(np.nan_to_num(post, nan=-1.0), axis=2))
@@ -147,7 +162,7 @@ def build_track(
     if record.attrs.get("simulated"):
         ds.attrs["simulated"] = 1
     if calibration is not None:
-        variables, calibration_attrs = calibration_variables(calibration, trace)
+        variables, calibration_attrs = calibration_variables(calibration, trace, reports)
         ds = ds.assign(variables)
         ds.attrs.update(calibration_attrs)
     if quality:

@@ -61,6 +61,7 @@ from rankmodels.tracking.calibration import (
 from rankmodels.tracking.config import LIMITS, TrackConfig, check_memory
 from rankmodels.tracking.dynamics import RandomWalk
 from rankmodels.tracking.engines import LikelihoodResult, log_likelihood
+from rankmodels.tracking.estimates import ParameterReport, parameter_reports
 from rankmodels.tracking.filter import FilterResult, particle_filter
 from rankmodels.tracking.geometry import (
     pairwise_distance_km,
@@ -230,6 +231,7 @@ class Run:
     recovery: tuple[float, float] | None
     days_to_recovery: float | None
     use_recovery: bool
+    fitted: StatisticalModel | None = None
 
     @property
     def n_cycles(self) -> int:
@@ -249,9 +251,13 @@ class Run:
         )
         self.cycles.model = signal
         self.dynamics = RandomWalk(stats.process_noise)
+        self.fitted = stats
 
     def statistical_model(self) -> StatisticalModel:
-        """The signal model and random walk the run uses now."""
+        """The signal model and random walk the run uses now (with their estimates once
+        :meth:`use_model` was given fitted ones)."""
+        if self.fitted is not None:
+            return self.fitted
         return StatisticalModel(self.cycles.model, self.config.process_noise)
 
     def loglik(self, t: int, x: np.ndarray) -> np.ndarray | None:
@@ -690,7 +696,9 @@ class TrackSummary(Mapping[str, object]):
     kernels (a first run, before they are cached; 0 after); ``quality``: the quality checks;
     ``calibration``: the EM iterations (None without calibration); ``unconverged_cycles``:
     cycles where ``bp`` or ``minfactor`` left a particle unconverged within its sweep limit
-    (its likelihood there is the last sweep's; always empty for the other engines).
+    (its likelihood there is the last sweep's; always empty for the other engines);
+    ``parameters``: what the track estimated and kept
+    (:func:`~rankmodels.tracking.estimates.parameter_reports`).
 
     Also a read-only mapping of the scalar fields (the report's summary table reads it that
     way); ``quality``, ``compile_time_s`` and ``calibration`` are attributes only.
@@ -712,6 +720,7 @@ class TrackSummary(Mapping[str, object]):
     quality: tuple[QualityCheck, ...]
     calibration: CalibrationResult | None = None
     unconverged_cycles: list[int] = dataclasses.field(default_factory=list)
+    parameters: tuple[ParameterReport, ...] = ()
 
     def __getitem__(self, key: str) -> object:
         if key not in _TABLE_FIELDS:
@@ -738,6 +747,7 @@ def summarise(
     run_time_s: float,
     compile_time_s: float,
     calibration: CalibrationResult | None = None,
+    parameters: tuple[ParameterReport, ...] = (),
 ) -> TrackSummary:
     """Stage 6: the run's :class:`TrackSummary`."""
     n_cyc = run.n_cycles
@@ -760,6 +770,7 @@ def summarise(
         quality=checks,
         calibration=calibration,
         unconverged_cycles=np.flatnonzero(run.cycles.unconverged[:n_cyc]).tolist(),
+        parameters=parameters,
     )
 
 
@@ -800,6 +811,7 @@ def track_float(
     """
     config = config or TrackConfig()
     run = prepare(record, config)
+    start_model = run.statistical_model()
     compiling: list[float] = []
     started = _time.perf_counter()
     result, final = None, None
@@ -829,9 +841,19 @@ def track_float(
         loglik=filt.loglik[:n_cyc],
         collapsed=filt.collapsed[:n_cyc],
     )
+    reports = parameter_reports(
+        used, run.statistical_model(), start_model, result, run.cycles.nominal_speed
+    )
     track = build_track(
-        record, estimate, _attributes(run), quality=checks, calibration=used, trace=result
+        record,
+        estimate,
+        _attributes(run),
+        quality=checks,
+        calibration=used,
+        trace=result,
+        reports=reports,
     )
     compile_time = sum(compiling)
     run_time = _time.perf_counter() - started - compile_time
-    return track, summarise(run, filt, track, checks, run_time, compile_time, result)
+    summary = summarise(run, filt, track, checks, run_time, compile_time, result, reports)
+    return track, summary

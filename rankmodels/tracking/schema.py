@@ -364,6 +364,10 @@ TRUTH = FileFormat(
 )
 
 _NOT_ESTIMATED = "NaN when not estimated"
+_STATISTICAL = (
+    "the value the track used; attributes start (the configured value), status (estimated, "
+    "kept, not calibrated) and status_reason"
+)
 _TRACE = "one value per EM iteration (the first: the file's values); only when calibrated"
 
 
@@ -380,6 +384,12 @@ def _calibration_variables() -> tuple[Variable, ...]:
         ),
         ("clock_offset", (), "float clock offset at launch (ahead of true time)", "s", used),
         ("clock_drift", (), "float clock drift", "s day-1", used),
+        ("sigma", (), "TOA noise standard deviation", "s", _STATISTICAL),
+        ("p_detect", (), "detection probability P_D", "1", _STATISTICAL),
+        ("clutter_rate", (), "clutter arrivals per listening window", "1", _STATISTICAL),
+        ("multipath", (), "share of source arrivals delayed by multipath", "1", _STATISTICAL),
+        ("multipath_delay", (), "mean multipath delay", "s", _STATISTICAL),
+        ("process_noise", (), "random-walk std per axis of a 1-day step", "km", _STATISTICAL),
         (
             "source_offset_correction",
             ("source",),
@@ -420,7 +430,8 @@ def _calibration_variables() -> tuple[Variable, ...]:
             units="s",
         )
     )
-    for name, dims, _, units, _ in quantities:
+    traced = [q for q in quantities if q[0] != "sigma"]  # calibration_sigma: above
+    for name, dims, _, units, _ in traced:
         out.append(
             Variable(
                 f"calibration_{name}",

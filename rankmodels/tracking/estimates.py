@@ -1,0 +1,146 @@
+"""What a calibrated run estimated, and what it kept: one :class:`ParameterReport` per scalar
+parameter of the model, read by ``track.nc``, the command line's summary and the report.
+
+A parameter is *estimated* when the EM pass that was kept changed it from its starting value
+with a standard error; otherwise it was *kept* at its starting value -- the file's (sound
+speed), zero (clock offset and drift) or the configured value (the statistical model) -- and
+the report says why: the record cannot determine it (it carries less information about it
+than its prior, :mod:`~rankmodels.tracking.model_fit`), no estimate raised the likelihood
+(the EM kept the starting values), or it was not asked for (``--calibrate-params``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from rankmodels.text import with_error
+from rankmodels.tracking.calibration import CALIBRATION_PARAMS, Calibration, CalibrationResult
+from rankmodels.tracking.model_fit import StatisticalModel
+
+__all__ = [
+    "CANNOT_DETERMINE",
+    "NOT_ASKED",
+    "NO_GAIN",
+    "ParameterReport",
+    "calibrated_names",
+    "parameter_reports",
+]
+
+CANNOT_DETERMINE = "the record cannot determine it"
+NO_GAIN = "no estimate raised the likelihood"
+NOT_ASKED = "not asked for (--calibrate-params)"
+
+#: name -> (the ``--calibrate-params`` name that covers it, label, unit, digits).
+_PARAMETERS: dict[str, tuple[str, str, str, int]] = {
+    "sound_speed": ("speed", "sound speed", "m/s", 1),
+    "clock_offset": ("drift", "clock offset", "s", 2),
+    "clock_drift": ("drift", "clock drift", "s/day", 4),
+    "sigma": ("sigma", "TOA noise sigma", "s", 2),
+    "p_detect": ("pd", "detection probability P_D", "", 3),
+    "clutter_rate": ("clutter", "clutter rate", "per window", 2),
+    "multipath": ("multipath", "multipath share", "", 3),
+    "multipath_delay": ("multipath", "mean multipath delay", "s", 1),
+    "process_noise": ("process-noise", "process noise", "km/day", 2),
+}
+_GEOMETRY = ("sound_speed", "clock_offset", "clock_drift")
+
+
+@dataclass(frozen=True)
+class ParameterReport:
+    """One parameter: ``value`` used by the track, ``std`` (NaN unless estimated),
+    ``start`` (where the EM started), ``status`` (``"estimated"``, ``"kept"`` or ``"not
+    calibrated"``) and ``reason`` (why kept; ``""`` otherwise); ``label``, ``unit`` and
+    ``digits`` for text."""
+
+    name: str
+    label: str
+    unit: str
+    digits: int
+    value: float
+    std: float
+    start: float
+    status: str
+    reason: str
+
+    @property
+    def estimated(self) -> bool:
+        return self.status == "estimated"
+
+    def _amount(self, value: float) -> str:
+        unit = f" {self.unit}" if self.unit else ""
+        return f"{value:.{self.digits}f}{unit}"
+
+    def _start_text(self) -> str:
+        whose = "the file's " if self.name == "sound_speed" else ""
+        return f"{whose}{self._amount(self.start)}"
+
+    def text(self) -> str:
+        """``"sound speed 1474.0 ± 4.3 m/s (start 1480)"`` when estimated, ``"sound speed:
+        kept at the file's 1480.0 m/s -- the record cannot determine it"`` when kept."""
+        if self.estimated:
+            unit = f" {self.unit}" if self.unit else ""
+            value = with_error(self.value, self.std, self.digits, signed=self.name in _SIGNED)
+            return f"{self.label} {value}{unit} (start {self.start:g})"
+        if self.status == "kept":
+            return f"{self.label}: kept at {self._start_text()} — {self.reason}"
+        return f"{self.label} {self._amount(self.value)} (not calibrated)"
+
+    def kept_text(self) -> str:
+        """``"sound speed at the file's 1480.0 m/s"``: a kept parameter, its reason apart."""
+        return f"{self.label} at {self._start_text()}"
+
+
+_SIGNED = ("clock_offset", "clock_drift")
+
+
+def _status(estimated: bool, asked: bool, result: CalibrationResult | None) -> tuple[str, str]:
+    if result is None:
+        return "not calibrated", ""
+    if not asked:
+        return "kept", NOT_ASKED
+    if result.kept_file_values:
+        return "kept", NO_GAIN
+    return ("estimated", "") if estimated else ("kept", CANNOT_DETERMINE)
+
+
+def parameter_reports(
+    used: Calibration,
+    model: StatisticalModel,
+    start_model: StatisticalModel,
+    result: CalibrationResult | None,
+    nominal_speed: float,
+) -> tuple[ParameterReport, ...]:
+    """One report per parameter of :data:`_PARAMETERS`, in that order: ``used`` and
+    ``model`` are what the track used, ``start_model`` the configured statistical model,
+    ``result`` the EM (None: not calibrated), ``nominal_speed`` the file's sound speed."""
+    reports = []
+    params = result.params if result is not None else frozenset()
+    for name, (group, label, unit, digits) in _PARAMETERS.items():
+        if name in _GEOMETRY:
+            value, std = getattr(used, name), getattr(used, f"{name}_std")
+            start = nominal_speed if name == "sound_speed" else 0.0
+            estimated = math.isfinite(std)
+        else:
+            value, start = model.value(name), start_model.value(name)
+            est = model.estimate(name)
+            estimated = est is not None and est.estimated
+            std = est.std if estimated else math.nan
+        status, reason = _status(estimated, group in params, result)
+        if status != "estimated":
+            std = math.nan
+        reports.append(
+            ParameterReport(name, label, unit, digits, value, std, start, status, reason)
+        )
+    return tuple(reports)
+
+
+def calibrated_names(reports: tuple[ParameterReport, ...], used: Calibration) -> tuple[str, ...]:
+    """The ``--calibrate-params`` names whose parameters the track changed (in
+    :data:`~rankmodels.tracking.calibration.CALIBRATION_PARAMS` order)."""
+    changed = {_PARAMETERS[r.name][0] for r in reports if r.estimated}
+    if np.isfinite(used.source_offset_correction_std).any():
+        changed.add("offsets")
+    return tuple(p for p in CALIBRATION_PARAMS if p in changed)
