@@ -70,11 +70,13 @@ CALIBRATION_PARAMS = GEOMETRY_PARAMS + tuple(STATISTICAL_PARAMS)
 #: at deployment and recovery; written offsets are trusted to a couple of seconds.
 OFFSET_PRIOR_STD = 2.0
 #: Priors of the float clock and the sound speed, centred on the file's values (none of the
-#: clock error, the file's speed): the clock offset at launch is set and checked at launch
-#: (seconds, ``CLOCK_OFFSET_PRIOR_STD`` s), float clocks drift by seconds a year
-#: (``DRIFT_PRIOR_STD`` s/day is 18 s a year), and the effective sound speed of the Southern
-#: Ocean's sound channel lies within about 1470-1500 m/s (``SPEED_PRIOR_STD`` m/s).
-CLOCK_OFFSET_PRIOR_STD = 5.0
+#: clock error, the file's speed): the clock is set and read at launch (the 140 DIMES floats'
+#: launch offsets lie within -2..3 s, standard deviation 0.64 s: ``CLOCK_OFFSET_PRIOR_STD``
+#: s), float clocks drift by seconds a year (the same floats: median -3 s over two years,
+#: a few by a minute; ``DRIFT_PRIOR_STD`` s/day is 18 s a year), and the effective sound
+#: speed of the Southern Ocean's sound channel lies within about 1470-1500 m/s
+#: (``SPEED_PRIOR_STD`` m/s).
+CLOCK_OFFSET_PRIOR_STD = 1.0
 DRIFT_PRIOR_STD = 0.05
 SPEED_PRIOR_STD = 10.0
 #: Information the record must carry about a parameter, relative to its prior's, for the
@@ -132,6 +134,36 @@ class Calibration:
             clock_drift_std=nan,
             source_offset_correction_std=np.full(n_sources, nan),
         )
+
+    def without(self, group: str, nominal_speed: float) -> Calibration:
+        """These parameters with the geometry ``group`` (``"speed"``, ``"drift"``: clock
+        offset and drift, ``"offsets"``) back at the file's values, standard errors NaN."""
+        nan = math.nan
+        if group == "speed":
+            return replace(self, sound_speed=float(nominal_speed), sound_speed_std=nan)
+        if group == "drift":
+            return replace(
+                self, clock_offset=0.0, clock_drift=0.0, clock_offset_std=nan,
+                clock_drift_std=nan,
+            )  # fmt: skip
+        if group == "offsets":
+            n = self.source_offset_correction.size
+            return replace(
+                self,
+                source_offset_correction=np.zeros(n),
+                source_offset_correction_std=np.full(n, nan),
+            )
+        raise ValueError(f"group must be one of {', '.join(GEOMETRY_PARAMS)}, got {group!r}")
+
+    def estimates(self, group: str) -> bool:
+        """Whether ``group`` (as in :meth:`without`) holds an estimate (a finite standard
+        error)."""
+        stds = {
+            "speed": [self.sound_speed_std],
+            "drift": [self.clock_offset_std, self.clock_drift_std],
+            "offsets": self.source_offset_correction_std,
+        }[group]
+        return bool(np.isfinite(stds).any())
 
     def predicted_shift(self, day: np.ndarray, source: np.ndarray) -> np.ndarray:
         """``c_0 + c_1 t + delta_i`` (s) for cycles ``day`` and sources ``source`` (broadcast)."""

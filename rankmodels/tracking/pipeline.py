@@ -423,12 +423,19 @@ ANNEALING = (4.0, 2.0)
 MIN_GAIN = 2.0
 
 
+#: The geometry groups the likelihood-ratio check of :func:`calibrate` tests, in order: the
+#: least determined first.
+TESTED_GROUPS = ("speed", "offsets", "drift")
+
+
 def em_passes(config: TrackConfig) -> int:
     """Most filter passes of :func:`calibrate`: the :data:`ANNEALING` passes, the file's
-    values and the annealed estimate, and ``calibration_iterations`` M-steps per stage
-    (:func:`~rankmodels.tracking.calibration.calibration_stages`)."""
+    values and the annealed estimate, ``calibration_iterations`` M-steps per stage
+    (:func:`~rankmodels.tracking.calibration.calibration_stages`) and one likelihood-ratio
+    check per geometry group asked for."""
     stages = len(calibration_stages(config.calibrate_params))
-    return len(ANNEALING) + 2 + stages * config.calibration_iterations
+    checks = len(set(TESTED_GROUPS) & config.calibrate_params)
+    return len(ANNEALING) + 2 + stages * config.calibration_iterations + checks
 
 
 def _trajectory_steps(run: Run, ensembles: np.ndarray) -> np.ndarray:
@@ -521,8 +528,15 @@ def calibrate(
        rises (the next starts from the best iterate), and the loop when the last one does
        or the M-step cannot solve.
 
+    3. Likelihood-ratio check: each geometry group of :data:`TESTED_GROUPS` that the best
+       iterate estimated is put back to the file's values for one more pass; when that
+       lowers the penalised log-likelihood by at most :data:`MIN_GAIN` nats, the record does
+       not determine the group and the file's values are kept (on short records a sound
+       speed known to a few m/s would move the track by kilometres for nothing).
+
     The iterate with the largest penalised log-likelihood is kept (the file's and the
-    configured values when nothing beats them). Returns the result and that iterate's pass.
+    configured values when nothing beats them), after the check. Returns the result and
+    that iterate's pass.
     """
     cal_config = replace(
         config,
@@ -600,6 +614,24 @@ def calibrate(
         sigmas.append(stats.signal.sigma)
         steps += 1
         k += 1
+    # the likelihood-ratio check: a geometry group whose estimate raises the penalised
+    # log-likelihood by at most MIN_GAIN over its file values is not determined by the record
+    for group in (g for g in TESTED_GROUPS if kept != first and trace[kept].estimates(g)):
+        reduced = trace[kept].without(group, cycles.nominal_speed)
+        cycles.calibrate(reduced)
+        run.use_model(models[kept])
+        this = track_pass(run, progress)
+        trace.append(reduced)
+        models.append(models[kept])
+        sigmas.append(models[kept].signal.sigma)
+        loglik.append(this.loglik)
+        penalised.append(
+            this.loglik
+            + models[kept].log_prior(start_stats)
+            + geometry_log_prior(reduced, cycles.nominal_speed)
+        )
+        if score(kept) - score(len(loglik) - 1) <= MIN_GAIN:
+            best, kept = this, len(loglik) - 1
     skipped = em_passes(config) - len(loglik)
     if progress and skipped > 0:
         progress(skipped * (2 * run.n_cycles + int(run.use_recovery)))
