@@ -38,10 +38,12 @@ SignalModel` and of the random walk is updated from them by one Newton step on i
 
 Every parameter has a prior ``phi ~ N(phi_0, w^2)`` centred on its starting value (the
 file's or the command line's; widths :data:`PRIORS`), so a record that says little leaves
-it near its start, and the step is ``phi + (g - (phi - phi_0) / w^2) / (I + 1 / w^2)`` with
-``g`` the mean score over the trajectories and ``I`` Louis' observed information (the
-complete-data information less the variance of the per-trajectory scores, floored at
-:data:`MIN_OBSERVED_SHARE` of it). A parameter is *determined by the record* when the data
+it near its start, and the step is the EM step ``phi + (g - (phi - phi_0) / w^2) / (I_c +
+1 / w^2)`` with ``g`` the mean score over the trajectories and ``I_c`` the mean complete-data
+information (its fixed point is the penalised maximum). The standard error is ``1 / sqrt(I +
+1 / w^2)`` with ``I`` Louis' observed information: ``I_c`` less the variance of the
+per-trajectory scores (what the unknown positions take away), floored at
+:data:`MIN_OBSERVED_SHARE` of it. A parameter is *determined by the record* when the data
 carry at least as much information as its prior (``I w^2 >=`` :data:`MIN_DATA_TO_PRIOR`,
 i.e. the posterior standard deviation is at most ``w / sqrt 2``); otherwise it is kept at
 its starting value, and reported so.
@@ -220,23 +222,26 @@ def _newton(
     score: np.ndarray,
     complete_info: float,
     bounds: tuple[float, float],
+    missing: float | None = None,
 ) -> Estimate:
-    """One penalised Newton step on ``phi`` (module docstring) from ``current``; ``score
-    (M,)`` the complete-data score of each trajectory (or one value), ``complete_info`` the
-    mean complete-data information, ``bounds`` the accepted range of the value."""
+    """One penalised EM step on ``phi`` (module docstring) from ``current``; ``score (M,)``
+    the complete-data score of each trajectory (or one value), ``complete_info`` the mean
+    complete-data information, ``bounds`` the accepted range of the value, ``missing`` the
+    missing information (default: the variance of ``score`` over the trajectories)."""
     prior = PRIORS[name]
     score = np.atleast_1d(np.asarray(score, dtype=float))
-    missing = float(np.var(score, ddof=1)) if score.size > 1 else 0.0
+    if missing is None:
+        missing = float(np.var(score, ddof=1)) if score.size > 1 else 0.0
     info = max(complete_info - missing, MIN_OBSERVED_SHARE * complete_info)
     ratio = info * prior.width**2
     if not (math.isfinite(ratio) and ratio >= MIN_DATA_TO_PRIOR):
         return Estimate(start, math.nan, start, False, ratio if math.isfinite(ratio) else 0.0)
     phi, phi0 = prior.to_phi(current), prior.to_phi(start)
-    precision = info + 1.0 / prior.width**2
-    phi += (float(score.mean()) - (phi - phi0) / prior.width**2) / precision
+    step = complete_info + 1.0 / prior.width**2
+    phi += (float(score.mean()) - (phi - phi0) / prior.width**2) / step
     lo, hi = bounds
     value = min(max(prior.from_phi(phi), lo), hi)
-    std = prior.derivative(value) / math.sqrt(precision)
+    std = prior.derivative(value) / math.sqrt(info + 1.0 / prior.width**2)
     return Estimate(value, std, start, True, ratio)
 
 
@@ -294,10 +299,9 @@ def _clutter_step(inputs: FitInputs, model: SignalModel, start: SignalModel) -> 
     score = count - lam * float(exposure.sum())
     complete = lam * float(exposure.sum())
     # the association's missing information: the variance of the clutter count
-    info = complete - float(np.sum(a_c * (1.0 - a_c)))
-    info = max(info, MIN_OBSERVED_SHARE * complete)
-    return _newton("clutter_rate", lam, max(start.clutter_rate, 1e-6), np.array([score]), info,
-                   (1e-6, 100.0))  # fmt: skip
+    missing = float(np.sum(a_c * (1.0 - a_c)))
+    return _newton("clutter_rate", lam, max(start.clutter_rate, 1e-6), np.array([score]),
+                   complete, (1e-6, 100.0), missing)  # fmt: skip
 
 
 def _multipath_steps(
