@@ -428,7 +428,31 @@ def test_calibrate_end_to_end_summary_and_report(tmp_path):
     assert track.attrs["calibrated"] == "speed" and float(track["clock_drift"]) == 0.0
     report = (tmp_path / "o" / "report.html").read_text()
     assert "Sound speed used (m/s)" in report and f"{float(track['sound_speed']):.1f} ± " in report
-    assert "Float clock drift (s/day)" in report and "+0.0000 (not estimated)" in report
+    assert "Float clock drift (s/day)" in report
+    assert "+0.0000 (kept at its starting value: not asked for (--calibrate-params))" in report
+
+
+def test_a_short_record_keeps_what_it_cannot_determine_and_says_so(tmp_path):
+    """Four cycles determine neither the speed nor the drift nor the offsets: they are kept
+    at the file's values, said in words (never 's.e. unknown'), with NaN standard errors,
+    and left out of the 'calibrated' attribute."""
+    record, _ = dimes_float767(seed=5, days=5)
+    path = tmp_path / "f.nc"
+    write_float(record, path)
+    res, track = _cli_track(path, tmp_path / "o")
+    assert "s.e. unknown" not in res.output
+    kept = next(x for x in res.output.splitlines() if x.startswith("kept (the record cannot"))
+    assert "sound speed at the file's 1480.0 m/s" in kept and "clock drift at 0.0000" in kept
+    assert "source offsets as written" in kept
+    assert track["sound_speed"].attrs["status"] == "kept"
+    assert track["sound_speed"].attrs["status_reason"] == "the record cannot determine it"
+    assert float(track["sound_speed"]) == 1480.0 and np.isnan(float(track["sound_speed_std"]))
+    assert not {"speed", "offsets"} & set(track.attrs["calibrated"].split(","))
+    for name in ("sigma", "p_detect", "clutter_rate", "multipath", "process_noise"):
+        attrs = track[name].attrs
+        estimated = attrs["status"] == "estimated"
+        assert estimated == np.isfinite(float(track[f"{name}_std"])), name
+        assert estimated or float(track[name]) == attrs["start"], name
 
 
 @pytest.mark.parametrize(

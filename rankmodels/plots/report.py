@@ -234,7 +234,7 @@ def track_summary_rows(track: xr.Dataset) -> dict[str, object]:
         ("sound_speed", "Sound speed (m/s)"),
         ("process_noise_km", "Process noise (km per axis, 1-day step)"),
     ):
-        if key in attrs:
+        if key in attrs and key.removesuffix("_km") not in track.data_vars:  # else below
             rows[label] = attrs[key]
     for key, label in (
         ("smoothed", "Smoothed"),
@@ -262,6 +262,21 @@ def track_summary_rows(track: xr.Dataset) -> dict[str, object]:
     return rows
 
 
+#: (variable, label, decimals, signed) of the scalar parameters :func:`calibration_rows`
+#: shows.
+_PARAMETER_ROWS = (
+    ("sound_speed", "Sound speed used (m/s)", 1, False),
+    ("clock_offset", "Float clock offset at launch (s)", 2, True),
+    ("clock_drift", "Float clock drift (s/day)", 4, True),
+    ("sigma", "TOA noise σ (s)", 2, False),
+    ("p_detect", "Detection probability P_D", 3, False),
+    ("clutter_rate", "Clutter rate λ (per window)", 2, False),
+    ("multipath", "Multipath share P_M", 3, False),
+    ("multipath_delay", "Mean multipath delay μ_D (s)", 1, False),
+    ("process_noise", "Process noise (km per axis, 1-day step)", 2, False),
+)
+
+
 def calibration_rows(track: xr.Dataset) -> dict[str, object]:
     """Rows of the parameters the predictions used (``sound_speed``, ``clock_offset``,
     ``clock_drift``, ``source_offset_correction``; ± the standard error where estimated) and
@@ -271,14 +286,23 @@ def calibration_rows(track: xr.Dataset) -> dict[str, object]:
 
     def value(name: str, digits: int, signed: bool = False) -> str:
         v, sd = float(track[name]), float(track[f"{name}_std"])
+        attrs = track[name].attrs
+        status, reason = attrs.get("status"), str(attrs.get("status_reason", ""))
+        if status == "kept":
+            return f"{v:{'+' if signed else ''}.{digits}f} (kept at its starting value: {reason})"
+        if status == "estimated" and "start" in attrs:
+            text = with_error(v, sd, digits, signed=signed)
+            return f"{text} (estimated; started at {float(attrs['start']):g})"
         return with_error(v, sd, digits, signed=signed, missing="not estimated")
 
     names = source_names(track)
     corrections = np.asarray(track["source_offset_correction"].values, dtype=float)
     rows: dict[str, object] = {
-        "Sound speed used (m/s)": value("sound_speed", 1),
-        "Float clock offset at launch (s)": value("clock_offset", 2, True),
-        "Float clock drift (s/day)": value("clock_drift", 4, True),
+        label: value(name, digits, signed)
+        for name, label, digits, signed in _PARAMETER_ROWS
+        if name in track.data_vars
+    }
+    rows |= {
         "Source offset corrections (s)": ", ".join(
             f"{name} {c:+.1f}" for name, c in zip(names, corrections, strict=True) if c != 0
         )
