@@ -268,8 +268,11 @@ def test_calibrate_params_are_parsed_strictly():
     assert parse_calibrate_params("speed, drift") == {"speed", "drift"}
     everything = "drift,speed,offsets,sigma,pd,clutter,multipath,process-noise"
     assert parse_calibrate_params(everything) == set(CALIBRATION_PARAMS)
-    with pytest.raises(ValueError, match="expected a comma-separated list of drift, speed, "
-                       "offsets, sigma, pd, clutter, multipath, process-noise, got 'foo'"):  # fmt: skip
+    words = (
+        "expected a comma-separated list of drift, speed, offsets, sigma, pd, clutter, "
+        "multipath, process-noise, got 'foo'"
+    )
+    with pytest.raises(ValueError, match=words):
         parse_calibrate_params("speed,foo")
 
 
