@@ -126,7 +126,8 @@ def test_recovery_distance_follows_chi2_2_under_the_model():
     for x in (1.0, 2.0):
         p = math.exp(-(x**2) / 2)
         assert abs(np.mean(d > x) - p) < 4 * math.sqrt(p * (1 - p) / d.size)
-    assert math.exp(-(CHECKS["recovery_distance"].threshold ** 2) / 2) == pytest.approx(1e-4)
+    threshold = recovery_check(_end((1.0, 0.0), cov, extra)).threshold
+    assert math.exp(-(threshold**2) / 2) == pytest.approx(CHECKS["recovery_distance"].false_alarm)
 
 
 def test_recovery_check_without_a_fix_is_not_computed():
@@ -136,9 +137,16 @@ def test_recovery_check_without_a_fix_is_not_computed():
     assert check.status == "not computed"
 
 
-def _inputs(toa, post, pred, var, model=MODEL, end=None) -> QualityInputs:
+def _inputs(toa, post, pred, var, model=MODEL, end=None, smoothed=None) -> QualityInputs:
+    """Inputs with independent source predictions of variance ``var (T, s)`` (a diagonal
+    covariance; NaN rows and columns where ``pred`` is NaN), the TOAs predicted at the
+    posterior mean ``smoothed`` (default ``pred``)."""
     times = np.datetime64("2010-01-01", "ns") + np.arange(toa.shape[0]) * np.timedelta64(1, "D")
-    return QualityInputs(toa, post, pred, var, model, times, end)
+    var = np.where(np.isfinite(pred), var, np.nan)
+    cov = var[:, :, None] * np.eye(var.shape[1])
+    cov[~(np.isfinite(var)[:, :, None] & np.isfinite(var)[:, None, :])] = np.nan
+    smoothed = pred if smoothed is None else smoothed
+    return QualityInputs(toa, post, pred, cov, smoothed, model, times, end)
 
 
 def _model_cycles(n: int, seed: int, model: SignalModel = MODEL):
@@ -162,10 +170,10 @@ def test_clutter_excess_is_one_for_the_true_labels_and_large_when_all_is_clutter
 
 
 def test_clutter_excess_not_computed_without_clutter_or_with_few_arrivals():
-    pred, toa, lab = _model_cycles(5, 3)
+    pred, toa, lab = _model_cycles(1, 3)
     few = clutter_check(_inputs(toa, one_hot(lab, 5), pred, np.zeros_like(pred)))
     assert few.passed is None and few.message.startswith("not computed: ")
-    assert "needs at least 10" in few.message
+    assert "needs at least 1)" in few.message and math.isnan(few.threshold)
     no_clutter = SignalModel(sigma=5.0, p_detect=0.8, clutter_rate=0.0)
     pred, toa, lab = _model_cycles(300, 3, no_clutter)
     check = clutter_check(_inputs(toa, one_hot(lab, 5), pred, np.zeros_like(pred), no_clutter))
@@ -203,8 +211,9 @@ def test_innovation_rms_not_computed_with_few_matched_arrivals():
     toa = np.array([[100.0, np.nan]] * 10)
     post = np.full((10, 2, 2), np.nan)
     post[:, 0] = [1.0, 0.0]
-    check = innovation_check(_inputs(toa, post, np.full((10, 1), 100.0), np.zeros((10, 1))))
-    assert check.passed is None and "10.0 arrivals matched" in check.message
+    check = innovation_check(_inputs(toa[:9], post[:9], np.full((9, 1), 100.0), np.zeros((9, 1))))
+    assert check.passed is None and "9.0 direct-path arrivals matched" in check.message
+    assert "needs at least 10" in check.message
 
 
 def test_unassociated_run_counts_unconfident_and_empty_cycles():
@@ -226,11 +235,15 @@ def test_unassociated_run_counts_unconfident_and_empty_cycles():
     assert check.value == 10 and check.passed and "(10 .. 19," in check.message
 
 
+def _same(u: float, v: float) -> bool:
+    return u == v or (math.isnan(u) and math.isnan(v))
+
+
 def _checks_equal(a, b) -> bool:
     return len(a) == len(b) and all(
-        (x.name, x.threshold, x.passed, x.message, x.doc)
-        == (y.name, y.threshold, y.passed, y.message, y.doc)
-        and (x.value == y.value or (math.isnan(x.value) and math.isnan(y.value)))
+        (x.name, x.passed, x.message, x.doc) == (y.name, y.passed, y.message, y.doc)
+        and _same(x.value, y.value)
+        and _same(x.threshold, y.threshold)
         for x, y in zip(a, b, strict=True)
     )
 
@@ -397,6 +410,7 @@ def test_the_issue_one_arrival_sample_fails_where_it_can_be_checked(repo_data):
     assert status == {
         "recovery_distance": False,
         "clutter_excess": None,
+        "clutter_window": None,
         "innovation_rms": None,
         "unassociated_run": False,
     }

@@ -93,6 +93,7 @@ __all__ = [
     "quality_from_track",
     "quality_variables",
     "rms_threshold",
+    "scan_threshold",
     "window_surprise",
 ]
 
@@ -103,8 +104,8 @@ CONFIDENT = 0.9
 #: ``q = 4-8`` km/day), several times the tracking accuracy, and a filter picking the float
 #: up again can lock onto a wrong position that fits the same TOAs.
 MAX_RUN = 30
-#: Fewest model-expected clutter arrivals for ``clutter_excess`` (below, the count has no
-#: power: ``P(Poisson(1) >= 5) = 0.4 %``).
+#: Fewest model-expected clutter arrivals in the record for ``clutter_excess`` and
+#: ``clutter_window`` (below, a count has no power: ``P(Poisson(1) >= 5) = 0.4 %``).
 MIN_EXPECTED_CLUTTER = 1.0
 #: Fewest (weighted) direct-path source arrivals for ``innovation_rms``.
 MIN_MATCHED = 10.0
@@ -218,6 +219,13 @@ def rms_threshold(n_eff: float, alpha: float, allowance: float) -> float:
     """Largest accepted RMS of ``n_eff`` standard normal variates whose variance may be
     ``1 + allowance``: ``sqrt((1 + allowance) chi^2_{n_eff}(1 - alpha) / n_eff)``."""
     return math.sqrt((1.0 + allowance) * float(chi2.ppf(1.0 - alpha, n_eff)) / n_eff)
+
+
+def scan_threshold(alpha: float, scanned: int) -> float:
+    """Largest accepted ``-log10`` tail probability of the most improbable of ``scanned``
+    stretches: ``-log10(alpha / scanned)`` (Bonferroni: under the model some stretch exceeds
+    it with probability at most ``alpha``)."""
+    return -math.log10(alpha / scanned)
 
 
 def window_surprise(count: np.ndarray, mu: np.ndarray) -> np.ndarray:
@@ -360,10 +368,11 @@ def _expected_clutter(
     )
 
 
-def clutter_check(inputs: QualityInputs) -> QualityCheck:
-    """``clutter_excess`` (module docstring)."""
+def clutter_check(inputs: QualityInputs, spec: CheckSpec | None = None) -> QualityCheck:
+    """``clutter_excess`` (module docstring); ``spec`` overrides the false-alarm probability and
+    allowance of :data:`CHECKS` (for measuring them)."""
     name = "clutter_excess"
-    spec = CHECKS[name]
+    spec = spec or CHECKS[name]
     if inputs.model.clutter_rate == 0:
         return _not_computed(name, "the model has no clutter (clutter rate 0)")
     recorded = ~np.isnan(inputs.toa)
@@ -395,10 +404,11 @@ def _window_lengths(n: int) -> np.ndarray:
     return 2 ** np.arange(int(math.log2(n)) + 1)
 
 
-def window_check(inputs: QualityInputs) -> QualityCheck:
-    """``clutter_window`` (module docstring)."""
+def window_check(inputs: QualityInputs, spec: CheckSpec | None = None) -> QualityCheck:
+    """``clutter_window`` (module docstring); ``spec`` overrides the false-alarm probability and
+    allowance of :data:`CHECKS` (for measuring them)."""
     name = "clutter_window"
-    spec = CHECKS[name]
+    spec = spec or CHECKS[name]
     if inputs.model.clutter_rate == 0:
         return _not_computed(name, "the model has no clutter (clutter rate 0)")
     recorded = ~np.isnan(inputs.toa)
@@ -407,6 +417,12 @@ def window_check(inputs: QualityInputs) -> QualityCheck:
     if cycles.size == 0:
         return _not_computed(name, "no arrivals")
     clutter, _ = _expected_clutter(inputs, with_data)
+    if not clutter.sum() >= MIN_EXPECTED_CLUTTER:
+        return _not_computed(
+            name,
+            f"the model expects {clutter.sum():.1f} clutter arrivals in the record "
+            f"(needs at least {MIN_EXPECTED_CLUTTER:g})",
+        )
     mu = (1.0 + spec.allowance) * clutter
     seen = np.nansum(inputs.association_posterior[with_data, :, -1], axis=1)
     arrivals = recorded[with_data].sum(axis=1)
@@ -421,7 +437,7 @@ def window_check(inputs: QualityInputs) -> QualityCheck:
         if surprise[k] > best[0]:
             best = (float(surprise[k]), k, int(length))
     value, k, length = best
-    threshold = -math.log10(spec.false_alarm / scanned)
+    threshold = scan_threshold(spec.false_alarm, scanned)
     first, last = cycles[k], cycles[k + length - 1]
     c_w, mu_w, n_w = (x[k + length] - x[k] for x in cum)
     day = np.datetime_as_string(inputs.times[[first, last]], unit="D")
@@ -445,10 +461,11 @@ def innovation_weights(inputs: QualityInputs) -> np.ndarray:
     return post * np.nan_to_num(direct_path_share(resid, inputs.model), nan=0.0)
 
 
-def innovation_check(inputs: QualityInputs) -> QualityCheck:
-    """``innovation_rms`` (module docstring)."""
+def innovation_check(inputs: QualityInputs, spec: CheckSpec | None = None) -> QualityCheck:
+    """``innovation_rms`` (module docstring); ``spec`` overrides the false-alarm probability and
+    allowance of :data:`CHECKS` (for measuring them)."""
     name = "innovation_rms"
-    spec = CHECKS[name]
+    spec = spec or CHECKS[name]
     weight = innovation_weights(inputs)  # (T, r, s)
     total = float(weight.sum())
     if not total >= MIN_MATCHED:
