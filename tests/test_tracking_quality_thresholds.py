@@ -234,7 +234,7 @@ def test_clutter_thresholds_hold_their_false_alarm_rate_under_the_model(n_cycles
     rng = np.random.default_rng(n_cycles)
     pred = np.sort(rng.uniform(100.0, 1700.0, (n_cycles, 5)), axis=1)
     records = []
-    for _ in range(1500):
+    for _ in range(600):
         toa, lab = simulate_cycles(pred, model, 4, rng)
         records.append(inputs(toa, one_hot(lab, 5), pred, np.zeros(pred.shape), model))
     for name, check in (("clutter_excess", clutter_check), ("clutter_window", window_check)):
