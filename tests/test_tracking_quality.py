@@ -31,41 +31,7 @@ from rankmodels.tracking.quality import (
 from rankmodels.tracking.records import read_float, validate_float
 from rankmodels.tracking.signal_model import SignalModel
 from rankmodels.tracking.simulate import dimes_float767
-
-MODEL = SignalModel(sigma=5.0, p_detect=0.8, clutter_rate=1.5, window=1800.0)
-
-
-def simulate_cycles(pred: np.ndarray, model: SignalModel, r: int, rng: np.random.Generator):
-    """Cycles of the generative model (signal_model docstring) at fixed predicted TOAs
-    ``pred (n, s)`` (NaN = inactive): ``toa (n, r)`` and the true labels (source, -1 clutter,
-    -2 none)."""
-    n, s = pred.shape
-    max_clutter = 25
-    detected = np.isfinite(pred) & (rng.random(pred.shape) < model.p_detect)
-    arrival = np.where(detected, pred + rng.normal(0.0, model.sigma, pred.shape), np.inf)
-    arrival[(arrival < 0) | (arrival > model.window)] = np.inf
-    n_clutter = rng.poisson(model.clutter_rate, n)
-    assert n_clutter.max() < max_clutter
-    clutter = rng.uniform(0.0, model.window, (n, max_clutter))
-    clutter[np.arange(max_clutter)[None, :] >= n_clutter[:, None]] = np.inf
-    times = np.concatenate([arrival, clutter], axis=1)
-    labels = np.concatenate([np.tile(np.arange(s), (n, 1)), np.full((n, max_clutter), -1)], 1)
-    order = np.argsort(times, axis=1)[:, :r]
-    toa = np.take_along_axis(times, order, 1)
-    lab = np.take_along_axis(labels, order, 1)
-    lab[~np.isfinite(toa)] = -2
-    toa[~np.isfinite(toa)] = np.nan
-    return toa, lab
-
-
-def one_hot(labels: np.ndarray, s: int) -> np.ndarray:
-    """``(n, r, s + 1)`` posterior putting all mass on ``labels`` (NaN rows where -2)."""
-    post = np.zeros((*labels.shape, s + 1))
-    idx = np.where(labels == -1, s, np.maximum(labels, 0))
-    np.put_along_axis(post, idx[..., None], 1.0, axis=2)
-    post[labels == -2] = np.nan
-    return post
-
+from tests._quality_helpers import MODEL, one_hot, simulate_cycles
 
 PRED_CASES = {
     "spread sources": [200.0, 400.0, 610.0, 900.0, 1200.0, 1500.0],
@@ -126,7 +92,8 @@ def test_recovery_distance_follows_chi2_2_under_the_model():
     for x in (1.0, 2.0):
         p = math.exp(-(x**2) / 2)
         assert abs(np.mean(d > x) - p) < 4 * math.sqrt(p * (1 - p) / d.size)
-    assert math.exp(-(CHECKS["recovery_distance"].threshold ** 2) / 2) == pytest.approx(1e-4)
+    threshold = recovery_check(_end((1.0, 0.0), cov, extra)).threshold
+    assert math.exp(-(threshold**2) / 2) == pytest.approx(CHECKS["recovery_distance"].false_alarm)
 
 
 def test_recovery_check_without_a_fix_is_not_computed():
@@ -136,9 +103,16 @@ def test_recovery_check_without_a_fix_is_not_computed():
     assert check.status == "not computed"
 
 
-def _inputs(toa, post, pred, var, model=MODEL, end=None) -> QualityInputs:
+def _inputs(toa, post, pred, var, model=MODEL, end=None, smoothed=None) -> QualityInputs:
+    """Inputs with independent source predictions of variance ``var (T, s)`` (a diagonal
+    covariance; NaN rows and columns where ``pred`` is NaN), the TOAs predicted at the
+    posterior mean ``smoothed`` (default ``pred``)."""
     times = np.datetime64("2010-01-01", "ns") + np.arange(toa.shape[0]) * np.timedelta64(1, "D")
-    return QualityInputs(toa, post, pred, var, model, times, end)
+    var = np.where(np.isfinite(pred), var, np.nan)
+    cov = var[:, :, None] * np.eye(var.shape[1])
+    cov[~(np.isfinite(var)[:, :, None] & np.isfinite(var)[:, None, :])] = np.nan
+    smoothed = pred if smoothed is None else smoothed
+    return QualityInputs(toa, post, pred, cov, smoothed, model, times, end)
 
 
 def _model_cycles(n: int, seed: int, model: SignalModel = MODEL):
@@ -162,10 +136,10 @@ def test_clutter_excess_is_one_for_the_true_labels_and_large_when_all_is_clutter
 
 
 def test_clutter_excess_not_computed_without_clutter_or_with_few_arrivals():
-    pred, toa, lab = _model_cycles(5, 3)
+    pred, toa, lab = _model_cycles(1, 3)
     few = clutter_check(_inputs(toa, one_hot(lab, 5), pred, np.zeros_like(pred)))
     assert few.passed is None and few.message.startswith("not computed: ")
-    assert "needs at least 10" in few.message
+    assert "needs at least 1)" in few.message and math.isnan(few.threshold)
     no_clutter = SignalModel(sigma=5.0, p_detect=0.8, clutter_rate=0.0)
     pred, toa, lab = _model_cycles(300, 3, no_clutter)
     check = clutter_check(_inputs(toa, one_hot(lab, 5), pred, np.zeros_like(pred), no_clutter))
@@ -203,8 +177,9 @@ def test_innovation_rms_not_computed_with_few_matched_arrivals():
     toa = np.array([[100.0, np.nan]] * 10)
     post = np.full((10, 2, 2), np.nan)
     post[:, 0] = [1.0, 0.0]
-    check = innovation_check(_inputs(toa, post, np.full((10, 1), 100.0), np.zeros((10, 1))))
-    assert check.passed is None and "10.0 arrivals matched" in check.message
+    check = innovation_check(_inputs(toa[:9], post[:9], np.full((9, 1), 100.0), np.zeros((9, 1))))
+    assert check.passed is None and "9.0 direct-path arrivals matched" in check.message
+    assert "needs at least 10" in check.message
 
 
 def test_unassociated_run_counts_unconfident_and_empty_cycles():
@@ -226,11 +201,15 @@ def test_unassociated_run_counts_unconfident_and_empty_cycles():
     assert check.value == 10 and check.passed and "(10 .. 19," in check.message
 
 
+def _same(u: float, v: float) -> bool:
+    return u == v or (math.isnan(u) and math.isnan(v))
+
+
 def _checks_equal(a, b) -> bool:
     return len(a) == len(b) and all(
-        (x.name, x.threshold, x.passed, x.message, x.doc)
-        == (y.name, y.threshold, y.passed, y.message, y.doc)
-        and (x.value == y.value or (math.isnan(x.value) and math.isnan(y.value)))
+        (x.name, x.passed, x.message, x.doc) == (y.name, y.passed, y.message, y.doc)
+        and _same(x.value, y.value)
+        and _same(x.threshold, y.threshold)
         for x, y in zip(a, b, strict=True)
     )
 
@@ -397,6 +376,7 @@ def test_the_issue_one_arrival_sample_fails_where_it_can_be_checked(repo_data):
     assert status == {
         "recovery_distance": False,
         "clutter_excess": None,
+        "clutter_window": None,
         "innovation_rms": None,
         "unassociated_run": False,
     }
