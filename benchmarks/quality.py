@@ -170,10 +170,15 @@ def short_row(seed: int, days: int, particles: int) -> dict[str, object]:
     return row | _calibrated_and_not(record, truth, config)
 
 
+def task_rng(task: Task) -> np.random.Generator:
+    """The generator of everything random in one task: seeded by ``(seed, STREAMS[kind],
+    index, days)``, so floats of different kinds and indices are independent."""
+    return np.random.default_rng([task.seed, STREAMS[task.kind], task.index, task.days])
+
+
 def run_task(task: Task) -> dict[str, object]:
-    """The row of one :class:`Task`, its ``index`` added; everything random is drawn from
-    the seed sequence ``(seed, STREAMS[kind], index, days)``."""
-    rng = np.random.default_rng([task.seed, STREAMS[task.kind], task.index, task.days])
+    """The row of one :class:`Task` (its world drawn from :func:`task_rng`), ``index`` added."""
+    rng = task_rng(task)
     if task.kind == SHORT:
         row = short_row(int(rng.integers(2**31)), task.days, task.particles)
     else:

@@ -15,7 +15,10 @@ import xarray as xr
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rankmodels.tracking.config import COMMAND_MULTIPATH, TrackConfig
+from rankmodels.tracking.evaluate import score_track
 from rankmodels.tracking.geometry import EARTH_RADIUS_KM, great_circle_km
+from rankmodels.tracking.pipeline import track_float
 from rankmodels.tracking.schema import NO_ARRIVAL
 from rankmodels.tracking.simulate import DIMES_SOURCES, TRAJECTORIES
 from rankmodels.tracking.worlds import (
@@ -351,13 +354,19 @@ def test_short_ratios():
 
 
 def test_task_seeds_are_independent_per_kind_and_index():
-    """Each float's generator depends on (seed, kind, index) only."""
-    worlds = {
-        (kind, index): draw_world(np.random.default_rng([0, bench.STREAMS[kind], index, 0]))
+    """Each float's generator depends on (seed, kind, index, days) only."""
+    tasks = [
+        bench.Task(kind, index, seed, 100)
         for kind in ("intact", *BROKEN_KINDS)
         for index in range(3)
-    }
-    assert len(set(worlds.values())) == len(worlds)
+        for seed in (0, 1)
+    ]
+    worlds = [draw_world(bench.task_rng(task)) for task in tasks]
+    assert len(set(worlds)) == len(tasks)
+    again = bench.Task("gap", 2, 1, particles=5000)  # the particles do not matter
+    assert draw_world(bench.task_rng(again)) == worlds[tasks.index(bench.Task("gap", 2, 1, 100))]
+    short = [bench.task_rng(bench.Task("short", 0, 0, 100, d)).integers(2**31) for d in (10, 15)]
+    assert short[0] != short[1]
 
 
 @pytest.mark.parametrize("kind", ["intact", "launch"])
@@ -385,8 +394,12 @@ def test_float_rows_end_to_end(kind):
     assert row["passed_all"] == (not failed)
     assert row["true_sigma"] == 3.0 and row["true_p_detect"] == pytest.approx(0.9)
     assert math.isfinite(row["est_sound_speed"]) and math.isfinite(row["est_clock_drift"])
-    if kind == "intact":
-        assert 0 <= row["median_km_nocal"] < 1000
+    if kind == "intact":  # the command's defaults, calibrated and with --no-calibrate
+        record, truth = simulate_world(world)
+        config = TrackConfig(particles=300, seed=world.seed, multipath=COMMAND_MULTIPATH)
+        for calibrate, field in ((True, "median_km"), (False, "median_km_nocal")):
+            track, _ = track_float(record, dataclasses.replace(config, calibrate=calibrate))
+            assert row[field] == score_track(track, truth)["median_km"]
     else:
         assert "100 km off" in row["breakage"] and "median_km_nocal" not in row
 
