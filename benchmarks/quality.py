@@ -353,7 +353,7 @@ def markdown_short(ratios: pd.DataFrame) -> str:
     ]
     for days, r in ratios.iterrows():
         lines.append(
-            f"| {days} | {r['seeds']} | {r['calibrated_km']:.2f} | {r['uncalibrated_km']:.2f} "
+            f"| {days} | {int(r['seeds'])} | {r['calibrated_km']:.2f} | {r['uncalibrated_km']:.2f} "
             f"| {r['ratio']:.2f} | {r['worst_ratio']:.2f} |"
         )
     return "\n".join(lines)
