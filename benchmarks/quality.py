@@ -42,6 +42,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from rankmodels.tracking.calibration import CALIBRATION_PARAMS
 from rankmodels.tracking.config import COMMAND_MULTIPATH, TrackConfig
 from rankmodels.tracking.evaluate import score_track
 from rankmodels.tracking.pipeline import track_float
@@ -85,11 +86,21 @@ class Task:
     seed: int
     particles: int
     days: int = 0
+    calibrate_params: str = ",".join(CALIBRATION_PARAMS)
 
 
-def command_config(particles: int, seed: int) -> TrackConfig:
-    """``track-float``'s settings (calibrated, ``--multipath`` ``COMMAND_MULTIPATH``)."""
-    return TrackConfig(particles=particles, seed=seed, calibrate=True, multipath=COMMAND_MULTIPATH)
+def command_config(
+    particles: int, seed: int, calibrate_params: str = ",".join(CALIBRATION_PARAMS)
+) -> TrackConfig:
+    """``track-float``'s settings (calibrated, ``--multipath`` ``COMMAND_MULTIPATH``), with
+    ``--calibrate-params`` ``calibrate_params``."""
+    return TrackConfig(
+        particles=particles,
+        seed=seed,
+        calibrate=True,
+        multipath=COMMAND_MULTIPATH,
+        calibrate_params=calibrate_params,
+    )
 
 
 def _mean(values: np.ndarray) -> float:
@@ -144,13 +155,14 @@ def _calibrated_and_not(
 
 
 def float_row(
-    kind: str, world: World, rng: np.random.Generator, particles: int
+    kind: str, world: World, rng: np.random.Generator, config: TrackConfig
 ) -> dict[str, object]:
     """The row of one float of ``world``: intact (tracked calibrated and with
     ``--no-calibrate``) or broken as ``kind`` with ``rng``: its settings, the true parameters
-    (``true_NAME``), what was broken (``breakage``) and the run's fields (:func:`_run`)."""
+    (``true_NAME``), what was broken (``breakage``) and the run's fields (:func:`_run`);
+    ``config``: the calibrated settings (the world's seed replaces its seed)."""
     record, truth = simulate_world(world)
-    config = command_config(particles, world.seed)
+    config = replace(config, seed=world.seed)
     row: dict[str, object] = {"kind": kind, **world.row()}
     row |= {f"true_{k}": v for k, v in true_parameters(world, record, truth).items()}
     if kind == INTACT:
@@ -160,12 +172,12 @@ def float_row(
     return row | _run(broken.record, truth, replace(config, **broken.config))
 
 
-def short_row(seed: int, days: int, particles: int) -> dict[str, object]:
+def short_row(seed: int, days: int, config: TrackConfig) -> dict[str, object]:
     """The row of one exact-parameter float (the sample's model, no mismatch) of ``days``
     days simulated with ``seed``: the calibrated run and ``median_km_nocal``."""
     record, truth = dimes_float767(seed, days=days)
     record = validate_float(record)
-    config = command_config(particles, seed)
+    config = replace(config, seed=seed)
     row: dict[str, object] = {"kind": SHORT, "seed": seed, "days": days}
     return row | _calibrated_and_not(record, truth, config)
 
@@ -179,11 +191,12 @@ def task_rng(task: Task) -> np.random.Generator:
 def run_task(task: Task) -> dict[str, object]:
     """The row of one :class:`Task` (its world drawn from :func:`task_rng`), ``index`` added."""
     rng = task_rng(task)
+    config = command_config(task.particles, task.seed, task.calibrate_params)
     if task.kind == SHORT:
-        row = short_row(int(rng.integers(2**31)), task.days, task.particles)
+        row = short_row(int(rng.integers(2**31)), task.days, config)
     else:
         long_enough = (GAP_MIN_CYCLES + 1, RANGES["days"][1]) if task.kind == "gap" else None
-        row = float_row(task.kind, draw_world(rng, days=long_enough), rng, task.particles)
+        row = float_row(task.kind, draw_world(rng, days=long_enough), rng, config)
     return {"index": task.index, **row}
 
 
@@ -191,13 +204,14 @@ def tasks_for(args: argparse.Namespace) -> list[Task]:
     """The floats the arguments ask for."""
     if args.short:
         return [
-            Task(SHORT, i, args.seed, args.particles, days)
+            Task(SHORT, i, args.seed, args.particles, days, args.calibrate_params)
             for days in SHORT_DAYS
             for i in range(args.seeds)
         ]
-    intact = [Task(INTACT, i, args.seed, args.particles) for i in range(args.n)]
+    params = args.calibrate_params
+    intact = [Task(INTACT, i, args.seed, args.particles, 0, params) for i in range(args.n)]
     broken = [
-        Task(kind, i, args.seed, args.particles)
+        Task(kind, i, args.seed, args.particles, 0, params)
         for kind in BROKEN_KINDS
         for i in range(args.broken)
     ]
@@ -384,6 +398,11 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--short", action="store_true", help="the short-record measurement")
     parser.add_argument("--seeds", type=int, default=5, help="--short: floats per length")
+    parser.add_argument(
+        "--calibrate-params",
+        default=",".join(CALIBRATION_PARAMS),
+        help="what the calibrated runs estimate (track-float --calibrate-params)",
+    )
     args = parser.parse_args(argv)
     if args.quick:
         args.n, args.broken, args.particles, args.seeds = 10, 2, 1000, 2

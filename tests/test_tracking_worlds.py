@@ -374,8 +374,9 @@ def test_float_rows_end_to_end(kind):
     """A tiny world tracked as the benchmark does: the row's fields are present and sane, and
     the same arguments give the same row."""
     world = _world(days=15, clutter_rate=0.5)
-    row = bench.float_row(kind, world, np.random.default_rng(1), particles=300)
-    again = bench.float_row(kind, world, np.random.default_rng(1), particles=300)
+    config = bench.command_config(300, 0)
+    row = bench.float_row(kind, world, np.random.default_rng(1), config)
+    again = bench.float_row(kind, world, np.random.default_rng(1), config)
     assert {k: v for k, v in row.items() if k != "run_time_s"} == pytest.approx(
         {k: v for k, v in again.items() if k != "run_time_s"}, nan_ok=True
     )
