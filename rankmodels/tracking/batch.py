@@ -47,7 +47,17 @@ __all__ = [
 TRACK_FILE = "track.nc"
 SUMMARY_FILES = ("summary.csv", "summary.json")
 OK, FAILED = "ok", "failed"
-CALIBRATED = ("sound_speed", "clock_offset", "clock_drift")
+CALIBRATED = (
+    "sound_speed",
+    "clock_offset",
+    "clock_drift",
+    "sigma",
+    "p_detect",
+    "clutter_rate",
+    "multipath",
+    "multipath_delay",
+    "process_noise",
+)
 SUMMARY_COLUMNS: dict[str, str] = {
     "float": "name of the float's output folder (the record's file name without .nc)",
     "status": f"{OK!r} or {FAILED!r}",
@@ -64,8 +74,9 @@ SUMMARY_COLUMNS: dict[str, str] = {
     "end_distance_km": "great-circle distance from the filtered end point to the recovery fix",
     "quality": "'passed', or the names of the failed quality checks",
     "quality_failed": "number of failed quality checks",
-    "calibrated": "what the calibration estimated (comma-separated; '' for nothing)",
-    **{name: f"{name} the predictions used (calibrated or the file's)" for name in CALIBRATED},
+    "calibrated": "what the calibration changed from its starting values (comma-separated "
+    "--calibrate-params names; '' for nothing)",
+    **{name: f"{name} the track used (estimated, or its starting value)" for name in CALIBRATED},
     **{f"{name}_std": f"standard error of {name} (NaN where not estimated)" for name in CALIBRATED},
 }
 """Columns of the summary table and their meaning (NaN / '' where a float failed)."""
