@@ -14,6 +14,7 @@ from rankmodels.tracking.calibration import Calibration, CalibrationResult
 from rankmodels.tracking.estimates import (
     CANNOT_DETERMINE,
     NO_GAIN,
+    OFF_THE_MODEL,
     parameter_reports,
 )
 from rankmodels.tracking.model_fit import (
@@ -264,3 +265,17 @@ def test_kept_values_are_worded_with_their_reason():
     # not calibrated at all
     plain = parameter_reports(nominal, start, start, None, 1480.0)
     assert plain[0].text() == "sound speed 1480.0 m/s (not calibrated)"
+
+
+def test_parameters_the_settings_leave_out_of_the_model_are_never_fitted(rng):
+    """P_D = 1, no clutter, no multipath: the model without them, chosen by the settings,
+    even where the data would move them; the report names that reason."""
+    inputs, _, _ = _detection_inputs(rng, 0.7)
+    start = _model(p_detect=1.0, clutter_rate=0.0)
+    fit = fit_statistics(inputs, start, start, {"pd", "clutter", "multipath", "sigma"})
+    assert {name for name, _ in fit.estimates} == {"sigma"}
+    assert (fit.signal.p_detect, fit.signal.clutter_rate, fit.signal.multipath) == (1, 0, 0)
+    nominal = Calibration.nominal(3, 1480.0)
+    result = _result(1, params=frozenset({"pd", "clutter", "sigma"}))
+    reports = {r.name: r for r in parameter_reports(nominal, fit, start, result, 1480.0)}
+    assert reports["p_detect"].reason == reports["clutter_rate"].reason == OFF_THE_MODEL

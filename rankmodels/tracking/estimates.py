@@ -6,7 +6,8 @@ with a standard error; otherwise it was *kept* at its starting value -- the file
 speed), zero (clock offset and drift) or the configured value (the statistical model) -- and
 the report says why: the record cannot determine it (it carries less information about it
 than its prior, :mod:`~rankmodels.tracking.model_fit`), no estimate raised the likelihood
-(the EM kept the starting values), or it was not asked for (``--calibrate-params``).
+(the EM kept the starting values), it was not asked for (``--calibrate-params``), or its
+starting value leaves it out of the model (``P_D = 1``, no clutter, no multipath).
 """
 
 from __future__ import annotations
@@ -18,12 +19,13 @@ import numpy as np
 
 from rankmodels.text import with_error
 from rankmodels.tracking.calibration import CALIBRATION_PARAMS, Calibration, CalibrationResult
-from rankmodels.tracking.model_fit import StatisticalModel
+from rankmodels.tracking.model_fit import StatisticalModel, off_the_model
 
 __all__ = [
     "CANNOT_DETERMINE",
     "NOT_ASKED",
     "NO_GAIN",
+    "OFF_THE_MODEL",
     "ParameterReport",
     "calibrated_names",
     "parameter_reports",
@@ -32,6 +34,7 @@ __all__ = [
 CANNOT_DETERMINE = "the record cannot determine it"
 NO_GAIN = "no estimate raised the likelihood"
 NOT_ASKED = "not asked for (--calibrate-params)"
+OFF_THE_MODEL = "its starting value leaves it out of the model"
 
 #: name -> (the ``--calibrate-params`` name that covers it, label, unit, digits).
 _PARAMETERS: dict[str, tuple[str, str, str, int]] = {
@@ -96,11 +99,15 @@ class ParameterReport:
 _SIGNED = ("clock_offset", "clock_drift")
 
 
-def _status(estimated: bool, asked: bool, result: CalibrationResult | None) -> tuple[str, str]:
+def _status(
+    estimated: bool, asked: bool, result: CalibrationResult | None, off: bool = False
+) -> tuple[str, str]:
     if result is None:
         return "not calibrated", ""
     if not asked:
         return "kept", NOT_ASKED
+    if off:
+        return "kept", OFF_THE_MODEL
     if result.kept_file_values:
         return "kept", NO_GAIN
     return ("estimated", "") if estimated else ("kept", CANNOT_DETERMINE)
@@ -118,6 +125,7 @@ def parameter_reports(
     ``result`` the EM (None: not calibrated), ``nominal_speed`` the file's sound speed."""
     reports = []
     params = result.params if result is not None else frozenset()
+    off = off_the_model(start_model)
     for name, (group, label, unit, digits) in _PARAMETERS.items():
         if name in _GEOMETRY:
             value, std = getattr(used, name), getattr(used, f"{name}_std")
@@ -128,7 +136,7 @@ def parameter_reports(
             est = model.estimate(name)
             estimated = est is not None and est.estimated
             std = est.std if estimated else math.nan
-        status, reason = _status(estimated, group in params, result)
+        status, reason = _status(estimated, group in params, result, group in off)
         if status != "estimated":
             std = math.nan
         reports.append(

@@ -70,6 +70,7 @@ __all__ = [
     "Prior",
     "StatisticalModel",
     "fit_statistics",
+    "off_the_model",
     "survival",
 ]
 
@@ -338,6 +339,23 @@ def _process_noise_step(inputs: FitInputs, q: float, start: float) -> Estimate:
     return _newton("process_noise", q, start, score, 4.0 * dt.size, (0.01, 200.0))
 
 
+def off_the_model(start: StatisticalModel) -> set[str]:
+    """The :data:`STATISTICAL_PARAMS` names whose starting value leaves them out of the model
+    and which are therefore never estimated: ``pd`` at ``P_D = 1`` (nothing is lost),
+    ``clutter`` at ``lambda = 0``, ``multipath`` at ``P_M = 0`` (the model of eq. 5.66
+    without them, chosen by the settings)."""
+    signal = start.signal
+    return {
+        name
+        for name, off in (
+            ("pd", signal.p_detect >= 1.0),
+            ("clutter", signal.clutter_rate <= 0.0),
+            ("multipath", signal.multipath <= 0.0),
+        )
+        if off
+    }
+
+
 def fit_statistics(
     inputs: FitInputs,
     current: StatisticalModel,
@@ -346,13 +364,14 @@ def fit_statistics(
 ) -> StatisticalModel:
     """One M-step of the statistical parameters named by ``params`` (keys of
     :data:`STATISTICAL_PARAMS`) from ``current``, with priors centred on ``start``'s values;
-    the others keep ``current``'s values. Returns the new model with an :class:`Estimate`
-    per parameter fitted (``estimated`` False and the start value where the record cannot
-    determine it)."""
+    the others keep ``current``'s values, and so do those :func:`off_the_model` leaves out.
+    Returns the new model with an :class:`Estimate` per parameter fitted (``estimated``
+    False and the start value where the record cannot determine it)."""
     params = set(params)
     unknown = params - set(STATISTICAL_PARAMS)
     if unknown:
         raise ValueError(f"unknown statistical parameters {sorted(unknown)}")
+    params -= off_the_model(start)
     model = current.signal
     weight, resid, resid_mean = _pairs(inputs, model)
     direct = _direct_share(resid, model)
