@@ -40,7 +40,8 @@ Every parameter has a prior ``phi ~ N(phi_0, w^2)`` centred on its starting valu
 file's or the command line's; widths :data:`PRIORS`), so a record that says little leaves
 it near its start, and the step is the EM step ``phi + (g - (phi - phi_0) / w^2) / (I_c +
 1 / w^2)`` with ``g`` the mean score over the trajectories and ``I_c`` the mean complete-data
-information (its fixed point is the penalised maximum). The standard error is ``1 / sqrt(I +
+information (its fixed point is the penalised maximum), at most :data:`MAX_STEP` in ``phi``.
+The standard error is ``1 / sqrt(I +
 1 / w^2)`` with ``I`` Louis' observed information: ``I_c`` less the variance of the
 per-trajectory scores (what the unknown positions take away), floored at
 :data:`MIN_OBSERVED_SHARE` of it. A parameter is *determined by the record* when the data
@@ -61,6 +62,7 @@ from scipy import special
 from rankmodels.tracking.signal_model import SignalModel
 
 __all__ = [
+    "MAX_STEP",
     "MIN_DATA_TO_PRIOR",
     "MIN_OBSERVED_SHARE",
     "PRIORS",
@@ -86,6 +88,9 @@ STATISTICAL_PARAMS: dict[str, tuple[str, ...]] = {
 }
 #: Smallest share of the complete-data information Louis' observed information keeps.
 MIN_OBSERVED_SHARE = 0.3
+#: Largest change of ``phi`` in one M-step (a factor ``e`` on a log scale): the step is
+#: linear in ``phi``, so far from the optimum (a start many times off) it is taken in parts.
+MAX_STEP = 1.0
 #: Information the record must carry, relative to the prior's, for a parameter to be
 #: estimated (1: at least as much as the prior; the posterior std is then ``<= w / sqrt 2``).
 MIN_DATA_TO_PRIOR = 1.0
@@ -238,8 +243,10 @@ def _newton(
     if not (math.isfinite(ratio) and ratio >= MIN_DATA_TO_PRIOR):
         return Estimate(start, math.nan, start, False, ratio if math.isfinite(ratio) else 0.0)
     phi, phi0 = prior.to_phi(current), prior.to_phi(start)
-    step = complete_info + 1.0 / prior.width**2
-    phi += (float(score.mean()) - (phi - phi0) / prior.width**2) / step
+    step = (float(score.mean()) - (phi - phi0) / prior.width**2) / (
+        complete_info + 1.0 / prior.width**2
+    )
+    phi += min(max(step, -MAX_STEP), MAX_STEP)
     lo, hi = bounds
     value = min(max(prior.from_phi(phi), lo), hi)
     std = prior.derivative(value) / math.sqrt(info + 1.0 / prior.width**2)
