@@ -9,6 +9,7 @@ import importlib
 import click
 
 from rankmodels import __version__
+from rankmodels.threads import prepare_environment
 from rankmodels_app._common import OneLineGroup
 
 # Subcommand name -> (module, attribute).
@@ -43,5 +44,7 @@ def cli() -> None:
 
 
 def main() -> None:
-    """Console-script entry point for ``rankmodels``."""
+    """Console-script entry point for ``rankmodels`` (thread policy:
+    :func:`rankmodels.threads.prepare_environment`)."""
+    prepare_environment()
     cli()
