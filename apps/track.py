@@ -377,11 +377,14 @@ def track_float(
             exit_quality=EXIT_QUALITY,
         )  # fmt: skip
         return
-    if workers is not None or scheduler is not None or worker_threads is not None:
-        raise BadInput(
-            "--workers/--scheduler/--worker-threads: only for many floats (several FILES or a "
-            "folder)"
-        )
+    batch_only = {
+        "--workers": workers,
+        "--scheduler": scheduler,
+        "--worker-threads": worker_threads,
+    }
+    for option, value in batch_only.items():
+        if value is not None:
+            raise BadInput(f"{option}: only for many floats (several FILES or a folder)")
     (file,) = files
     out = Path(file.stem) if out is None else out
     outputs = [TRACK_FILE, *((*IMAGES.values(), REPORT_FILE) if plots else ())]

@@ -7,6 +7,8 @@ users' load touches both. For every run it prints the wall time, the child's CPU
 system, from ``resource.getrusage(RUSAGE_CHILDREN)`` around the run) and the 1-minute load
 average before the run; then per command and variant the median and range over the repeats and
 the ratios loaded / quiet of the medians (the targets: wall at most 1.6x, CPU at most 1.2x).
+The command ``control`` (a fixed pure-Python loop, one thread) measures how much the machine
+itself inflates CPU time under load.
 
 Variants compare interpreters (an install of another version: ``--variant before=/path/to/
 python``) or environments (``--variant workqueue=NUMBA_THREADING_LAYER=workqueue``; several
@@ -16,6 +18,11 @@ that entry point of the variant's interpreter.
 
     python benchmarks/contention.py [--repeats 3] [--busy 2] [--variant NAME=SPEC ...]
                                     [--command 'track-float data/float767.nc --no-plots' ...]
+
+Batch mode: ``--floats N`` simulates N floats of ``--days`` days (``rankmodels
+simulate-float``, seeds 1..N, drift / straight / spiral in turn) into a folder that ``{floats}``
+in a command names, e.g. ``--command 'track-float {floats} --no-plots --workers 2'``; such
+commands also report floats per minute.
 
 Every variant runs every command once before timing (warm numba cache). Outputs go to a
 temporary folder (``--out`` is appended to each ``track-float`` command).
@@ -40,6 +47,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_COMMANDS = (
+    "control",
     "track-float data/float767.nc --no-plots",
     "track-float data/float767.nc --no-plots --no-calibrate",
 )
@@ -49,6 +57,10 @@ ENTRY_POINTS = {
     "rankmodels": "from rankmodels_app.cli import main as m; m()",
 }
 BUSY_CODE = "while True: pass"
+#: The command ``control``: fixed single-threaded work without threads or I/O. Its CPU time
+#: loaded / quiet is what the machine itself adds under load (shared caches, context
+#: switches, a hypervisor's overcommitted host): the floor of every command's CPU ratio.
+CONTROL_CODE = "s = 0\nfor i in range(30_000_000): s += i"
 
 
 @dataclass(frozen=True)
@@ -84,10 +96,13 @@ def parse_variant(text: str) -> Variant:
     return Variant(name, sys.executable, env)
 
 
-def argv(variant: Variant, command: str, out: Path) -> list[str]:
+def argv(variant: Variant, command: str, out: Path, floats: Path | None = None) -> list[str]:
     """The child's argument list: the entry point of ``command``'s first word under the
-    variant's interpreter, ``--out`` into ``out`` for track-float."""
-    words = shlex.split(command)
+    variant's interpreter, ``{floats}`` replaced by the folder ``floats``, ``--out`` into
+    ``out`` for track-float."""
+    if command == "control":
+        return [variant.python, "-c", CONTROL_CODE]
+    words = shlex.split(command.replace("{floats}", str(floats)))
     head, rest = words[0], words[1:]
     if head in ENTRY_POINTS:
         if head == "track-float":
@@ -110,7 +125,18 @@ def busy(n: int) -> Iterator[None]:
             proc.wait()
 
 
-def timed(variant: Variant, command: str, loaded: bool, workdir: Path) -> Run:
+def simulate_floats(python: str, folder: Path, n: int, days: int) -> None:
+    """``n`` simulated floats of ``days`` days in ``folder`` (seeds 1..n)."""
+    for seed in range(1, n + 1):
+        trajectory = ("drift", "straight", "spiral")[(seed - 1) % 3]
+        words = ["simulate-float", "--out", str(folder), "--name", f"float{seed:02d}"]
+        words += ["--days", str(days), "--seed", str(seed), "--trajectory", trajectory, "-q"]
+        subprocess.run([python, "-c", ENTRY_POINTS["rankmodels"], *words], cwd=ROOT, check=True)
+
+
+def timed(
+    variant: Variant, command: str, loaded: bool, workdir: Path, floats: Path | None = None
+) -> Run:
     """Run ``command`` once; wall time and the child's user + system CPU time."""
     out = Path(tempfile.mkdtemp(dir=workdir))
     env = {**os.environ, **variant.env}
@@ -118,7 +144,11 @@ def timed(variant: Variant, command: str, loaded: bool, workdir: Path) -> Run:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     done = subprocess.run(
-        argv(variant, command, out / "run"), cwd=ROOT, env=env, capture_output=True, text=True
+        argv(variant, command, out / "run", floats),
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
     )
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -133,8 +163,9 @@ def spread(values: list[float]) -> str:
     return f"{statistics.median(values):.1f} ({min(values):.1f}-{max(values):.1f})"
 
 
-def summarise(runs: list[Run], busy_n: int) -> None:
-    """Per variant and command: quiet and loaded medians with ranges, and the ratios."""
+def summarise(runs: list[Run], busy_n: int, n_floats: int) -> None:
+    """Per variant and command: quiet and loaded medians with ranges, and the ratios; floats
+    per minute (of the median wall) for batch commands."""
     print(
         f"\n| variant | command | quiet wall s | loaded wall s | wall x | quiet CPU s "
         f"| loaded CPU s | CPU x |   ({busy_n} busy processes; median (min-max))"
@@ -152,6 +183,15 @@ def summarise(runs: list[Run], busy_n: int) -> None:
             f"| {statistics.median(lw) / statistics.median(qw):.2f} | {spread(qc)} "
             f"| {spread(lc)} | {statistics.median(lc) / statistics.median(qc):.2f} |"
         )
+    for variant, command in keys:
+        if "{floats}" in command:
+            mine = [r for r in runs if (r.variant, r.command) == (variant, command)]
+            rates = [
+                f"{60 * n_floats / statistics.median([r.wall for r in mine if r.loaded == x]):.1f}"
+                f" {'loaded' if x else 'quiet'}"
+                for x in (False, True)
+            ]
+            print(f"{variant} `{command}`: floats per minute {', '.join(rates)}")
 
 
 def main() -> None:
@@ -161,6 +201,8 @@ def main() -> None:
     parser.add_argument("--command", action="append", help="a command (repeatable)")
     parser.add_argument("--variant", action="append", type=parse_variant, help="NAME=SPEC")
     parser.add_argument("--no-warmup", action="store_true", help="skip the untimed first runs")
+    parser.add_argument("--floats", type=int, default=0, help="simulated floats for {floats}")
+    parser.add_argument("--days", type=int, default=120, help="days of each simulated float")
     args = parser.parse_args()
     # stopped by a signal, the busy processes and the running command are killed too
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
@@ -171,16 +213,19 @@ def main() -> None:
     runs: list[Run] = []
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
+        floats = workdir / "floats" if args.floats else None
+        if floats is not None:
+            simulate_floats(variants[0].python, floats, args.floats, args.days)
         if not args.no_warmup:
             for variant in variants:
                 for command in commands:
-                    timed(variant, command, False, workdir)
+                    timed(variant, command, False, workdir, floats)
         for repeat in range(args.repeats):
             for loaded in (repeat % 2 == 1, repeat % 2 == 0):  # alternate which comes first
                 with busy(args.busy) if loaded else contextlib.nullcontext():
                     for variant in variants:
                         for command in commands:
-                            run = timed(variant, command, loaded, workdir)
+                            run = timed(variant, command, loaded, workdir, floats)
                             runs.append(run)
                             print(
                                 f"{run.variant:>10} {'loaded' if loaded else 'quiet':>6} "
@@ -188,7 +233,7 @@ def main() -> None:
                                 f"load {run.load_before:4.1f}  rc {run.returncode}  {command}",
                                 flush=True,
                             )
-    summarise(runs, args.busy)
+    summarise(runs, args.busy, args.floats)
 
 
 if __name__ == "__main__":
