@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import math
 import os
+import subprocess
+import sys
 
 import numba
 import numpy as np
@@ -34,7 +36,8 @@ two_threads = pytest.mark.skipif(
 
 
 def test_prepare_environment_sets_only_what_is_unset(monkeypatch):
-    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    monkeypatch.setenv("OMP_WAIT_POLICY", "")  # restored after the test, even if unset before
+    monkeypatch.delenv("OMP_WAIT_POLICY")
     assert prepare_environment() == {"OMP_WAIT_POLICY": "passive"}
     assert ENVIRONMENT["OMP_WAIT_POLICY"] == "passive"
     monkeypatch.setenv("OMP_WAIT_POLICY", "active")  # the user's choice wins
@@ -141,3 +144,16 @@ def test_batch_tasks_run_one_share_of_the_cores_each(two_workers, monkeypatch, t
     assert set(table["reason"]) == {str(threads_per_worker(2))}
     table = batch.track_many(files, tmp_path, plots=False, client=two_workers, threads=2)
     assert set(table["reason"]) == {str(min(2, numba.config.NUMBA_NUM_THREADS))}
+
+
+def test_importing_the_app_starts_no_threads():
+    """The entry points set the wait policy after their modules are imported: the threading
+    layer (which reads it once) must not start while they import."""
+    code = (
+        "import rankmodels_app.cli, rankmodels_app.track, rankmodels_app.aggregate\n"
+        "import rankmodels.tracking.batch\n"
+        "from numba.np.ufunc import parallel\n"
+        "print(parallel._is_initialized)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert run.stdout.strip() == "False"
