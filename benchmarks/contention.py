@@ -131,7 +131,8 @@ def simulate_floats(python: str, folder: Path, n: int, days: int) -> None:
         trajectory = ("drift", "straight", "spiral")[(seed - 1) % 3]
         words = ["simulate-float", "--out", str(folder), "--name", f"float{seed:02d}"]
         words += ["--days", str(days), "--seed", str(seed), "--trajectory", trajectory, "-q"]
-        subprocess.run([python, "-c", ENTRY_POINTS["rankmodels"], *words], cwd=ROOT, check=True)
+        command = [python, "-c", ENTRY_POINTS["rankmodels"], *words]
+        subprocess.run(command, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
 
 
 def timed(
