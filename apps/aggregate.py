@@ -16,6 +16,7 @@ from rankmodels.aggregation.cvr import CvrConventions
 from rankmodels.aggregation.io import FORMATS, PREFLIB_TYPES
 from rankmodels.aggregation.result import DEFAULT_MAX_TIES
 from rankmodels.text import printable
+from rankmodels.threads import prepare_environment
 from rankmodels_app._common import (
     BadInput,
     OneLineCommand,
@@ -439,5 +440,7 @@ def aggregate_command(
 
 
 def aggregate_main() -> None:
-    """Console-script entry point for ``aggregate``."""
+    """Console-script entry point for ``aggregate`` (thread policy:
+    :func:`rankmodels.threads.prepare_environment`)."""
+    prepare_environment()
     aggregate_command(prog_name="aggregate")

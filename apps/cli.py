@@ -9,22 +9,53 @@ import importlib
 import click
 
 from rankmodels import __version__
+from rankmodels.threads import prepare_environment
 from rankmodels_app._common import OneLineGroup
 
-# Subcommand name -> (module, attribute).
+# Subcommand name -> (module, attribute, the first sentence of its help). ``rankmodels --help``
+# lists the sentences without importing the modules (tests check them against the commands).
 _SUBCOMMANDS = {
-    "aggregate": ("rankmodels_app.aggregate", "aggregate_command"),
-    "track-float": ("rankmodels_app.track", "track_float"),
-    "simulate-float": ("rankmodels_app.simulate", "simulate_float"),
-    "ltr": ("rankmodels_app.ltr", "ltr_group"),
-    "mallows": ("rankmodels_app.mallows", "mallows_group"),
-    "study": ("rankmodels_app.study", "study_group"),
-    "float": ("rankmodels_app.float", "float_group"),
+    "aggregate": (
+        "rankmodels_app.aggregate",
+        "aggregate_command",
+        "Aggregate the ranked ballots in VOTES (votes CSV, cast-vote record CSV with rank "
+        "columns, PrefLib .soc/.soi/.toc/.toi, or ABIF .abif) into consensus ranking(s), with "
+        "scores and an axiom report.",
+    ),
+    "track-float": (
+        "rankmodels_app.track",
+        "track_float",
+        "Track the RAFOS float recorded in FILE (NetCDF float record); given several FILES or "
+        "a folder of records, track each into its own folder under OUT, in parallel on Dask, "
+        "and write OUT/summary.csv and summary.json.",
+    ),
+    "simulate-float": (
+        "rankmodels_app.simulate",
+        "simulate_float",
+        "Simulate a RAFOS float on the DIMES source array, launched where DIMES float 767 was.",
+    ),
+    "ltr": ("rankmodels_app.ltr", "ltr_group", "Learning to rank on LETOR / SVMlight files."),
+    "mallows": (
+        "rankmodels_app.mallows",
+        "mallows_group",
+        "Mallows models and mixtures: sample votes, fit models to votes (docs/mallows.md).",
+    ),
+    "study": (
+        "rankmodels_app.study",
+        "study_group",
+        "Simulation studies that reproduce the papers' experiments.",
+    ),
+    "float": (
+        "rankmodels_app.float",
+        "float_group",
+        "Float records (NetCDF) from and to the CSV tables other tools export.",
+    ),
 }
 
 
 class _LazyGroup(OneLineGroup):
-    """A group whose subcommands are imported from :data:`_SUBCOMMANDS` on first use."""
+    """A group whose subcommands are imported from :data:`_SUBCOMMANDS` on first use; its
+    help lists them from the table."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(_SUBCOMMANDS)
@@ -32,8 +63,22 @@ class _LazyGroup(OneLineGroup):
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name not in _SUBCOMMANDS:
             return None
-        module, attribute = _SUBCOMMANDS[cmd_name]
+        module, attribute, _ = _SUBCOMMANDS[cmd_name]
         return getattr(importlib.import_module(module), attribute)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The "Commands" section as click writes it, from the table (nothing imported)."""
+        names = self.list_commands(ctx)
+        limit = formatter.width - 6 - max(map(len, names))
+        rows = [(name, _short_help(name, limit)) for name in names]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+def _short_help(name: str, limit: int) -> str:
+    """Subcommand ``name``'s summary, shortened to ``limit`` characters as click shortens a
+    command's help."""
+    return click.Command(name, help=_SUBCOMMANDS[name][2]).get_short_help_str(limit)
 
 
 @click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -43,5 +88,7 @@ def cli() -> None:
 
 
 def main() -> None:
-    """Console-script entry point for ``rankmodels``."""
+    """Console-script entry point for ``rankmodels`` (thread policy:
+    :func:`rankmodels.threads.prepare_environment`)."""
+    prepare_environment()
     cli()

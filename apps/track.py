@@ -13,6 +13,7 @@ import xarray as xr
 
 from rankmodels.errors import InputError
 from rankmodels.plots.run_report import IMAGES, REPORT_FILE, write_run_report
+from rankmodels.threads import prepare_environment
 from rankmodels.tracking.batch import TRACK_FILE, read_record
 from rankmodels.tracking.calibration import CALIBRATION_PARAMS
 from rankmodels.tracking.config import COMMAND_MULTIPATH, LIMITS, TrackConfig
@@ -227,6 +228,13 @@ def _warnings(summary: TrackSummary) -> list[str]:
     "workers).",
 )
 @click.option(
+    "--worker-threads",
+    type=click.IntRange(min=1, max=256),
+    default=None,
+    help="Many floats: numba threads of each float's kernels  [default: the cores of a "
+    "worker's machine divided among its Dask workers, at least 1]",
+)
+@click.option(
     "--particles",
     type=_WholeNumber(),
     default=_DEFAULTS.particles,
@@ -333,6 +341,7 @@ def track_float(
     out: Path | None,
     workers: int | None,
     scheduler: str | None,
+    worker_threads: int | None,
     particles: int,
     seed: int,
     engine: str,
@@ -375,11 +384,18 @@ def track_float(
     if len(files) > 1 or files[0].is_dir():
         run_batch(
             files, out, config, plots=plots, workers=workers, scheduler=scheduler,
-            strict=strict, quiet=quiet, exit_quality=EXIT_QUALITY,
+            worker_threads=worker_threads, strict=strict, quiet=quiet,
+            exit_quality=EXIT_QUALITY,
         )  # fmt: skip
         return
-    if workers is not None or scheduler is not None:
-        raise BadInput("--workers/--scheduler: only for many floats (several FILES or a folder)")
+    batch_only = {
+        "--workers": workers,
+        "--scheduler": scheduler,
+        "--worker-threads": worker_threads,
+    }
+    for option, value in batch_only.items():
+        if value is not None:
+            raise BadInput(f"{option}: only for many floats (several FILES or a folder)")
     (file,) = files
     out = Path(file.stem) if out is None else out
     outputs = [TRACK_FILE, *((*IMAGES.values(), REPORT_FILE) if plots else ())]
@@ -415,7 +431,9 @@ def track_float(
 
 
 def track_float_main() -> None:
-    """Console-script entry point for ``track-float``."""
+    """Console-script entry point for ``track-float`` (thread policy:
+    :func:`rankmodels.threads.prepare_environment`)."""
+    prepare_environment()
     track_float(prog_name="track-float")
 
 

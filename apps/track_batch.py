@@ -2,8 +2,10 @@
 
 Called by :mod:`rankmodels_app.track` when it is given more than one record or a folder. Every
 float is a Dask task (a local cluster of ``--workers`` processes, or the scheduler at
-``--scheduler``); a failed float is one line on stderr and the others go on. With plots, the
-fleet overview (``fleet.png``, ``fleet.html``) closes the run.
+``--scheduler``); a failed float is one line on stderr and the others go on. Each task runs
+its kernels on ``--worker-threads`` numba threads (default: a host's cores divided among its
+Dask workers, :func:`rankmodels.tracking.batch.worker_threads`). With plots, the fleet
+overview (``fleet.png``, ``fleet.html``) closes the run.
 """
 
 from __future__ import annotations
@@ -54,11 +56,13 @@ def run_batch(
     plots: bool,
     workers: int | None,
     scheduler: str | None,
+    worker_threads: int | None = None,
     strict: bool,
     quiet: bool,
     exit_quality: int,
 ) -> None:
-    """Track every record under ``out`` (default :data:`DEFAULT_BATCH_OUT`) and write the
+    """Track every record under ``out`` (default :data:`DEFAULT_BATCH_OUT`), each task's
+    kernels on ``worker_threads`` numba threads (None: the default split), and write the
     summary table and, with ``plots``, the fleet overview; one stderr line per failed float
     and per float whose hand labels were dropped, a closing count; exit 2 when any failed
     (``exit_quality`` with ``strict`` when all ran but a quality check failed)."""
@@ -75,7 +79,15 @@ def run_batch(
     if scheduler is None and workers is None:
         workers = max(1, min(len(files), os.cpu_count() or 1))
     with _client(workers, scheduler) as client, progressbar(len(files), "Floats", quiet) as bar:
-        table = track_many(files, out, config, plots=plots, client=client, progress=bar.update)
+        table = track_many(
+            files,
+            out,
+            config,
+            plots=plots,
+            client=client,
+            threads=worker_threads,
+            progress=bar.update,
+        )
     written = write_summary(table, out)
     if plots:
         written += write_fleet(out, table)

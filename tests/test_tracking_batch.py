@@ -145,7 +145,9 @@ def test_a_float_with_bad_content_fails_alone(tmp_path):
     [
         (["{d}/a/x.nc", "{d}/b/x.nc"], "would both write to the folder 'x'"),
         (["{d}/empty"], "{d}/empty: no float records (*.nc) in this folder"),
-        (["{d}/a/x.nc", "--workers", "2"], "--workers/--scheduler: only for many floats"),
+        (["{d}/a/x.nc", "--workers", "2"], "--workers: only for many floats"),
+        (["{d}/a/x.nc", "--worker-threads", "1"], "--worker-threads: only for many floats"),
+        (["{d}/a/x.nc", "{d}/b/y.nc", "--worker-threads", "0"], "--worker-threads"),
         (["{d}/a/x.nc", "{d}/b/x.nc", "--workers", "0"], "--workers"),
     ],
 )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numba
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -11,7 +12,7 @@ from hypothesis import strategies as st
 from scipy import integrate, stats
 
 from rankmodels.tracking.engines import ENGINES, LikelihoodResult, log_likelihood
-from rankmodels.tracking.engines._common import PARALLEL_MIN
+from rankmodels.tracking.engines._common import parallel_pays, particle_seconds
 from rankmodels.tracking.engines.exact import MAX_ARRIVALS
 from rankmodels.tracking.engines.oracle import enumerate_associations
 from rankmodels.tracking.signal_model import SignalModel
@@ -151,7 +152,9 @@ def test_batch_equals_particle_by_particle(rng, engine, p_detect, clutter_rate):
     exactly what a one-particle call gives it."""
     model = SignalModel(sigma=5.0, p_detect=p_detect, clutter_rate=clutter_rate, window=1800.0)
     toa = np.array([300.0, 420.0, 800.0, np.nan])
-    n = PARALLEL_MIN + 89  # threads, and chunks of unequal size
+    n = 601  # chunks of unequal size; threaded where numba has two threads
+    threads = numba.get_num_threads()
+    assert parallel_pays(n, particle_seconds(engine, 7, 3), threads) == (threads > 1)
     predicted = rng.uniform(200, 1500, (n, 7))
     predicted[5] += 5000.0  # a particle with zero likelihood among the others
     res = log_likelihood(toa, predicted, model, engine=engine, association=True)

@@ -3,7 +3,10 @@
 :func:`track_many` runs :func:`track_one` for every record -- read, track, write ``track.nc``
 and (with ``plots``) the figures and the self-contained report -- serially in this process or
 as tasks on a ``dask.distributed`` client (:func:`rankmodels.studies.runner.dask_client`
-makes one). A float that fails (a bad file, an error in tracking) becomes a row with status
+makes one). On Dask every task runs its kernels on :func:`worker_threads` numba threads
+(by default the cores of a host divided among the Dask threads on it, so the workers never
+run more busy threads than cores) and with the thread policy of :mod:`rankmodels.threads`. A
+float that fails (a bad file, an error in tracking) becomes a row with status
 ``"failed"`` and its one-line reason; the others go on. The result is the summary table, one
 row per float in input order (:data:`SUMMARY_COLUMNS`), which :func:`write_summary` writes as
 ``summary.csv`` and ``summary.json``.
@@ -27,6 +30,7 @@ import xarray as xr
 from rankmodels.errors import InputError
 from rankmodels.files import atomic_output, atomic_path
 from rankmodels.text import printable
+from rankmodels.threads import numba_threads, prepare_environment
 from rankmodels.tracking.config import TrackConfig
 from rankmodels.tracking.geometry import great_circle_km
 from rankmodels.tracking.output import write_track
@@ -41,6 +45,7 @@ __all__ = [
     "read_record",
     "track_many",
     "track_one",
+    "worker_threads",
     "write_summary",
 ]
 
@@ -232,12 +237,14 @@ def track_many(
     *,
     plots: bool = True,
     client: Any | None = None,
+    threads: int | None = None,
     progress: Progress = None,
 ) -> pd.DataFrame:
     """Track every record of ``files`` into ``out/NAME/`` (:func:`float_folders`), serially or
-    as one task per float on the ``dask.distributed`` ``client``; ``progress(1)`` as each
-    float finishes. Returns the summary table (:data:`SUMMARY_COLUMNS`, input order). A task
-    lost with its worker is a failed row too."""
+    as one task per float on the ``dask.distributed`` ``client``, each task with ``threads``
+    numba threads (default :func:`worker_threads`; ignored without a client);
+    ``progress(1)`` as each float finishes. Returns the summary table (:data:`SUMMARY_COLUMNS`,
+    input order). A task lost with its worker is a failed row too."""
     config = TrackConfig() if config is None else config
     names = float_folders(files)
     paths = [os.fspath(f) for f in files]
@@ -249,9 +256,38 @@ def track_many(
             if progress is not None:
                 progress(1)
     else:
-        rows = _on_dask(client, paths, outs, names, config, plots, progress)
+        threads = worker_threads(client) if threads is None else threads
+        rows = _on_dask(client, paths, outs, names, config, plots, threads, progress)
     table = pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
     return table.astype(dict.fromkeys(COUNT_COLUMNS, "Int64"))  # counts stay whole with NA
+
+
+def worker_threads(client: Any) -> int:
+    """numba threads per task on ``client``'s workers: on every host, its cores
+    (:func:`rankmodels.threads.available_cores`, asked of each worker) divided among the Dask
+    threads of the workers running there; the smallest over the hosts, at least 1."""
+    from rankmodels.threads import available_cores
+
+    cores = client.run(available_cores)  # worker address -> cores of its host
+    per_host: dict[str, list[int]] = {}
+    for address, info in client.scheduler_info()["workers"].items():
+        if address in cores:
+            host = per_host.setdefault(info["host"], [0, cores[address]])
+            host[0] += int(info["nthreads"])
+    if not per_host:
+        return 1
+    return max(
+        1, min(host_cores // max(1, dask_threads) for dask_threads, host_cores in per_host.values())
+    )
+
+
+def _track_task(
+    threads: int, file: str, out: str, config: TrackConfig, plots: bool, name: str
+) -> dict[str, Any]:
+    """:func:`track_one` on a Dask worker, its kernels on ``threads`` numba threads."""
+    prepare_environment()  # before the worker's first parallel kernel (a remote worker's too)
+    with numba_threads(threads):
+        return track_one(file, out, config, plots, name)
 
 
 def _on_dask(
@@ -261,12 +297,15 @@ def _on_dask(
     names: list[str],
     config: TrackConfig,
     plots: bool,
+    threads: int,
     progress: Progress,
 ) -> list[dict[str, Any]]:
     from distributed import as_completed
 
     n = len(paths)
-    futures = client.map(track_one, paths, outs, [config] * n, [plots] * n, names, pure=False)
+    futures = client.map(
+        _track_task, [threads] * n, paths, outs, [config] * n, [plots] * n, names, pure=False
+    )
     index = {future.key: i for i, future in enumerate(futures)}
     rows: list[dict[str, Any] | None] = [None] * len(paths)
     try:

@@ -19,7 +19,8 @@ The numba kernels take their inputs as flat namedtuples (numba's parallel loops 
 nested in tuples): :class:`BipartiteCycle` (the per-cycle constants of the bipartite model),
 :class:`MessagePassing` (damping, tolerance, sweep limit) and :class:`EngineOutput` (the arrays
 the kernels fill). :func:`over_particles` runs an engine's per-chunk kernel over the particles,
-in parallel chunks for large batches.
+in parallel chunks when the batch's estimated serial time pays for starting the threads
+(:func:`parallel_pays`).
 """
 
 from __future__ import annotations
@@ -44,7 +45,8 @@ from rankmodels.tracking.signal_model import SignalModel
 
 __all__ = [
     "LOG_SQRT_2PI",
-    "PARALLEL_MIN",
+    "PARALLEL_MIN_SECONDS",
+    "PARTICLE_COST",
     "BipartiteCycle",
     "Cycle",
     "EngineOutput",
@@ -61,6 +63,8 @@ __all__ = [
     "log_unmatched",
     "message_passing",
     "over_particles",
+    "parallel_pays",
+    "particle_seconds",
     "prepare_cycle",
     "unmatched_weights",
 ]
@@ -70,8 +74,19 @@ INV_SQRT2 = 1.0 / math.sqrt(2.0)
 LOG_2 = math.log(2.0)
 #: P(Z > z) rounds to 1 below this z (with or without multipath).
 _Z_LO = SURVIVAL_ONE_BELOW
-#: Batches at least this large use threads (below, launching them costs more than it saves).
-PARALLEL_MIN = 512
+#: A batch whose estimated serial time (s) is below this runs on the calling thread: waking the
+#: other threads and waiting for the slowest costs about as much (measured crossover of one
+#: engine call, one thread against two, ``benchmarks/contention.py``'s notes in
+#: docs/benchmarks.md).
+PARALLEL_MIN_SECONDS = 250e-6
+#: Serial time per particle of each engine's kernel, ``a + b * s * m`` seconds (s sources,
+#: m recorded arrivals): ``(a, b)`` fitted to one-thread timings on cycles of the sample float
+#: (multipath 0.02; bp and minfactor depend on their sweeps, so theirs are typical values).
+PARTICLE_COST: dict[str, tuple[float, float]] = {
+    "exact": (0.55e-6, 0.022e-6),
+    "bp": (1.0e-6, 0.5e-6),
+    "minfactor": (5.0e-6, 2.5e-6),
+}
 #: Chunks per thread of a parallel batch (uneven particles then even out across threads).
 _CHUNKS_PER_THREAD = 8
 
@@ -456,15 +471,34 @@ def assoc_row(out: EngineOutput, p: int) -> np.ndarray:
     return out.assoc[p] if out.want else out.assoc[0]
 
 
-def over_particles(serial: Callable, parallel: Callable, n: int, *args: object) -> None:
+def particle_seconds(engine: str, s: int, m: int) -> float:
+    """Estimated serial time (s) of ``engine``'s kernel on one particle with ``s`` sources and
+    ``m`` recorded arrivals (:data:`PARTICLE_COST`)."""
+    a, b = PARTICLE_COST[engine]
+    return a + b * s * m
+
+
+def parallel_pays(n: int, seconds_per_particle: float, threads: int) -> bool:
+    """Whether ``n`` particles of ``seconds_per_particle`` each are worth splitting over
+    ``threads`` threads: more than one thread, at least two particles per thread, and an
+    estimated serial time ``n * seconds_per_particle`` of at least :data:`PARALLEL_MIN_SECONDS`."""
+    return threads > 1 and n >= 2 * threads and n * seconds_per_particle >= PARALLEL_MIN_SECONDS
+
+
+def over_particles(
+    serial: Callable, parallel: Callable, n: int, *args: object, seconds_per_particle: float
+) -> None:
     """Run an engine's kernel over particles ``0 <= p < n``.
 
     ``serial(lo, hi, *args)`` handles particles ``lo <= p < hi``; ``parallel(bounds, *args)``
-    calls it on every row ``(lo, hi)`` of ``bounds`` in a ``prange`` loop. Batches of at least
-    ``PARALLEL_MIN`` particles are split into ``8`` chunks per thread.
+    calls it on every row ``(lo, hi)`` of ``bounds`` in a ``prange`` loop. A batch that
+    :func:`parallel_pays` for (given the calling thread's numba thread count) is split into
+    ``8`` chunks per thread; any other runs serially. Both give identical results: every
+    particle is computed alone.
     """
-    if n >= PARALLEL_MIN:
-        n_chunks = _CHUNKS_PER_THREAD * get_num_threads()
+    threads = get_num_threads()
+    if parallel_pays(n, seconds_per_particle, threads):
+        n_chunks = _CHUNKS_PER_THREAD * threads
         edges = np.minimum(np.arange(n_chunks + 1) * -(-n // n_chunks), n)
         parallel(np.column_stack([edges[:-1], edges[1:]]), *args)
     elif n:

@@ -45,6 +45,7 @@ from rankmodels.tracking.engines._common import (
     engine_output,
     log_source_factors,
     over_particles,
+    particle_seconds,
 )
 from rankmodels.tracking.signal_model import SignalModel
 
@@ -270,5 +271,14 @@ def bp_engine(
     n, s = predicted.shape
     out = engine_output(n, cycle.m, s, association)
     c = bipartite_cycle(cycle, model, ranked=True)
-    over_particles(_bp_range, _bp_parallel, n, c, controls, predicted, out)
+    over_particles(
+        _bp_range,
+        _bp_parallel,
+        n,
+        c,
+        controls,
+        predicted,
+        out,
+        seconds_per_particle=particle_seconds("bp", s, cycle.m),
+    )
     return out.result(controls)

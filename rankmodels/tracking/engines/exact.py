@@ -43,6 +43,7 @@ from rankmodels.tracking.engines._common import (
     log_source_factors,
     log_source_factors_above,
     over_particles,
+    particle_seconds,
 )
 from rankmodels.tracking.signal_model import SignalModel
 
@@ -352,7 +353,15 @@ def sum_over_associations(
         )
     out: EngineOutput = engine_output(n, cycle.m, s, association)
     c: BipartiteCycle = bipartite_cycle(cycle, model, ranked=ranked)
-    over_particles(_exact_range, _exact_parallel, n, c, predicted, out)
+    over_particles(
+        _exact_range,
+        _exact_parallel,
+        n,
+        c,
+        predicted,
+        out,
+        seconds_per_particle=particle_seconds("exact", s, cycle.m),
+    )
     return out.result()
 
 

@@ -71,6 +71,7 @@ from rankmodels.tracking.engines._common import (
     engine_output,
     log_source_factors,
     over_particles,
+    particle_seconds,
 )
 from rankmodels.tracking.signal_model import SignalModel
 
@@ -612,5 +613,14 @@ def minfactor_engine(
     n, s = predicted.shape
     out = engine_output(n, cycle.m, s, association)
     c = bipartite_cycle(cycle, model)
-    over_particles(_minfactor_range, _minfactor_parallel, n, c, controls, predicted, out)
+    over_particles(
+        _minfactor_range,
+        _minfactor_parallel,
+        n,
+        c,
+        controls,
+        predicted,
+        out,
+        seconds_per_particle=particle_seconds("minfactor", s, cycle.m),
+    )
     return out.result(controls)
