@@ -87,6 +87,7 @@ class Task:
     particles: int
     days: int = 0
     calibrate_params: str = ",".join(CALIBRATION_PARAMS)
+    uncalibrated: bool = True
 
 
 def command_config(
@@ -155,17 +156,24 @@ def _calibrated_and_not(
 
 
 def float_row(
-    kind: str, world: World, rng: np.random.Generator, config: TrackConfig
+    kind: str,
+    world: World,
+    rng: np.random.Generator,
+    config: TrackConfig,
+    uncalibrated: bool = True,
 ) -> dict[str, object]:
     """The row of one float of ``world``: intact (tracked calibrated and with
     ``--no-calibrate``) or broken as ``kind`` with ``rng``: its settings, the true parameters
     (``true_NAME``), what was broken (``breakage``) and the run's fields (:func:`_run`);
-    ``config``: the calibrated settings (the world's seed replaces its seed)."""
+    ``config``: the calibrated settings (the world's seed replaces its seed);
+    ``uncalibrated``: also track intact floats with ``--no-calibrate``."""
     record, truth = simulate_world(world)
     config = replace(config, seed=world.seed)
     row: dict[str, object] = {"kind": kind, **world.row()}
     row |= {f"true_{k}": v for k, v in true_parameters(world, record, truth).items()}
     if kind == INTACT:
+        if not uncalibrated:
+            return row | _run(record, truth, config) | {"median_km_nocal": math.nan}
         return row | _calibrated_and_not(record, truth, config)
     broken = break_record(record, kind, rng)
     row["breakage"] = broken.note
@@ -196,7 +204,8 @@ def run_task(task: Task) -> dict[str, object]:
         row = short_row(int(rng.integers(2**31)), task.days, config)
     else:
         long_enough = (GAP_MIN_CYCLES + 1, RANGES["days"][1]) if task.kind == "gap" else None
-        row = float_row(task.kind, draw_world(rng, days=long_enough), rng, config)
+        world = draw_world(rng, days=long_enough)
+        row = float_row(task.kind, world, rng, config, task.uncalibrated)
     return {"index": task.index, **row}
 
 
@@ -208,8 +217,8 @@ def tasks_for(args: argparse.Namespace) -> list[Task]:
             for days in SHORT_DAYS
             for i in range(args.seeds)
         ]
-    params = args.calibrate_params
-    intact = [Task(INTACT, i, args.seed, args.particles, 0, params) for i in range(args.n)]
+    params, nocal = args.calibrate_params, not args.calibrated_only
+    intact = [Task(INTACT, i, args.seed, args.particles, 0, params, nocal) for i in range(args.n)]
     broken = [
         Task(kind, i, args.seed, args.particles, 0, params)
         for kind in BROKEN_KINDS
@@ -402,6 +411,11 @@ def main(argv: list[str] | None = None) -> None:
         "--calibrate-params",
         default=",".join(CALIBRATION_PARAMS),
         help="what the calibrated runs estimate (track-float --calibrate-params)",
+    )
+    parser.add_argument(
+        "--calibrated-only",
+        action="store_true",
+        help="track intact floats only as track-float does (not also with --no-calibrate)",
     )
     args = parser.parse_args(argv)
     if args.quick:
