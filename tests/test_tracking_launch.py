@@ -11,9 +11,10 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from rankmodels.tracking.config import COMMAND_MULTIPATH
 from rankmodels.tracking.dynamics import RandomWalk
 from rankmodels.tracking.geometry import tangent_offsets, tangent_step
-from rankmodels.tracking.launch import WINDOW_DAYS, first_position, window_cycles
+from rankmodels.tracking.launch import WINDOW_DAYS, first_position, pool, window_cycles
 from rankmodels.tracking.pipeline import TrackConfig, track_float
 from rankmodels.tracking.quality import (
     CHECKS,
@@ -25,7 +26,7 @@ from rankmodels.tracking.quality import (
 )
 from rankmodels.tracking.records import validate_float
 from rankmodels.tracking.simulate import dimes_float767
-from rankmodels.tracking.worlds import LAUNCH_ERROR_KM, break_record
+from rankmodels.tracking.worlds import LAUNCH_ERROR_KM, break_record, draw_world, simulate_world
 
 CENTRE = (-57.0, -100.0)
 SPEC = CHECKS["launch_distance"]
@@ -83,6 +84,29 @@ def test_first_position_is_the_smoothed_first_cycle_of_a_linear_gaussian_walk(sh
         assert got[axis] == pytest.approx(want_mean, abs=4 * math.sqrt(want_var / 2000))
         assert cov[axis, axis] == pytest.approx(want_var, rel=0.12)
     assert abs(cov[0, 1]) < 0.12 * math.sqrt(cov[0, 0] * cov[1, 1])
+
+
+def _points(*offsets_km) -> np.ndarray:
+    """``(B, 2)`` (lat, lon) of the (east, north) km offsets from CENTRE."""
+    return np.array([tangent_step(CENTRE[0], CENTRE[1], e, n) for e, n in offsets_km])
+
+
+def test_pool_weighs_islands_by_their_evidence():
+    """Equal evidence: the mixture's mean and covariance (within plus between spread) by hand;
+    an island 50 nats worse weighs e^-50: the pool is the better island; no evidence at all
+    (every island collapsed): equal weights."""
+    means = _points((-5.0, 0.0), (5.0, 2.0))
+    covs = np.array([[[9.0, 1.0], [1.0, 4.0]], [[5.0, 0.0], [0.0, 6.0]]])
+    mean, cov = pool(means, covs, np.array([-300.0, -300.0]))
+    east, north = tangent_offsets(CENTRE[0], CENTRE[1], mean[0], mean[1])
+    assert (east, north) == (pytest.approx(0.0, abs=1e-6), pytest.approx(1.0, abs=1e-6))
+    between = np.array([[25.0, 5.0], [5.0, 1.0]])
+    np.testing.assert_allclose(cov, covs.mean(axis=0) + between, rtol=1e-6)
+    mean, cov = pool(means, covs, np.array([-350.0, -300.0]))
+    np.testing.assert_allclose(mean, means[1], atol=1e-9)
+    np.testing.assert_allclose(cov, covs[1], atol=1e-9)
+    _, cov = pool(means, covs, np.array([-np.inf, -np.inf]))
+    np.testing.assert_allclose(cov, covs.mean(axis=0) + between, rtol=1e-6)
 
 
 def test_window_cycles_counts_the_cycles_of_the_first_days():
@@ -186,17 +210,43 @@ def test_an_intact_float_passes_and_its_launch_moved_100_km_fails(seed, days):
 
 def test_the_launch_check_is_reproducible_from_the_seed():
     record = validate_float(dimes_float767(4, days=30)[0])
-    first = _launch(record, 2)[0]
-    again = _launch(record, 2)[0]
+    config = TrackConfig(particles=200, ensemble=50, seed=2)
+    first, again, other = (
+        {c.name: c for c in track_float(record, cfg)[1].quality}["launch_distance"]
+        for cfg in (config, config, replace(config, seed=3))
+    )
     assert first.value == again.value and first.message == again.message
+    assert other.value != first.value
 
 
 def test_a_record_whose_first_weeks_are_empty_is_not_checked():
     record = dimes_float767(6, days=60)[0].drop_vars("source_label")
     toa = record["toa"].values.copy()
-    toa[:17] = np.nan  # 3 of the 19 cycles within 20 days keep arrivals
+    toa[:27] = np.nan  # 3 of the 30 cycles within 30 days keep arrivals
     record = validate_float(record.assign(toa=(("cycle", "rank"), toa)))
     _, summary = track_float(record, TrackConfig(particles=300, ensemble=100))
     check = {c.name: c for c in summary.quality}["launch_distance"]
     assert check.passed is None
-    assert check.message.startswith(f"not computed: 3 of the 20 cycles within {WINDOW_DAYS:g}")
+    assert check.message.startswith(f"not computed: 3 of the 30 cycles within {WINDOW_DAYS:g}")
+
+
+@pytest.mark.slow
+def test_varied_worlds_pass_intact_and_fail_with_the_launch_100_km_off():
+    """Eight worlds of 10-200 days drawn across the ranges of ``draw_world`` (sigma, P_D,
+    clutter, multipath, trajectories, geometric mismatch), tracked as ``track-float`` does
+    (calibrated, ``--multipath 0.02``) at 1,000 particles: launch_distance passes on each
+    intact float and fails on each with its launch moved 100 km."""
+    rng = np.random.default_rng(23)
+    for _ in range(8):
+        world = draw_world(rng, days=(10, 200))
+        record, _ = simulate_world(world)
+        config = TrackConfig(
+            particles=1000, seed=world.seed, calibrate=True, multipath=COMMAND_MULTIPATH
+        )
+        broken = break_record(record, "launch", rng)
+        intact, moved = (
+            {c.name: c for c in track_float(rec, config)[1].quality}["launch_distance"]
+            for rec in (record, broken.record)
+        )
+        assert intact.passed, (world, intact.message)
+        assert moved.passed is False, (world, moved.message)
