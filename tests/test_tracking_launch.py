@@ -14,7 +14,13 @@ import pytest
 from rankmodels.tracking.config import COMMAND_MULTIPATH
 from rankmodels.tracking.dynamics import RandomWalk
 from rankmodels.tracking.geometry import tangent_offsets, tangent_step
-from rankmodels.tracking.launch import WINDOW_DAYS, first_position, pool, window_cycles
+from rankmodels.tracking.launch import (
+    PRIOR_KM,
+    WINDOW_DAYS,
+    first_position,
+    pool,
+    window_cycles,
+)
 from rankmodels.tracking.pipeline import TrackConfig, track_float
 from rankmodels.tracking.quality import (
     CHECKS,
@@ -84,6 +90,19 @@ def test_first_position_is_the_smoothed_first_cycle_of_a_linear_gaussian_walk(sh
         assert got[axis] == pytest.approx(want_mean, abs=4 * math.sqrt(want_var / 2000))
         assert cov[axis, axis] == pytest.approx(want_var, rel=0.12)
     assert abs(cov[0, 1]) < 0.12 * math.sqrt(cov[0, 0] * cov[1, 1])
+
+
+def test_without_data_the_first_position_is_the_diffuse_start_walked_back():
+    """No arrivals: the first cycle's position is the start ``N(c, (R^2 + q^2 day_K-1) I)``
+    walked back over the remaining steps: variance ``R^2 + q^2 (sum dt + sum dt[1:])``."""
+    q, dt = 5.0, np.array([2.0, 1.0, 3.0, 1.0])
+    mean, cov = first_position(
+        np.array(CENTRE), dt, lambda t, x: None, RandomWalk(q), np.random.default_rng(4)
+    )
+    want = PRIOR_KM**2 + q**2 * (dt.sum() + dt[1:].sum())
+    np.testing.assert_allclose(np.diag(cov), [want, want], rtol=0.05)
+    east, north = tangent_offsets(CENTRE[0], CENTRE[1], mean[0], mean[1])
+    assert math.hypot(east, north) < 4 * math.sqrt(want / 2500)
 
 
 def _points(*offsets_km) -> np.ndarray:
@@ -206,6 +225,15 @@ def test_an_intact_float_passes_and_its_launch_moved_100_km_fails(seed, days):
     assert broken.passed is False, broken.message
     km = float(broken.message.split(" km ")[0].split()[-1])
     assert abs(km - LAUNCH_ERROR_KM) < 30, broken.message
+
+
+def test_the_launch_fix_is_as_uncertain_as_the_recovery_fix():
+    """``s`` is ``recovery_sigma``: a fix known to 300 km accepts a launch 100 km off."""
+    record = validate_float(dimes_float767(3, days=10)[0])
+    broken = break_record(record, "launch", np.random.default_rng(3)).record
+    config = TrackConfig(particles=200, ensemble=50, recovery_sigma=300.0)
+    check = {c.name: c for c in track_float(broken, config)[1].quality}["launch_distance"]
+    assert check.passed and check.value < 0.5, check.message
 
 
 def test_the_launch_check_is_reproducible_from_the_seed():
