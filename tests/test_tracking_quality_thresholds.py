@@ -25,6 +25,7 @@ from rankmodels.tracking.quality import (
     CHECKS,
     MAX_RUN,
     QualityInputs,
+    StartPoint,
     clutter_check,
     count_ratio_threshold,
     expected_recorded,
@@ -49,7 +50,7 @@ def inputs(toa, post, pred, cov, model=MODEL, smoothed=None) -> QualityInputs:
         cov = cov[:, :, None] * np.eye(cov.shape[1])
     times = TIMES0 + np.arange(toa.shape[0]) * np.timedelta64(1, "D")
     smoothed = pred if smoothed is None else smoothed
-    return QualityInputs(toa, post, pred, cov, smoothed, model, times, None)
+    return QualityInputs(toa, post, pred, cov, smoothed, model, times, None, StartPoint(0, 0, None))
 
 
 # --- by hand on a handful of cycles -------------------------------------------------------

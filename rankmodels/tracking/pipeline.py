@@ -69,6 +69,7 @@ from rankmodels.tracking.geometry import (
     tangent_step,
     unit_vectors,
 )
+from rankmodels.tracking.launch import first_position, window_cycles
 from rankmodels.tracking.model_fit import (
     STATISTICAL_PARAMS,
     FitInputs,
@@ -76,7 +77,13 @@ from rankmodels.tracking.model_fit import (
     fit_statistics,
 )
 from rankmodels.tracking.output import TrackEstimate, build_track
-from rankmodels.tracking.quality import EndPoint, QualityCheck, QualityInputs, quality_checks
+from rankmodels.tracking.quality import (
+    EndPoint,
+    QualityCheck,
+    QualityInputs,
+    StartPoint,
+    quality_checks,
+)
 from rankmodels.tracking.records import active_sources
 from rankmodels.tracking.schema import CLUTTER, NO_ARRIVAL
 from rankmodels.tracking.signal_model import SignalModel
@@ -679,10 +686,44 @@ def one_step_predictions(run: Run, filt: FilterResult) -> tuple[np.ndarray, np.n
     return mean, cov
 
 
+#: Stream of the launch check's backward filter in the seed sequence ``(seed, stream)``.
+_LAUNCH_STREAM = 1
+
+
+def _start_point(run: Run) -> StartPoint:
+    """The first cycle's position from the cycles within
+    :data:`~rankmodels.tracking.launch.WINDOW_DAYS` of the launch, filtered backwards from a
+    diffuse start about the launch fix (:func:`~rankmodels.tracking.launch.first_position`,
+    seeded ``(config.seed, 1)``), and the launch fix it should predict over the first step
+    ``dt_0`` (``q^2 dt_0 + s_r^2``, the fix's error taken as the recovery fix's)."""
+    cycles = run.cycles
+    k = window_cycles(cycles.day)
+    with_arrivals = int(cycles.has_data[:k].sum())
+    if k == 0:
+        return StartPoint(0, 0, None)
+
+    def loglik(t: int, x: np.ndarray) -> np.ndarray | None:
+        if not cycles.has_data[t]:
+            return None
+        return cycles.evaluate(t, x, association=False).loglik
+
+    rng = np.random.default_rng([run.config.seed, _LAUNCH_STREAM])
+    mean, cov = first_position(run.x0, run.dt[:k], loglik, run.dynamics, rng)
+    q2 = run.dynamics.process_noise**2
+    point = EndPoint(
+        mean=mean,
+        cov=cov,
+        fix=(float(run.x0[0]), float(run.x0[1])),
+        extra_var=q2 * run.dt[0] + run.config.recovery_sigma**2,
+    )
+    return StartPoint(k, with_arrivals, point)
+
+
 def assess(run: Run, filt: FilterResult, assoc: Association) -> tuple[QualityCheck, ...]:
     """Stage 5: the quality checks, from the record, the forward filter (its one-step
-    predictions and its last cycle, under the filter's process noise), the association
-    posteriors and the TOAs predicted at the posterior mean, under the run's signal model."""
+    predictions and its last cycle, under the filter's process noise), the early cycles
+    filtered backwards without the launch fix, the association posteriors and the TOAs
+    predicted at the posterior mean, under the run's signal model."""
     end = None
     if run.recovery is not None:
         last = run.n_cycles - 1
@@ -704,6 +745,7 @@ def assess(run: Run, filt: FilterResult, assoc: Association) -> tuple[QualityChe
             model=run.cycles.model,
             times=run.times,
             end=end,
+            start=_start_point(run),
         )
     )
 

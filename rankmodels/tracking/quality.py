@@ -18,6 +18,17 @@ quality checks"):
     error. Under the model ``d^2 ~ chi^2_2``, ``P(d > x) = exp(-x^2 / 2)``: threshold
     ``sqrt(-2 ln alpha)``. The filter never saw the fix, so this is an honest out-of-sample
     test of the whole forward track.
+``launch_distance``
+    The same distance for the launch fix, predicted from the first cycles alone: ``D`` the
+    offset of the launch fix from the mean ``m_0`` of the first cycle's position given the
+    cycles within :data:`~rankmodels.tracking.launch.WINDOW_DAYS` of the launch, filtered
+    backwards in time from a diffuse start (:func:`~rankmodels.tracking.launch.first_position`:
+    the tracker's own filter starts at the launch fix and so cannot test it), ``S = C_0 + (q^2
+    dt_0 + s^2 + a^2) I_2`` with ``C_0`` that posterior's covariance, the random walk over the
+    ``dt_0`` days from the launch to the first cycle, the fix's error ``s`` and an allowance
+    ``a`` km for the float's first days departing from the random walk; threshold ``sqrt(-2 ln
+    alpha)``. Not computed with fewer than :data:`MIN_LAUNCH_CYCLES` cycles with arrivals in
+    that window.
 ``clutter_excess``
     Posterior share of the arrivals that are clutter (``sum_j P(R_j = C | data) / n``) over the
     share the model expects of recorded arrivals at the predicted positions, ``e = sum_t E[C_t]
@@ -77,6 +88,7 @@ from scipy.stats import chi2, poisson
 
 from rankmodels.tracking.calibration import direct_path_share
 from rankmodels.tracking.geometry import tangent_offsets
+from rankmodels.tracking.launch import WINDOW_DAYS
 from rankmodels.tracking.signal_model import SignalModel
 
 __all__ = [
@@ -85,9 +97,12 @@ __all__ = [
     "MAX_RUN",
     "CheckSpec",
     "EndPoint",
+    "MIN_LAUNCH_CYCLES",
     "QualityCheck",
     "QualityInputs",
+    "StartPoint",
     "count_ratio_threshold",
+    "chi2_2_threshold",
     "expected_recorded",
     "quality_checks",
     "quality_from_track",
@@ -104,6 +119,16 @@ CONFIDENT = 0.9
 #: ``q = 4-8`` km/day), several times the tracking accuracy, and a filter picking the float
 #: up again can lock onto a wrong position that fits the same TOAs.
 MAX_RUN = 30
+#: Fewest cycles with arrivals within :data:`~rankmodels.tracking.launch.WINDOW_DAYS` of the
+#: launch for ``launch_distance`` (fewer cannot place the float without the launch fix).
+MIN_LAUNCH_CYCLES = 5
+#: ``launch_distance``'s allowance ``a`` (km per axis) for where the float starts departing
+#: from the random walk from the fix: a float drifts while it sinks, eddies carry it for days
+#: (not a white walk), one cycle's mis-associated arrivals move the edge of a filter, and the
+#: simulator's spiral floats start 20 km from their launch fix. Without it 4 of 100 intact
+#: simulated floats failed (up to 5.75), with it none (up to 3.72) while all 40 with the
+#: launch 100 km off still fail (from 4.39; ``docs/tracking.md``, "Track quality checks").
+LAUNCH_ALLOWANCE_KM = 10.0
 #: Fewest model-expected clutter arrivals in the record for ``clutter_excess`` and
 #: ``clutter_window`` (below, a count has no power: ``P(Poisson(1) >= 5) = 0.4 %``).
 MIN_EXPECTED_CLUTTER = 1.0
@@ -121,7 +146,8 @@ MAX_SURPRISE = 300.0
 class CheckSpec:
     """A check's name, stated false-alarm probability ``false_alarm`` on an intact record
     under the model (None: a physical limit, :data:`MAX_RUN`), model-error ``allowance``
-    (relative widening of the model's expected spread or count; 0 for none) and meaning."""
+    (relative widening of the model's expected spread or count; for ``launch_distance`` a
+    standard deviation in km per axis added to the prediction's; 0 for none) and meaning."""
 
     name: str
     false_alarm: float | None
@@ -139,6 +165,16 @@ CHECKS: dict[str, CheckSpec] = {
             "distance of the recovery fix from the forward filter's prediction of it, in "
             "predicted standard deviations (Mahalanobis); the threshold 4.29 is exceeded "
             "with probability 1e-4 under the model",
+        ),
+        CheckSpec(
+            "launch_distance",
+            1e-4,
+            LAUNCH_ALLOWANCE_KM,
+            f"distance of the launch fix from where the first {WINDOW_DAYS:g} days' arrivals "
+            f"alone (filtered backwards from a diffuse start) put the float at the launch, in "
+            f"predicted standard deviations (Mahalanobis, with a {LAUNCH_ALLOWANCE_KM:g} km "
+            f"allowance per axis); the threshold 4.29 is exceeded with probability 1e-4 "
+            f"under the model",
         ),
         CheckSpec(
             "clutter_excess",
@@ -241,11 +277,13 @@ def window_surprise(count: np.ndarray, mu: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class EndPoint:
-    """The forward filter at the last cycle and the recovery fix it should predict.
+    """A filtered position and the fix it should predict: for ``recovery_distance`` the
+    forward filter at the last cycle and the recovery fix, for ``launch_distance`` the
+    backward filter at the first cycle and the launch fix.
 
-    ``mean`` (lat, lon), ``cov (2, 2)`` km^2 (east, north) of the filtered posterior at the
-    last cycle; ``fix`` (lat, lon) of the recovery; ``extra_var`` km^2 per axis added by the
-    random walk to the surfacing time and the fix's own error (``q^2 dt + s_r^2``)."""
+    ``mean`` (lat, lon), ``cov (2, 2)`` km^2 (east, north) of the filtered posterior;
+    ``fix`` (lat, lon); ``extra_var`` km^2 per axis added by the random walk between the
+    cycle and the fix and the fix's own error (``q^2 dt + s^2``)."""
 
     mean: np.ndarray
     cov: np.ndarray
@@ -254,10 +292,22 @@ class EndPoint:
 
 
 @dataclass(frozen=True)
+class StartPoint:
+    """What ``launch_distance`` needs: ``cycles`` leading cycles lie within
+    :data:`~rankmodels.tracking.launch.WINDOW_DAYS` of the launch, ``with_arrivals`` of them
+    have arrivals; ``point`` the backward filter's first cycle and the launch fix (None when
+    no cycle was filtered)."""
+
+    cycles: int
+    with_arrivals: int
+    point: EndPoint | None
+
+
+@dataclass(frozen=True)
 class QualityInputs:
     """What the checks need (shapes in the module docstring); ``model`` the fitted signal
     model; ``times (T,)`` datetime64 for messages; ``end`` None when the record has no
-    recovery fix."""
+    recovery fix; ``start`` the early cycles' estimate for ``launch_distance``."""
 
     toa: np.ndarray
     association_posterior: np.ndarray
@@ -267,6 +317,7 @@ class QualityInputs:
     model: SignalModel
     times: np.ndarray
     end: EndPoint | None
+    start: StartPoint
 
     @property
     def predicted_var(self) -> np.ndarray:
@@ -274,24 +325,57 @@ class QualityInputs:
         return np.diagonal(self.predicted_cov, axis1=1, axis2=2)
 
 
+def _fix_distance(point: EndPoint, allowance_km: float) -> tuple[float, float, float]:
+    """Mahalanobis distance ``d = sqrt(D^T S^-1 D)`` of ``point``'s fix from its mean, ``S =
+    cov + (extra_var + allowance_km^2) I_2``; also ``|D|`` km and the largest standard
+    deviation of ``S`` (km)."""
+    east, north = tangent_offsets(point.mean[0], point.mean[1], point.fix[0], point.fix[1])
+    offset = np.array([float(east), float(north)])
+    extra = point.extra_var + allowance_km**2
+    cov = np.asarray(point.cov, dtype=float) + extra * np.eye(2)
+    d = math.sqrt(float(offset @ np.linalg.solve(cov, offset)))
+    return d, math.hypot(*offset), math.sqrt(float(np.linalg.eigvalsh(cov).max()))
+
+
+def chi2_2_threshold(alpha: float) -> float:
+    """The ``1 - alpha`` quantile of ``d`` with ``d^2 ~ chi^2_2``: ``sqrt(-2 ln alpha)``."""
+    return math.sqrt(-2.0 * math.log(alpha))
+
+
 def recovery_check(end: EndPoint | None) -> QualityCheck:
     """``recovery_distance`` (module docstring)."""
     name = "recovery_distance"
     if end is None:
         return _not_computed(name, "no recovery fix in the record")
-    east, north = tangent_offsets(end.mean[0], end.mean[1], end.fix[0], end.fix[1])
-    offset = np.array([float(east), float(north)])
-    cov = np.asarray(end.cov, dtype=float) + end.extra_var * np.eye(2)
-    d = math.sqrt(float(offset @ np.linalg.solve(cov, offset)))
-    km = math.hypot(*offset)
-    spread = math.sqrt(float(np.linalg.eigvalsh(cov).max()))
-    threshold = math.sqrt(-2.0 * math.log(CHECKS[name].false_alarm))
+    d, km, spread = _fix_distance(end, CHECKS[name].allowance)
     return _result(
         name,
         d,
-        threshold,
+        chi2_2_threshold(CHECKS[name].false_alarm),
         f"the recovery fix is {km:.1f} km from the filtered end point, {d:.2f} predicted "
         f"standard deviations (largest {spread:.1f} km)",
+    )
+
+
+def launch_check(start: StartPoint, spec: CheckSpec | None = None) -> QualityCheck:
+    """``launch_distance`` (module docstring); ``spec`` overrides the false-alarm probability
+    and allowance of :data:`CHECKS` (for measuring them)."""
+    name = "launch_distance"
+    spec = spec or CHECKS[name]
+    if start.point is None or start.with_arrivals < MIN_LAUNCH_CYCLES:
+        return _not_computed(
+            name,
+            f"{start.with_arrivals} of the {start.cycles} cycles within {WINDOW_DAYS:g} days "
+            f"of the launch have arrivals (needs at least {MIN_LAUNCH_CYCLES})",
+        )
+    d, km, spread = _fix_distance(start.point, spec.allowance)
+    return _result(
+        name,
+        d,
+        chi2_2_threshold(spec.false_alarm),
+        f"the launch fix is {km:.1f} km from where the arrivals of the first {start.cycles} "
+        f"cycles put the float at the launch, {d:.2f} predicted standard deviations "
+        f"(largest {spread:.1f} km)",
     )
 
 
@@ -527,6 +611,7 @@ def quality_checks(inputs: QualityInputs) -> tuple[QualityCheck, ...]:
     """All checks of :data:`CHECKS`, in that order."""
     return (
         recovery_check(inputs.end),
+        launch_check(inputs.start),
         clutter_check(inputs),
         window_check(inputs),
         innovation_check(inputs),
