@@ -13,13 +13,20 @@ clutter. The pieces, one job each:
 * :mod:`~rankmodels.tracking.dynamics` -- the random-walk motion model (eq. 5.1);
 * :mod:`~rankmodels.tracking.filter` -- the particle filter (Algorithm 2);
 * :mod:`~rankmodels.tracking.smoother` -- backward-simulation particle smoother;
-* :mod:`~rankmodels.tracking.calibration` -- clock, sound speed and source offset corrections
-  (the weighted least-squares M-step; the EM loop around the smoother is still to come);
+* :mod:`~rankmodels.tracking.calibration` -- the Monte Carlo EM's M-step for the clock, the
+  sound speed and the source offsets (weighted least squares with priors);
+* :mod:`~rankmodels.tracking.model_fit` -- the statistical model's M-steps (TOA noise,
+  detection, clutter, multipath, process noise) and their identifiability;
+* :mod:`~rankmodels.tracking.estimates` -- what was estimated and what kept, in words;
 * :mod:`~rankmodels.tracking.pipeline` -- :func:`track_float`: record in, track out;
 * :mod:`~rankmodels.tracking.output` -- the track dataset;
+* :mod:`~rankmodels.tracking.quality`, :mod:`~rankmodels.tracking.launch` -- the track's
+  quality checks against its own model (the launch check's backward filter);
 * :mod:`~rankmodels.tracking.batch` -- :func:`~rankmodels.tracking.batch.track_many`: many
   floats, serially or on Dask, and their summary table;
 * :mod:`~rankmodels.tracking.simulate` -- simulated floats with known truth;
+* :mod:`~rankmodels.tracking.worlds` -- varied simulated worlds and broken records, for
+  measuring the quality checks;
 * :mod:`~rankmodels.tracking.evaluate` -- scores against the truth.
 
 Quick use::
