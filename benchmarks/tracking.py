@@ -18,7 +18,7 @@ time instead, which repeats to a few percent under load (use it to compare two v
     python benchmarks/tracking.py [--particles 100000] [--repeats 5] [--no-track] [--cpu-time]
                                   [--multipath 0.02]
 
-Fleet (``--fleet``, issue 12): ``--floats`` simulated floats of ``--days MIN MAX`` days tracked
+Fleet (``--fleet``): ``--floats`` simulated floats of ``--days MIN MAX`` days tracked
 as ``track-float FOLDER/`` does (calibration on, figures and report per float unless
 ``--no-plots``), serially and on a ``LocalCluster`` of ``--workers``; floats per minute and
 the speed-up.

@@ -1,4 +1,4 @@
-"""Calibration of the float clock, the sound speed and the source offsets (issue 8).
+"""Calibration of the float clock, the sound speed and the source offsets.
 
 Predicted arrival of source ``i`` at cycle ``t`` (days since launch), float at distance
 ``d_ti`` km, once the file's values are corrected:

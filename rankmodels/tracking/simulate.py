@@ -433,7 +433,7 @@ def _mismatch_text(mismatch: Mismatch) -> str:
 
 TRAJECTORIES = ("drift", "straight", "spiral")
 FLOAT767_DAYS = 729
-#: What the shipped sample ``data/float767.nc`` carries and its file does not state (issue 8):
+#: What the shipped sample ``data/float767.nc`` carries and its file does not state:
 #: a float clock drifting 0.02 s/day (7 s a year), signals at 1470 m/s while the file says
 #: 1480, written source offsets off by ``N(0, 1)`` s, 2 % of source arrivals delayed by
 #: multipath. ``dimes_float767(mismatch=SAMPLE_MISMATCH)`` is the sample, as is
