@@ -28,6 +28,8 @@ _TRUE = ("yes", "true", "1", True, 1)
 def read_cdf(source: Source, names: CandidateNames, counter: BallotCounter) -> None:
     """Add the ballots of the CDF JSON record ``source`` to ``counter``."""
     path = source.path
+    if path.suffix.lower() != ".json":
+        raise InputError("only the JSON form of the Common Data Format is read", path=path)
     try:
         with open(path, encoding="utf-8") as handle:
             report = json.load(handle)
@@ -70,24 +72,32 @@ def read_cdf(source: Source, names: CandidateNames, counter: BallotCounter) -> N
         counter.add(ranking_from_marks(marks))
 
 
-def _code(selection: dict[str, Any], candidates: dict[str, str], source: Source,
-          names: CandidateNames) -> int:
+def _code(
+    selection: dict[str, Any], candidates: dict[str, str], source: Source, names: CandidateNames
+) -> int:
     if selection.get("IsWriteIn") in _TRUE:
         if names.write_in is None:
-            raise InputError("a write-in selection, but the config counts no write-ins",
-                             path=source.path, field=selection["@id"])
+            raise InputError(
+                "a write-in selection, but the config counts no write-ins",
+                path=source.path,
+                field=selection["@id"],
+            )
         return names.write_in
     ids = selection.get("CandidateIds") or []
     if not ids or ids[0] not in candidates:
-        raise InputError("selection without a known candidate", path=source.path,
-                         field=selection.get("@id", "ContestSelection"))
+        raise InputError(
+            "selection without a known candidate",
+            path=source.path,
+            field=selection.get("@id", "ContestSelection"),
+        )
     name = candidates[ids[0]]
     if source.overvote_label and name == source.overvote_label:
         return OVERVOTE
     code = names.lookup(name)
     if code is None:
-        raise InputError(f"{name!r} is not a candidate of the config", path=source.path,
-                         field=selection["@id"])
+        raise InputError(
+            f"{name!r} is not a candidate of the config", path=source.path, field=selection["@id"]
+        )
     return code
 
 

@@ -172,8 +172,10 @@ class _Reader:
             raise self.fail(where, "expected a JSON object")
         for key in value:
             if key not in known:
-                raise self.fail(f"{where}.{key}" if where != "the config" else key,
-                                "unknown key (not supported)")
+                raise self.fail(
+                    f"{where}.{key}" if where != "the config" else key,
+                    "unknown key (not supported)",
+                )
         return value
 
     def text(self, value: Any, key: str) -> str:
@@ -183,8 +185,14 @@ class _Reader:
             raise self.fail(key, f"expected text, got {value!r}")
         return str(value).strip()
 
-    def integer(self, value: Any, key: str, low: int, allow: dict[str, int | None] | None = None,
-                default: int | None = None) -> int | None:
+    def integer(
+        self,
+        value: Any,
+        key: str,
+        low: int,
+        allow: dict[str, int | None] | None = None,
+        default: int | None = None,
+    ) -> int | None:
         text = self.text(value, key)
         if not text:
             return default
@@ -210,9 +218,7 @@ class _Reader:
     def choice(self, value: Any, key: str, table: dict[str, str]) -> str:
         text = self.text(value, key)
         if text not in table:
-            raise self.fail(
-                key, f"{text!r} is not supported (supported: {', '.join(table)})"
-            )
+            raise self.fail(key, f"{text!r} is not supported (supported: {', '.join(table)})")
         return table[text]
 
     def contest(self, raw: dict[str, Any]) -> Contest:
@@ -244,8 +250,11 @@ class _Reader:
             raise self.fail(f"{where}.aliases", "expected a list of names")
         code = self.text(raw.get("code"), f"{where}.code")
         spelled = [self.text(a, f"{where}.aliases") for a in aliases] + ([code] if code else [])
-        return Candidate(name, tuple(a for a in spelled if a), self.flag(raw.get("excluded"),
-                                                                          f"{where}.excluded"))
+        return Candidate(
+            name,
+            tuple(a for a in spelled if a),
+            self.flag(raw.get("excluded"), f"{where}.excluded"),
+        )
 
     def source(self, raw: Any, i: int, rules: dict[str, Any]) -> Source:
         where = f"cvrFileSources[{i}]"
@@ -272,17 +281,23 @@ class _Reader:
             provider=provider,
             contest_id=self.text(raw.get("contestId"), f"{where}.contestId"),
             first_vote_column=self.integer(raw.get("firstVoteColumnIndex"), column, 1),
-            first_vote_row=self.integer(raw.get("firstVoteRowIndex"), f"{where}.firstVoteRowIndex", 1),
+            first_vote_row=self.integer(
+                raw.get("firstVoteRowIndex"), f"{where}.firstVoteRowIndex", 1
+            ),
             id_column=self.integer(raw.get("idColumnIndex"), f"{where}.idColumnIndex", 1),
             precinct_column=self.integer(
                 raw.get("precinctColumnIndex"), f"{where}.precinctColumnIndex", 1
             ),
-            overvote_delimiter=self.text(raw.get("overvoteDelimiter"), f"{where}.overvoteDelimiter"),
+            overvote_delimiter=self.text(
+                raw.get("overvoteDelimiter"), f"{where}.overvoteDelimiter"
+            ),
             overvote_label=self.text(get("overvoteLabel"), f"{where}.overvoteLabel"),
             undervote_label=self.text(
                 get("skippedRankLabel") or get("undervoteLabel"), f"{where}.skippedRankLabel"
             ),
-            write_in_label=self.text(get("undeclaredWriteInLabel"), f"{where}.undeclaredWriteInLabel"),
+            write_in_label=self.text(
+                get("undeclaredWriteInLabel"), f"{where}.undeclaredWriteInLabel"
+            ),
             blank_is_write_in=self.flag(
                 get("treatBlankAsUndeclaredWriteIn"), f"{where}.treatBlankAsUndeclaredWriteIn"
             ),
@@ -296,8 +311,10 @@ class _Reader:
         seed = self.integer(raw.get("randomSeed"), key("randomSeed"), -(2**47), default=None)
         if seed is None and tiebreak != "candidate-order":
             raise self.fail(key("randomSeed"), f"tiebreakMode {tiebreak} needs a randomSeed")
-        percentage = self.text(raw.get("multiSeatBottomsUpPercentageThreshold"),
-                               key("multiSeatBottomsUpPercentageThreshold"))
+        percentage = self.text(
+            raw.get("multiSeatBottomsUpPercentageThreshold"),
+            key("multiSeatBottomsUpPercentageThreshold"),
+        )
         minimum = self.text(raw.get("minimumVoteThreshold"), key("minimumVoteThreshold"))
         try:
             minimum_value = Decimal(minimum or 0)
@@ -309,30 +326,40 @@ class _Reader:
             mode=self.choice(raw.get("winnerElectionMode"), key("winnerElectionMode"), _MODES),
             overvote=self.choice(raw.get("overvoteRule"), key("overvoteRule"), _OVERVOTES),
             max_skipped_ranks=self.integer(
-                raw.get("maxSkippedRanksAllowed"), key("maxSkippedRanksAllowed"), 0,
+                raw.get("maxSkippedRanksAllowed"),
+                key("maxSkippedRanksAllowed"),
+                0,
                 allow={"unlimited": None},
             ),
             max_rankings=self.integer(
                 raw.get("maxRankingsAllowed"), key("maxRankingsAllowed"), 1, allow={"max": None}
             ),
-            exhaust_on_duplicate=self.flag(raw.get("exhaustOnDuplicateCandidate"),
-                                           key("exhaustOnDuplicateCandidate")),
+            exhaust_on_duplicate=self.flag(
+                raw.get("exhaustOnDuplicateCandidate"), key("exhaustOnDuplicateCandidate")
+            ),
             batch_elimination=self.flag(raw.get("batchElimination"), key("batchElimination")),
-            continue_until_two=self.flag(raw.get("continueUntilTwoCandidatesRemain"),
-                                         key("continueUntilTwoCandidatesRemain")),
+            continue_until_two=self.flag(
+                raw.get("continueUntilTwoCandidatesRemain"), key("continueUntilTwoCandidatesRemain")
+            ),
             minimum_vote_threshold=minimum_value,
-            decimal_places=self.integer(raw.get("decimalPlacesForVoteArithmetic"),
-                                        key("decimalPlacesForVoteArithmetic"), 1, default=4),
-            non_integer_threshold=self.flag(raw.get("nonIntegerWinningThreshold"),
-                                            key("nonIntegerWinningThreshold")),
+            decimal_places=self.integer(
+                raw.get("decimalPlacesForVoteArithmetic"),
+                key("decimalPlacesForVoteArithmetic"),
+                1,
+                default=4,
+            ),
+            non_integer_threshold=self.flag(
+                raw.get("nonIntegerWinningThreshold"), key("nonIntegerWinningThreshold")
+            ),
             hare_quota=self.flag(raw.get("hareQuota"), key("hareQuota")),
             first_round_determines_threshold=self.flag(
                 raw.get("doesFirstRoundDetermineThreshold"),
                 key("doesFirstRoundDetermineThreshold"),
             ),
             bottoms_up_percentage=percentage_value,
-            stop_after_round=self.integer(raw.get("stopTabulationEarlyAfterRound"),
-                                          key("stopTabulationEarlyAfterRound"), 1),
+            stop_after_round=self.integer(
+                raw.get("stopTabulationEarlyAfterRound"), key("stopTabulationEarlyAfterRound"), 1
+            ),
             tiebreak=tiebreak,
             seed=seed or 0,
             excluded=frozenset(c.name for c in candidates if c.excluded),

@@ -5,13 +5,16 @@ Rows before ``first_vote_row`` are headers; the ranks are the ``max_rankings`` c
 candidate's name or alias, the source's undervote label (a skipped rank), its overvote
 label, its undeclared write-in label, or several candidates joined by the overvote
 delimiter; an empty cell is a skipped rank (an undeclared write-in with
-``blank_is_write_in``). Rows with every cell empty are not ballots. xlsx is read with
-``python-calamine`` (calamine, a Rust reader) row by row; CSV with :mod:`csv`.
+``blank_is_write_in``). xlsx is read with ``python-calamine`` (calamine, a Rust reader)
+row by row; every row element of the sheet is a ballot, as for RCTab (a row element
+without cells is an undervote), which the sheet's XML tells (calamine does not). A CSV is
+read with :mod:`csv`; there every line is a ballot.
 """
 
 from __future__ import annotations
 
 import csv
+import re
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,8 +36,8 @@ def read_ess(
     first_row = (source.first_vote_row or 2) - 1
     rows = _rows(source.path)
     cell_marks: dict[str, tuple[int, ...] | None] = {}  # each distinct cell read once
-    for r, row in enumerate(rows):
-        if r < first_row or not any(_text(v) for v in row):
+    for r, row in rows:
+        if r < first_row:
             continue
         marks: list[tuple[int, int]] = []
         for k in range(max_rankings):
@@ -53,7 +56,9 @@ def _cell(
 ) -> tuple[int, ...] | None:
     """The codes a cell marks (``None``: nothing marked)."""
     if not text:
-        return (names.write_in,) if source.blank_is_write_in and names.write_in is not None else None
+        return (
+            (names.write_in,) if source.blank_is_write_in and names.write_in is not None else None
+        )
     parts = text.split(source.overvote_delimiter) if source.overvote_delimiter else [text]
     codes = []
     for part in (p.strip() for p in parts):
@@ -83,7 +88,8 @@ def _text(value: Any) -> str:
     return "" if value is None else str(value).strip()
 
 
-def _rows(path: Path) -> Iterator[list[Any]]:
+def _rows(path: Path) -> Iterator[tuple[int, list[Any]]]:
+    """``(row index from 0, cells)`` of every row of the record."""
     if path.suffix.lower() == ".csv":
         return _csv_rows(path)
     if not zipfile.is_zipfile(path):
@@ -92,11 +98,62 @@ def _rows(path: Path) -> Iterator[list[Any]]:
 
     try:
         sheet = CalamineWorkbook.from_path(str(path)).get_sheet_by_index(0)
-        return sheet.iter_rows()
+        cells = sheet.iter_rows()
+        start = sheet.start[0] if sheet.start else 0
     except Exception as err:  # calamine's errors are its own classes
         raise InputError(f"cannot read the workbook: {err}", path=path) from None
+    return _merge(_row_numbers(path), cells, start)
 
 
-def _csv_rows(path: Path) -> Iterator[list[Any]]:
+def _merge(
+    numbers: Iterator[int], cells: Iterator[list[Any]], start: int
+) -> Iterator[tuple[int, list[Any]]]:
+    """The sheet's row elements with calamine's cells (rows ``start ..``)."""
+    index = start
+    row = next(cells, None)
+    for n in numbers:
+        while row is not None and index < n:
+            row, index = next(cells, None), index + 1
+        yield n, row if row is not None and index == n else []
+
+
+_ROW = re.compile(rb"<row\b([^>]*)>")
+_R = re.compile(rb'\br="(\d+)"')
+
+
+def _row_numbers(path: Path, chunk: int = 1 << 20) -> Iterator[int]:
+    """Row indices (from 0) of the row elements of the workbook's first sheet, scanning
+    its XML in chunks."""
+    with zipfile.ZipFile(path) as book:
+        with book.open(_first_sheet(book)) as sheet:
+            previous = -1
+            tail = b""
+            while True:
+                data = sheet.read(chunk)
+                text = tail + data
+                cut = text.rfind(b"<") if data else len(text)
+                body, tail = text[:cut], text[cut:]
+                for match in _ROW.finditer(body):
+                    found = _R.search(match[1])
+                    previous = int(found[1]) - 1 if found else previous + 1
+                    yield previous
+                if not data:
+                    return
+
+
+def _first_sheet(book: zipfile.ZipFile) -> str:
+    """The archive path of the workbook's first sheet."""
+    workbook = book.read("xl/workbook.xml")
+    first = re.search(rb"<sheet\b[^>]*\br:id=\"([^\"]+)\"", workbook)
+    rels = book.read("xl/_rels/workbook.xml.rels")
+    if first:
+        for rel in re.finditer(rb"<Relationship\b[^>]*>", rels):
+            if re.search(rb'\bId="' + re.escape(first[1]) + rb'"', rel[0]):
+                target = re.search(rb'\bTarget="([^"]+)"', rel[0])[1].decode()
+                return target.lstrip("/") if target.startswith("/") else f"xl/{target}"
+    return "xl/worksheets/sheet1.xml"
+
+
+def _csv_rows(path: Path) -> Iterator[tuple[int, list[Any]]]:
     with open(path, newline="", encoding="utf-8-sig") as handle:
-        yield from csv.reader(handle)
+        yield from enumerate(csv.reader(handle))

@@ -59,12 +59,17 @@ def rctab_json(count: Count, contest: str, info: dict[str, str] | None = None) -
     info = info or {}
     results = []
     for rnd in count.rounds:
+        inactive = {k: _number(rnd.inactive[s]) for k, s in INACTIVE.items()}
+        if count.rules.transfers_surplus and rnd is count.rounds[-1]:
+            inactive["finalRoundSurplus"] = _number(rnd.inactive[Status.FINAL_ROUND_SURPLUS])
         results.append(
             {
-                "inactiveBallots": {k: _number(rnd.inactive[s]) for k, s in INACTIVE.items()},
+                "inactiveBallots": inactive,
                 "round": rnd.number,
-                "tally": {names[x]: _number(v) for x, v in sorted(rnd.tally.items(),
-                                                                  key=lambda t: names[t[0]])},
+                "tally": {
+                    names[x]: _number(v)
+                    for x, v in sorted(rnd.tally.items(), key=lambda t: names[t[0]])
+                },
                 "tallyResults": _actions(count, rnd),
                 "threshold": _number(rnd.threshold),
             }
@@ -82,7 +87,7 @@ def rctab_json(count: Count, contest: str, info: dict[str, str] | None = None) -
         "summary": {
             "finalThreshold": _number(count.threshold),
             "numCandidates": len(names),
-            "numWinners": len(count.winners),
+            "numWinners": count.rules.seats,
             "totalNumBallots": str(count.total),
             "undervotes": count.undervotes,
         },
@@ -177,23 +182,25 @@ def text_report(count: Count, contest: str) -> str:
     cols = [f"{r.number:>12}" for r in count.rounds]
     lines.append(f"{'round':<{width}}" + "".join(cols))
     for x in shown:
-        cells = "".join(
-            f"{_number(r.tally[x]) if x in r.tally else '':>12}" for r in count.rounds
-        )
+        cells = "".join(f"{_number(r.tally[x]) if x in r.tally else '':>12}" for r in count.rounds)
         lines.append(f"{names[x]:<{width}}{cells}")
     for key, status in INACTIVE.items():
         cells = "".join(f"{_number(r.inactive[status]):>12}" for r in count.rounds)
         lines.append(f"{_CSV_INACTIVE[key].lower():<{width}}{cells}")
-    lines.append(f"{'threshold':<{width}}" + "".join(f"{_number(r.threshold):>12}"
-                                                     for r in count.rounds))
+    lines.append(
+        f"{'threshold':<{width}}" + "".join(f"{_number(r.threshold):>12}" for r in count.rounds)
+    )
     for r in count.rounds:
         for x in r.elected:
-            lines.append(f"round {r.number}: {names[x]} elected with {_number(r.tally[x])} "
-                         f"(threshold {_number(r.threshold)})")
+            lines.append(
+                f"round {r.number}: {names[x]} elected with {_number(r.tally[x])} "
+                f"(threshold {_number(r.threshold)})"
+            )
         if r.eliminated:
             gone = ", ".join(names[x] for x in r.eliminated)
             lines.append(f"round {r.number}: eliminated {gone}")
         if r.tied:
-            lines.append(f"round {r.number}: tie-break among "
-                         + ", ".join(names[x] for x in r.tied))
+            lines.append(
+                f"round {r.number}: tie-break among " + ", ".join(names[x] for x in r.tied)
+            )
     return "\n".join(lines) + "\n"

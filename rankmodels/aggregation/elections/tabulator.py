@@ -34,7 +34,7 @@ from __future__ import annotations
 import decimal
 import enum
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import ROUND_DOWN, ROUND_UP, Decimal
 
 from rankmodels.aggregation.elections.ballots import (
@@ -68,6 +68,7 @@ class Status(enum.IntEnum):
     SKIPPED_RANKINGS = 3
     REPEATED_RANKINGS = 4
     EXHAUSTED_CHOICES = 5
+    FINAL_ROUND_SURPLUS = 6
 
 
 @dataclass
@@ -99,13 +100,14 @@ class Round:
 @dataclass
 class Count:
     """A finished count: ``rounds``, ``winners`` in order of election, ``candidates``
-    (names by code) and the ballots' ``total`` and ``undervotes``."""
+    (names by code), the ballots' ``total`` and ``undervotes``, the ``rules``."""
 
     candidates: tuple[str, ...]
     rounds: list[Round]
     winners: list[int]
     total: int
     undervotes: int
+    rules: Rules
 
     @property
     def threshold(self) -> Decimal:
@@ -113,9 +115,7 @@ class Count:
         return self.rounds[-1].threshold if self.rounds else Decimal(0)
 
 
-def tabulate(
-    ballots: CastBallots, rules: Rules, order: Sequence[str] | None = None
-) -> list[Count]:
+def tabulate(ballots: CastBallots, rules: Rules, order: Sequence[str] | None = None) -> list[Count]:
     """Count ``ballots`` by ``rules``. ``order``: the declared candidates in the config's
     order (tie-breaks by candidate order and permutations use it; default: the ballots'
     candidates). Returns one :class:`Count`, or one per seat in ``sequential`` mode."""
@@ -123,21 +123,39 @@ def tabulate(
     if rules.mode != "sequential":
         return [_Tabulator(ballots, rules, order).run()]
     counts: list[Count] = []
-    single = Rules(**{**rules.__dict__, "seats": 1, "mode": "single"})
     excluded = set(rules.excluded)
-    for _ in range(rules.seats):
-        count = _Tabulator(ballots, single.__class__(**{**single.__dict__,
-                           "excluded": frozenset(excluded)}), order).run()
-        counts.append(count)
-        excluded.update(ballots.candidates[w] for w in count.winners)
-        continuing = [c for c in ballots.candidates if c not in excluded]
-        if not continuing:
-            break
+    for _ in range(rules.seats):  # one single-seat count per seat, earlier winners excluded
+        single = replace(rules, seats=1, mode="single", excluded=frozenset(excluded))
+        counts.append(_Tabulator(ballots, single, order).run())
+        excluded.update(ballots.candidates[w] for w in counts[-1].winners)
     return counts
 
 
 def _declared(candidates: Sequence[str]) -> list[str]:
     return [c for c in candidates if c != UNDECLARED_WRITE_INS]
+
+
+def _java_string_hash(text: str) -> int:
+    h = 0
+    for unit in text.encode("utf-16-be").hex(" ", 2).split():
+        h = (31 * h + int(unit, 16)) & 0xFFFFFFFF
+    return h
+
+
+def java_hash_order(codes: list[int], names: Sequence[str]) -> list[int]:
+    """``codes`` in the iteration order of a ``java.util.HashSet`` of their names built
+    from them in this order (buckets of ``h ^ (h >>> 16)`` for Java's ``String.hashCode``,
+    insertion order within a bucket): RCTab's previous-round tie-break draws from a list
+    in that order."""
+    capacity = 1
+    while capacity < max(int(len(codes) / 0.75) + 1, 16):
+        capacity *= 2
+
+    def bucket(x: int) -> int:
+        h = _java_string_hash(names[x])
+        return (h ^ (h >> 16)) & (capacity - 1)
+
+    return sorted(codes, key=bucket)  # stable: insertion order within a bucket
 
 
 class _Tabulator:
@@ -211,6 +229,8 @@ class _Tabulator:
         """The candidate a ballot counts for now, or ``None`` and why it is inactive."""
         if not ranking:
             return None, Status.UNDERVOTE
+        if self.rules.transfers_surplus and len(self.won) == self.rules.seats:
+            return None, Status.FINAL_ROUND_SURPLUS  # the count is over: surplus stays
         last_seen = 0
         seen: set[int] = set()
         last_rank = ranking[-1][0]
@@ -279,7 +299,7 @@ class _Tabulator:
         unfilled = rules.seats - len(self.won)
         n_active = len(rnd.tally)
         if unfilled > 0:
-            if n_active == unfilled:
+            if n_active <= unfilled:
                 chosen = list(rnd.tally)
             elif rules.first_round_determines_threshold and n_active - 1 == rules.seats:
                 chosen = list(by_votes[max(by_votes)])
@@ -365,7 +385,7 @@ class _Tabulator:
                 votes = {x: earlier.tally.get(x) for x in tied}
                 pick = max if winner else min
                 best = pick(v for v in votes.values() if v is not None)
-                tied = sorted((x for x in tied if votes[x] == best), key=names.__getitem__)
+                tied = java_hash_order([x for x in tied if votes[x] == best], names)
                 if len(tied) == 1:
                     return tied[0]
         assert self.random is not None
@@ -413,6 +433,8 @@ class _Tabulator:
         rules = self.rules
         if rules.stop_after_round is not None and number >= rules.stop_after_round:
             return False
+        if len(self.won) == len(_declared(self.names)) and rules.seats > self.n_candidates:
+            return False  # more seats than candidates: everybody is elected
         if rules.continue_until_two:
             return (
                 len(self.eliminated) + len(self.won) + 1 < self.n_candidates
@@ -421,7 +443,7 @@ class _Tabulator:
         if rules.mode == "bottoms-up-threshold":
             return not self.won
         return len(self.won) < rules.seats or (
-            rules.seats > 1 and number in self.won.values() and rules.mode != "bottoms-up"
+            rules.transfers_surplus and number in self.won.values()
         )
 
     def run(self) -> Count:
@@ -431,10 +453,10 @@ class _Tabulator:
             number += 1
             rnd = self.tally_round(number)
             self.rounds.append(rnd)
-            if rules.seats > 1 and number > 1:
-                rnd.threshold = self.rounds[0].threshold
-            elif number > 1 and rules.first_round_determines_threshold:
-                rnd.threshold = self.rounds[0].threshold
+            if number > 1 and (
+                rules.seats > 1 or rules.first_round_determines_threshold or self.won
+            ):  # several seats: the quota of round 1; one seat: kept once it is won
+                rnd.threshold = self.rounds[-2].threshold
             else:
                 rnd.threshold = self.threshold(rnd.active)
             by_votes: dict[Decimal, list[int]] = {}
@@ -464,4 +486,5 @@ class _Tabulator:
             list(self.won),
             self.ballots.total,
             self.ballots.undervotes,
+            self.rules,
         )
