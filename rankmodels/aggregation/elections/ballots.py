@@ -27,6 +27,7 @@ __all__ = [
     "BallotCounter",
     "CastBallots",
     "Ranking",
+    "from_profile",
     "ranking_from_marks",
 ]
 
@@ -105,3 +106,23 @@ class BallotCounter:
         return CastBallots(
             tuple(candidates), tuple(self._index), np.array(self._counts, dtype=np.int64)
         )
+
+
+def from_profile(profile) -> CastBallots:
+    """The ballots of a :class:`~rankmodels.aggregation.profile.Profile` as cast: each
+    ballot's tie groups at ranks 1, 2, ... (a group of two or more is an overvote), its
+    unranked last group left unmarked; weights must be whole numbers."""
+    counter = BallotCounter()
+    n = profile.n
+    for order, level, weight in zip(profile.orders, profile.levels, profile.weights, strict=True):
+        if weight != int(weight):
+            raise ValueError("counting needs whole numbers of ballots")
+        last = level[-1]
+        trailing = n >= 2 and level[-2] == last
+        marks = [
+            (int(level[k]) + 1, int(order[k]))
+            for k in range(n)
+            if not (trailing and level[k] == last)
+        ]
+        counter.add(ranking_from_marks(marks), int(weight))
+    return counter.ballots(profile.candidates)

@@ -108,6 +108,12 @@ class Count:
     total: int
     undervotes: int
     rules: Rules
+    contest_seats: int = 1
+
+    @property
+    def n_candidates(self) -> int:
+        """Candidates in the count (the excluded ones left out)."""
+        return len([c for c in self.candidates if c not in self.rules.excluded])
 
     @property
     def threshold(self) -> Decimal:
@@ -126,7 +132,7 @@ def tabulate(ballots: CastBallots, rules: Rules, order: Sequence[str] | None = N
     excluded = set(rules.excluded)
     for _ in range(rules.seats):  # one single-seat count per seat, earlier winners excluded
         single = replace(rules, seats=1, mode="single", excluded=frozenset(excluded))
-        counts.append(_Tabulator(ballots, single, order).run())
+        counts.append(replace(_Tabulator(ballots, single, order).run(), contest_seats=rules.seats))
         excluded.update(ballots.candidates[w] for w in counts[-1].winners)
     return counts
 
@@ -142,14 +148,20 @@ def _java_string_hash(text: str) -> int:
     return h
 
 
-def java_hash_order(codes: list[int], names: Sequence[str]) -> list[int]:
+def java_hash_order(codes: list[int], names: Sequence[str], grown: bool = False) -> list[int]:
     """``codes`` in the iteration order of a ``java.util.HashSet`` of their names built
     from them in this order (buckets of ``h ^ (h >>> 16)`` for Java's ``String.hashCode``,
     insertion order within a bucket): RCTab's previous-round tie-break draws from a list
-    in that order."""
-    capacity = 1
-    while capacity < max(int(len(codes) / 0.75) + 1, 16):
-        capacity *= 2
+    in that order, and its reports list candidates with equal votes in that order.
+    ``grown``: the table grew by insertions (doubling past 3/4 full) rather than being
+    sized for the whole collection at once."""
+    capacity = 16
+    if grown:
+        while len(codes) > capacity * 3 // 4:
+            capacity *= 2
+    else:
+        while capacity < int(len(codes) / 0.75) + 1:
+            capacity *= 2
 
     def bucket(x: int) -> int:
         h = _java_string_hash(names[x])
@@ -275,8 +287,7 @@ class _Tabulator:
         rules = self.rules
         with decimal.localcontext(_CONTEXT):
             if rules.mode == "bottoms-up-threshold":
-                share = (rules.bottoms_up_percentage / 100).quantize(rules.unit, ROUND_DOWN)
-                value = active * share
+                value = active * (rules.bottoms_up_percentage / 100)
             else:
                 divisor = rules.seats if rules.hare_quota else rules.seats + 1
                 places = rules.decimal_places if rules.non_integer_threshold else 0
@@ -464,6 +475,7 @@ class _Tabulator:
                 by_votes.setdefault(votes, []).append(x)
             winners = self.winners(rnd, by_votes)
             if winners:
+                winners = sorted(winners, key=self.names.__getitem__)
                 rnd.elected = winners
                 for w in winners:
                     self.won[w] = number
@@ -487,4 +499,5 @@ class _Tabulator:
             self.ballots.total,
             self.ballots.undervotes,
             self.rules,
+            self.rules.seats,
         )
