@@ -87,7 +87,7 @@ def rctab_json(count: Count, contest: str, info: dict[str, str] | None = None) -
         "results": results,
         "summary": {
             "finalThreshold": _number(count.threshold),
-            "numCandidates": count.n_candidates,
+            "numCandidates": len(names),
             "numWinners": count.rules.seats,
             "totalNumBallots": str(count.total),
             "undervotes": count.undervotes,
@@ -209,35 +209,42 @@ def rctab_csv(count: Count, contest: str, info: dict[str, str] | None = None) ->
 
 
 def text_report(count: Count, contest: str) -> str:
-    """The rounds as a table for the terminal: votes per round, then per round who was
-    elected (with the threshold) or eliminated and the inactive ballots by cause."""
+    """The rounds as a table for the terminal: votes per round (candidates by first-round
+    votes), inactive ballots by cause, surpluses and the threshold; then per round who was
+    elected (with the threshold) or eliminated, and the ties broken."""
     names = count.candidates
     lines = [f"contest: {contest}   ballots: {count.total}   undervotes: {count.undervotes}"]
     lines.append("winners: " + ", ".join(names[x] for x in count.winners))
-    shown = sorted({x for r in count.rounds for x in r.tally}, key=lambda x: names[x])
-    width = max([len(names[x]) for x in shown] + [len("exhausted choices")])
-    cols = [f"{r.number:>12}" for r in count.rounds]
-    lines.append(f"{'round':<{width}}" + "".join(cols))
-    for x in shown:
-        cells = "".join(f"{_number(r.tally[x]) if x in r.tally else '':>12}" for r in count.rounds)
-        lines.append(f"{names[x]:<{width}}{cells}")
+    rounds = count.rounds
+    first = rounds[0].tally if rounds else {}
+    shown = sorted(first, key=lambda x: (names[x] == UNDECLARED_WRITE_INS, -first[x], names[x]))
+    rows: list[tuple[str, list[str]]] = [
+        (names[x], [_number(r.tally[x]) if x in r.tally else "" for r in rounds]) for x in shown
+    ]
     for key, status in INACTIVE.items():
-        cells = "".join(f"{_number(r.inactive[status]):>12}" for r in count.rounds)
-        lines.append(f"{_CSV_INACTIVE[key].lower():<{width}}{cells}")
-    lines.append(
-        f"{'threshold':<{width}}" + "".join(f"{_number(r.threshold):>12}" for r in count.rounds)
+        rows.append((_CSV_INACTIVE[key].lower(), [_number(r.inactive[status]) for r in rounds]))
+    if any(r.inactive[Status.FINAL_ROUND_SURPLUS] for r in rounds):
+        surplus = [_number(r.inactive[Status.FINAL_ROUND_SURPLUS]) for r in rounds]
+        rows.append(("final-round surplus", surplus))
+    if any(r.residual_surplus for r in rounds):
+        rows.append(("residual surplus", [_number(r.residual_surplus) for r in rounds]))
+    rows.append(("threshold", [_number(r.threshold) for r in rounds]))
+    width = max(len(label) for label, _ in rows)
+    cell = max([len(c) for _, cells in rows for c in cells] + [5]) + 2
+    lines.append(f"{'round':<{width}}" + "".join(f"{r.number:>{cell}}" for r in rounds))
+    lines.extend(
+        f"{label:<{width}}" + "".join(f"{c:>{cell}}" for c in cells) for label, cells in rows
     )
-    for r in count.rounds:
+    for r in rounds:
+        tie = ""
+        if r.tied:
+            tie = " (tie-break among " + "; ".join(names[x] for x in r.tied) + ")"
         for x in r.elected:
             lines.append(
                 f"round {r.number}: {names[x]} elected with {_number(r.tally[x])} "
-                f"(threshold {_number(r.threshold)})"
+                f"(threshold {_number(r.threshold)}){tie}"
             )
         if r.eliminated:
-            gone = ", ".join(names[x] for x in r.eliminated)
-            lines.append(f"round {r.number}: eliminated {gone}")
-        if r.tied:
-            lines.append(
-                f"round {r.number}: tie-break among " + ", ".join(names[x] for x in r.tied)
-            )
+            gone = "; ".join(names[x] for x in r.eliminated)
+            lines.append(f"round {r.number}: eliminated {gone}{tie}")
     return "\n".join(lines) + "\n"
