@@ -29,6 +29,10 @@ class JavaRandom:
         value = self._seed >> (48 - bits)
         return value - (1 << 32) if bits == 32 and value >= 1 << 31 else value
 
+    def next_int32(self) -> int:
+        """A uniform signed 32-bit integer (``nextInt()``)."""
+        return self._next(32)
+
     def next_double(self) -> float:
         """Uniform on ``[0, 1)`` with 53 random bits (``nextDouble``)."""
         return ((self._next(26) << 27) + self._next(27)) * 2.0**-53
