@@ -25,6 +25,7 @@ from rankmodels_app._common import (
     quiet_option,
     refuse_to_overwrite,
     reports_bad_input,
+    seed_option,
 )
 
 # Rule options that have a command-line flag; a rule that takes one needs it, except the
@@ -305,13 +306,7 @@ def _optimality_lines(report: dict[str, Any]) -> list[str]:
     show_default=True,
     help="stv: decimal places of the vote arithmetic (rounded down).",
 )
-@click.option(
-    "--seed",
-    type=int,
-    default=0,
-    show_default=True,
-    help="stv: seed of the tie-breaking draws (Java's Random, as RCTab draws).",
-)
+@seed_option(help="stv: seed of the tie-breaking draws (Java's Random, as RCTab draws).")
 @click.option("--k", "k", type=int, default=None, help="Approved positions for k-approval.")
 @click.option("--scores", default=None, help="Custom score vector, first place first: 3,2,1,0.")
 @click.option(
