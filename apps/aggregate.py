@@ -28,6 +28,10 @@ from rankmodels_app._common import (
     seed_option,
 )
 
+COUNTED_RULES = ("stv",)
+"""``--rule`` choices beside the registry's: counted round by round by the election
+tabulator (:mod:`rankmodels.aggregation.elections`), with a round report."""
+
 # Rule options that have a command-line flag; a rule that takes one needs it, except the
 # switches.
 _FLAGS = {"k": "--k", "scores": "--scores", "batch_elimination": "--batch-elimination"}
@@ -285,7 +289,7 @@ def _optimality_lines(report: dict[str, Any]) -> list[str]:
 @click.argument("votes", nargs=-1, type=click.Path(dir_okay=False, path_type=Path))
 @click.option(
     "--rule",
-    type=click.Choice([*RULES.names, "stv"]),
+    type=click.Choice([*RULES.names, *COUNTED_RULES]),
     default=None,
     help="Aggregation rule [default: borda, or 'scores' when --scores is given]; stv: "
     "single transferable vote with --seats, counted round by round.",
