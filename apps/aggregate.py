@@ -25,7 +25,12 @@ from rankmodels_app._common import (
     quiet_option,
     refuse_to_overwrite,
     reports_bad_input,
+    seed_option,
 )
+
+COUNTED_RULES = ("stv",)
+"""``--rule`` choices beside the registry's: counted round by round by the election
+tabulator (:mod:`rankmodels.aggregation.elections`), with a round report."""
 
 # Rule options that have a command-line flag; a rule that takes one needs it, except the
 # switches.
@@ -281,13 +286,31 @@ def _optimality_lines(report: dict[str, Any]) -> list[str]:
 @click.command(
     "aggregate", cls=OneLineCommand, context_settings={"help_option_names": ["-h", "--help"]}
 )
-@click.argument("votes", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("votes", nargs=-1, type=click.Path(dir_okay=False, path_type=Path))
 @click.option(
     "--rule",
-    type=click.Choice(RULES.names),
+    type=click.Choice([*RULES.names, *COUNTED_RULES]),
     default=None,
-    help="Aggregation rule [default: borda, or 'scores' when --scores is given].",
+    help="Aggregation rule [default: borda, or 'scores' when --scores is given]; stv: "
+    "single transferable vote with --seats, counted round by round.",
 )
+@click.option(
+    "--rules",
+    "rules_config",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Count as an RCTab config (JSON) says: its rules, candidates and records (VOTES, "
+    "when given, replace the records in order); prints the round report.",
+)
+@click.option("--seats", type=click.IntRange(min=1), default=None, help="stv: seats to fill.")
+@click.option(
+    "--decimal-places",
+    type=click.IntRange(1, 20),
+    default=4,
+    show_default=True,
+    help="stv: decimal places of the vote arithmetic (rounded down).",
+)
+@seed_option(help="stv: seed of the tie-breaking draws (Java's Random, as RCTab draws).")
 @click.option("--k", "k", type=int, default=None, help="Approved positions for k-approval.")
 @click.option("--scores", default=None, help="Custom score vector, first place first: 3,2,1,0.")
 @click.option(
@@ -299,10 +322,10 @@ def _optimality_lines(report: dict[str, Any]) -> list[str]:
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["text", "json"]),
+    type=click.Choice(["text", "json", "rctab-csv"]),
     default="text",
     show_default=True,
-    help="Output format.",
+    help="Output format (rctab-csv: RCTab's detailed report, with --rules or --rule stv).",
 )
 @click.option("--top", type=click.IntRange(min=1), default=None, help="Show only the top K.")
 @click.option(
@@ -373,8 +396,12 @@ def _optimality_lines(report: dict[str, Any]) -> list[str]:
 @quiet_option
 @reports_bad_input
 def aggregate_command(
-    votes: Path,
+    votes: tuple[Path, ...],
     rule: str | None,
+    rules_config: Path | None,
+    seats: int | None,
+    decimal_places: int,
+    seed: int,
     k: int | None,
     scores: str | None,
     batch_elimination: bool | None,
@@ -400,6 +427,32 @@ def aggregate_command(
     Ties and unranked candidates: a ballot stands for the uniform distribution over its
     linear extensions (see docs/aggregation.md).
     """
+    if rules_config is not None or rule == "stv":
+        text = _count(
+            votes,
+            rule,
+            rules_config,
+            seats,
+            decimal_places,
+            seed,
+            fmt,
+            format_in,
+            _names(candidates),
+            overvote,
+            skipped_ranks,
+            _conventions(
+                cvr_skipped, cvr_overvote, cvr_write_in, True, count_column, contest=contest
+            ),
+        )
+        _write(text, output, [*votes, *([rules_config] if rules_config else [])], quiet)
+        return
+    if seats is not None:
+        raise BadInput("--seats is only for --rule stv")
+    if fmt == "rctab-csv":
+        raise BadInput("--format rctab-csv is only for --rules or --rule stv")
+    if len(votes) != 1:
+        raise BadInput(f"expected one VOTES file, got {len(votes)}")
+    (votes,) = votes
     vector = _parse_scores(scores)
     if rule is None:
         rule = "scores" if vector is not None else "borda"
@@ -428,15 +481,63 @@ def aggregate_command(
         raise BadInput(f"{votes}: --rule {rule}: {err}") from None
     report = _report(profile, result, h, top)
     text = json.dumps(report, indent=2) + "\n" if fmt == "json" else _text(report)
+    _write(text, output, [votes], quiet, lambda: _warn_reversed(vector))
+
+
+def _write(
+    text: str, output: Path | None, inputs: list[Path], quiet: bool, before_done=None
+) -> None:
+    """Print ``text`` or write it atomically to ``output``; ``before_done`` runs after
+    everything that can fail (so that an error stays one line)."""
     if output is None:
         sys.stdout.write(text)
     else:
-        refuse_to_overwrite(output, [votes])
+        refuse_to_overwrite(output, inputs)
         with atomic_output(output, "w") as handle:
             handle.write(text)
-    _warn_reversed(vector)  # after everything that can fail: an error stays one line
+    if before_done is not None:
+        before_done()
     if output is not None and not quiet:
         click.echo(f"wrote {output}", err=True)
+
+
+def _count(
+    votes: tuple[Path, ...],
+    rule: str | None,
+    rules_config: Path | None,
+    seats: int | None,
+    decimal_places: int,
+    seed: int,
+    fmt: str,
+    format_in: str,
+    names: list[str] | None,
+    overvote: str,
+    skipped_ranks: str,
+    conventions: CvrConventions,
+) -> str:
+    """The round report of a count by an RCTab config or by single transferable vote."""
+    from rankmodels.aggregation.elections.rules import Rules
+    from rankmodels_app.elections import config_count, render, stv_count
+
+    if rules_config is not None:
+        if rule is not None:
+            raise BadInput("--rules gives the rules: leave out --rule")
+        contest, counts = config_count(rules_config, votes)
+        return render(counts, contest.name, contest.info, fmt)
+    if seats is None:
+        raise BadInput("--rule stv needs --seats")
+    if len(votes) != 1:
+        raise BadInput(f"expected one VOTES file, got {len(votes)}")
+    rules = Rules(
+        seats=seats,
+        mode="single" if seats == 1 else "multi-seat",
+        overvote="exhaust" if overvote == "exhaust" else "skip",
+        max_skipped_ranks=1 if skipped_ranks == "exhaust-after-2" else None,
+        decimal_places=decimal_places,
+        seed=seed,
+    )
+    counts = stv_count(votes[0], rules, names, format_in, conventions)
+    return render(counts, votes[0].stem, {}, fmt)
 
 
 def aggregate_main() -> None:

@@ -15,7 +15,7 @@ import pytest
 
 from rankmodels.aggregation import RULES, aggregate
 from rankmodels.aggregation.rules import OPTION_NAMES, rules_table
-from rankmodels_app.aggregate import aggregate_command
+from rankmodels_app.aggregate import COUNTED_RULES, aggregate_command
 from tests._aggregation_helpers import (
     expanded_distribution,
     margins,
@@ -60,7 +60,7 @@ def test_docs_table_is_the_registry():
 
 def test_cli_offers_exactly_the_registered_rules():
     rule_param = next(p for p in aggregate_command.params if p.name == "rule")
-    assert tuple(rule_param.type.choices) == RULES.names
+    assert tuple(rule_param.type.choices) == (*RULES.names, *COUNTED_RULES)
 
 
 @pytest.mark.parametrize("name", RULES.names)

@@ -1,0 +1,94 @@
+"""``aggregate --rules CONFIG.json [CVR...]`` and ``aggregate --rule stv --seats N VOTES``:
+count a contest round by round as certified tabulators count it and print the round
+report (text, RCTab's JSON, or RCTab's detailed-report CSV)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+from rankmodels.aggregation.cvr import CvrConventions, rank_columns
+from rankmodels.aggregation.elections.ballots import CastBallots, from_profile
+from rankmodels.aggregation.elections.config import Contest, read_config
+from rankmodels.aggregation.elections.cvr_csv import read_cvr_ballots
+from rankmodels.aggregation.elections.records import read_ballots
+from rankmodels.aggregation.elections.report import rctab_csv, rctab_json, text_report
+from rankmodels.aggregation.elections.rules import Rules
+from rankmodels.aggregation.elections.tabulator import Count, TabulationError, tabulate
+from rankmodels.aggregation.io import read_votes
+from rankmodels_app._common import BadInput
+
+__all__ = ["config_count", "render", "stv_count"]
+
+
+def config_count(config: Path, records: tuple[Path, ...]) -> tuple[Contest, list[Count]]:
+    """Count the contest of an RCTab ``config``; ``records``, when given, replace the
+    config's record paths in order."""
+    contest = read_config(config)
+    if records:
+        if len(records) != len(contest.sources):
+            raise BadInput(
+                f"{config}: cvrFileSources: the config lists {len(contest.sources)} record(s), "
+                f"{len(records)} given"
+            )
+        for path in records:
+            if not path.exists():
+                raise BadInput(f"{path}: no such file")
+        sources = tuple(replace(s, path=p) for s, p in zip(contest.sources, records, strict=True))
+        contest = replace(contest, sources=sources)
+    ballots = read_ballots(contest)
+    return contest, _tabulate(config, ballots, contest.rules, [c.name for c in contest.candidates])
+
+
+def stv_count(
+    votes: Path,
+    rules: Rules,
+    names: list[str] | None,
+    format_in: str,
+    conventions: CvrConventions,
+) -> list[Count]:
+    """Count a votes file by ``rules``: a rank-column cast-vote record is read as cast,
+    the other formats through their profile (tie groups become overvotes)."""
+    ballots: CastBallots
+    if (
+        format_in in ("auto", "cvr")
+        and votes.suffix.lower() in (".csv", ".txt")
+        and (format_in == "cvr" or _has_rank_columns(votes))
+    ):
+        ballots = read_cvr_ballots(votes, names, conventions)
+    else:
+        profile = read_votes(votes, names, None, format_in, conventions)
+        try:
+            ballots = from_profile(profile)
+        except ValueError as err:
+            raise BadInput(f"{votes}: {err}") from None
+    return _tabulate(votes, ballots, rules, None)
+
+
+def _has_rank_columns(path: Path) -> bool:
+    with open(path, newline="", encoding="utf-8-sig") as handle:
+        import csv
+
+        header = next(csv.reader(handle), [])
+    return bool(rank_columns(header)) and "ranking" not in [h.strip().lower() for h in header]
+
+
+def _tabulate(
+    where: Path, ballots: CastBallots, rules: Rules, order: list[str] | None
+) -> list[Count]:
+    try:
+        return tabulate(ballots, rules, order)
+    except (TabulationError, ValueError) as err:
+        raise BadInput(f"{where}: {err}") from None
+
+
+def render(counts: list[Count], contest: str, info: dict[str, str], fmt: str) -> str:
+    """The report of ``counts`` (several for sequential seats) in ``fmt``: ``text``,
+    ``json`` (RCTab's detailed JSON; a list for sequential seats) or ``rctab-csv``."""
+    if fmt == "json":
+        reports = [rctab_json(c, contest, info) for c in counts]
+        return json.dumps(reports[0] if len(reports) == 1 else reports, indent=2) + "\n"
+    if fmt == "rctab-csv":
+        return "\n".join(rctab_csv(c, contest, info) for c in counts)
+    return "\n".join(text_report(c, contest) for c in counts)

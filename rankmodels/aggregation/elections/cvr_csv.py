@@ -1,0 +1,130 @@
+"""Rank-column cast-vote records (``rank1, rank2, ...`` or ``Choice 1, ...`` CSV, the
+format of :mod:`rankmodels.aggregation.cvr`) read as cast: each cell's mark kept for the
+count (:mod:`.ballots`), no convention applied while reading.
+
+Cells are compared as :class:`~rankmodels.aggregation.cvr.CvrConventions` says (markers
+case-insensitively after stripping spaces): an empty cell or a skipped marker is an
+unmarked rank, an overvote marker an :data:`~.ballots.OVERVOTE` mark, a write-in marker a
+vote for :data:`~.ballots.UNDECLARED_WRITE_INS`, anything else a candidate (new names are
+added in order of appearance, or must be among ``candidates``). The optional count column
+gives each row's number of ballots (a positive integer).
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from rankmodels.aggregation.cvr import CvrConventions, contests
+from rankmodels.aggregation.elections.ballots import (
+    OVERVOTE,
+    UNDECLARED_WRITE_INS,
+    BallotCounter,
+    CastBallots,
+    ranking_from_marks,
+)
+from rankmodels.errors import InputError
+
+__all__ = ["read_cvr_ballots"]
+
+
+def read_cvr_ballots(
+    path: str | os.PathLike[str],
+    candidates: Sequence[str] | None = None,
+    conventions: CvrConventions | None = None,
+) -> CastBallots:
+    """The ballots of the rank-column record at ``path``, as cast."""
+    path = Path(path)
+    conv = conventions or CvrConventions()
+    skipped = {m.strip().casefold() for m in ("", *conv.skipped)}
+    overvote = {m.strip().casefold() for m in conv.overvote}
+    write_in = {m.strip().casefold() for m in conv.write_in}
+    names: list[str] = list(candidates or [])
+    code = {name: i for i, name in enumerate(names)}
+    counter = BallotCounter()
+    marks_of: dict[str, int | None] = {}
+
+    def mark(text: str, line: int, column: str) -> int | None:
+        key = text.strip().casefold()
+        if key in skipped:
+            return None
+        if key in overvote:
+            return OVERVOTE
+        name = UNDECLARED_WRITE_INS if key in write_in else text.strip()
+        if name not in code:
+            if candidates is not None and name != UNDECLARED_WRITE_INS:
+                raise InputError(
+                    f"unknown candidate {name!r} in column {column!r}",
+                    path=path,
+                    field=f"line {line}",
+                )
+            code[name] = len(names)
+            names.append(name)
+        return code[name]
+
+    with open(path, newline="", encoding="utf-8-sig") as handle:
+        reader = csv.reader(handle)
+        header = next(reader, None)
+        if header is None:
+            raise InputError("empty file: expected a header with rank columns", path=path)
+        found = contests(header)
+        if conv.contest is not None:
+            found = [c for c in found if conv.contest.strip().casefold() in c.label.casefold()]
+        if len(found) != 1:
+            raise InputError(
+                f"expected the rank columns of one contest, found {len(found)}"
+                + ("" if conv.contest else " (name one with --contest)"),
+                path=path,
+                field="line 1",
+            )
+        columns = found[0].columns
+        lowered = [h.strip().casefold() for h in header]
+        wanted = conv.count_column.strip().casefold()
+        count_col = lowered.index(wanted) if wanted in lowered else None
+        for line, row in enumerate(reader, start=2):
+            if not any(cell.strip() for cell in row):
+                continue
+            if len(row) != len(header):
+                raise InputError(
+                    f"{len(row)} fields where the header has {len(header)}",
+                    path=path,
+                    field=f"line {line}",
+                )
+            marks = []
+            for col, rank in columns:
+                cell = row[col]
+                if cell not in marks_of:
+                    marks_of[cell] = mark(cell, line, header[col].strip())
+                if marks_of[cell] is not None:
+                    marks.append((rank, marks_of[cell]))
+            count = 1
+            if count_col is not None:
+                try:
+                    count = int(row[count_col])
+                except ValueError:
+                    count = 0
+                if count < 1:
+                    raise InputError(
+                        f"count must be a positive integer, got {row[count_col]!r}",
+                        path=path,
+                        field=f"line {line}",
+                    )
+            counter.add(ranking_from_marks(marks), count)
+    if UNDECLARED_WRITE_INS in code and code[UNDECLARED_WRITE_INS] != len(names) - 1:
+        return _write_ins_last(counter.ballots(names))
+    return counter.ballots(names)
+
+
+def _write_ins_last(ballots: CastBallots) -> CastBallots:
+    """The same ballots with undeclared write-ins recoded as the last candidate."""
+    old = ballots.candidates.index(UNDECLARED_WRITE_INS)
+    names = [n for n in ballots.candidates if n != UNDECLARED_WRITE_INS] + [UNDECLARED_WRITE_INS]
+    new = {i: names.index(n) for i, n in enumerate(ballots.candidates)}
+    new[OVERVOTE] = OVERVOTE
+    assert new[old] == len(names) - 1
+    counter = BallotCounter()
+    for ranking, count in zip(ballots.rankings, ballots.counts, strict=True):
+        counter.add(ranking_from_marks((r, new[x]) for r, xs in ranking for x in xs), int(count))
+    return counter.ballots(names)
