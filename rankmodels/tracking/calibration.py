@@ -439,9 +439,9 @@ def m_step_pairs(
     ``distance_km (M, T, s)`` the distance to each source along each of M posterior
     trajectories (NaN where inactive), ``day (T,)`` days since launch, ``offset`` the file's
     written source offsets, ``(s,)`` or ``(T, s)`` at each cycle (with the sources' clock
-    drift, :func:`~rankmodels.tracking.records.written_offsets`). Returns ``distance_km`` (M, K) and ``day``, ``source``,
-    ``residual_toa`` (``T_tj - o_i``) and ``weight`` (``P(R_tj = i)``, pairs below
-    :data:`MIN_PAIR_WEIGHT` left out), each (K,).
+    drift, :func:`~rankmodels.tracking.records.written_offsets`). Returns ``distance_km``
+    (M, K) and ``day``, ``source``, ``residual_toa`` (``T_tj - o_i``) and ``weight``
+    (``P(R_tj = i)``, pairs below :data:`MIN_PAIR_WEIGHT` left out), each (K,).
 
     With multipath in the ``model`` (``P_M > 0``) an associated arrival may be a delayed one,
     which the Gaussian M-step must not see: the weight is then ``P(R_tj = i)`` times the

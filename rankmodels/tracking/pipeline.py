@@ -698,10 +698,11 @@ def one_step_predictions(run: Run, filt: FilterResult) -> tuple[np.ndarray, np.n
     predicted from the data before cycle ``t`` (NaN for inactive sources), linearised: the
     position predicted from the filter step before cycle ``t``'s (cycle ``t - 1`` or a fix) is
     ``N(m, P)``, ``P = C + q^2 dt I_2`` (filtered mean and covariance, the launch position
-    with ``C = 0`` before the first step; eq. 5.1, ``q`` the filter's process noise), so the TOAs have mean ``pred_i(m)`` and covariance ``g_i^T P
-    g_k`` with ``g_i`` the gradient of ``pred_i`` in s per km east and north (finite
-    differences over 1 km). The linearisation matches the particle cloud's predictive
-    variance to within 5 % (5-95 % range over a 120-day float)."""
+    with ``C = 0`` before the first step; eq. 5.1, ``q`` the filter's process noise), so the
+    TOAs have mean ``pred_i(m)`` and covariance ``g_i^T P g_k`` with ``g_i`` the gradient of
+    ``pred_i`` in s per km east and north (finite differences over 1 km). The linearisation
+    matches the particle cloud's predictive variance to within 5 % (5-95 % range over a
+    120-day float)."""
     cycles = run.cycles
     n_src = cycles.active.shape[1]
     mean = np.full((run.n_cycles, n_src), np.nan)

@@ -30,8 +30,8 @@ quality checks"):
     ``dt_0`` days from the launch to the first cycle, the fix's error ``s`` and an allowance
     ``a`` km for the float's first days departing from the random walk; threshold ``sqrt(-2 ln
     alpha)``. The backward filter uses the arrivals only (not the mid-record fixes), so the
-    launch fix stays tested against the arrivals alone. Not computed with fewer than :data:`MIN_LAUNCH_CYCLES` cycles with arrivals in
-    that window.
+    launch fix stays tested against the arrivals alone. Not computed with fewer than
+    :data:`MIN_LAUNCH_CYCLES` cycles with arrivals in that window.
 ``clutter_excess``
     Posterior share of the arrivals that are clutter (``sum_j P(R_j = C | data) / n``) over the
     share the model expects of recorded arrivals at the predicted positions, ``e = sum_t E[C_t]

@@ -416,7 +416,8 @@ def validate_float(
     the variable's unit, non-finite or out-of-range values, TOAs not ascending within a cycle
     (NaN allowed only after the recorded arrivals) or after the window, times not increasing,
     sources without positions, position fixes out of time order, before the launch, after the
-    last cycle (but for the recovery fix) or with an error that is not > 0 km. Hand labels: see the module docstring (``labels_required``).
+    last cycle (but for the recovery fix) or with an error that is not > 0 km. Hand labels:
+    see the module docstring (``labels_required``).
     """
     if not isinstance(ds, xr.Dataset):
         raise TypeError(f"expected an xarray.Dataset, got {type(ds).__name__}")

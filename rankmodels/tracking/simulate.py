@@ -570,9 +570,7 @@ def dimes_float767(
     for i, (name, la, lo) in enumerate(DIMES_SOURCES):
         begin = start_us1 if name.startswith("US1") else second[i - 6]
         sources.append(
-            Source(
-                name, la, lo, offset=20.0 * (i % 4), start=begin, end=stop, drift=source_drift
-            )
+            Source(name, la, lo, offset=20.0 * (i % 4), start=begin, end=stop, drift=source_drift)
         )
     track_days = np.arange(1, days + 1, dtype=float)  # the cycles, then the recovery
     start, end = (-56.326, -105.003), (-60.225, -82.746)
