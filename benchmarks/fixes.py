@@ -23,7 +23,6 @@ from rankmodels.tracking.evaluate import position_error_km
 from rankmodels.tracking.records import validate_float
 from rankmodels.tracking.simulate import FixSchedule, dimes_float767
 
-
 FIX_VARIABLES = ["fix_time", "fix_lat", "fix_lon", "fix_error"]
 
 
