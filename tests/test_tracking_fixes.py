@@ -225,7 +225,7 @@ def test_units_of_the_fix_error_are_converted(fixed_record):
 
 def test_tables_round_trip_with_fixes_and_source_drift(fixed_record, tmp_path):
     record = fixed_record.copy(deep=True)
-    record["source_drift"].values[:] = np.linspace(-0.01, 0.02, record.sizes["source"])
+    record["source_drift"] = ("source", np.linspace(-0.01, 0.02, record.sizes["source"]))
     record = validate_float(record)
     written = export_tables(record, tmp_path)
     assert written[-1] == "fixes.csv"

@@ -326,12 +326,13 @@ def _check_physics(ck: _Checker, out: xr.Dataset, toa: np.ndarray) -> None:
 
 def _fill_defaults(out: xr.Dataset, toa: np.ndarray) -> None:
     """Add the optional variables with defaults (in place): zero offsets, the default sound
-    speed, a window ending at least a minute boundary after the latest TOA, no schedule."""
+    speed, a window ending at least a minute boundary after the latest TOA, no schedule.
+    ``source_drift`` stays absent when absent (its default, 0, is read where it is used:
+    :func:`written_offsets`), so records without drift are written as before."""
     n_src = out.sizes["source"]
     latest = 60.0 * math.ceil(float(np.nanmax(toa)) / 60.0)
     defaults = {
         "source_offset": ("source", np.zeros(n_src)),
-        "source_drift": ("source", np.zeros(n_src)),
         "sound_speed": ((), DEFAULT_SOUND_SPEED),
         "window_length": ((), max(DEFAULT_WINDOW, latest)),
         "source_start_time": ("source", np.full(n_src, np.datetime64("NaT", "ns"))),
@@ -499,7 +500,7 @@ def written_offsets(record: xr.Dataset) -> np.ndarray:
     (``source_start_time``) or, for a source without one, ``launch_time``: the offset the
     record states is the one at deployment, when a source's clock is set."""
     offset = np.asarray(record["source_offset"].values, dtype=np.float64)[None, :]
-    if "source_drift" not in record:  # a record not through validate_float: its default
+    if "source_drift" not in record:  # the default: no drift
         return np.repeat(offset, record.sizes["cycle"], axis=0)
     times = np.asarray(record["time"].values).astype("datetime64[ns]")[:, None]
     start = np.asarray(record["source_start_time"].values).astype("datetime64[ns]")

@@ -452,8 +452,8 @@ def _long_arrivals(table: Table) -> Arrivals:
 
 def read_sources_table(path: PathLike) -> xr.Dataset:
     """The sources of a sources table as the record's ``source`` variables (``source_lat``,
-    ``source_lon``, ``source_offset``, ``source_drift``, ``source_start_time``,
-    ``source_end_time``)."""
+    ``source_lon``, ``source_offset``, ``source_drift`` (only with a ``drift`` column),
+    ``source_start_time``, ``source_end_time``)."""
     table = read_table(path)
     for column in table.columns:
         if column not in SOURCE_COLUMNS:
@@ -486,12 +486,13 @@ def read_sources_table(path: PathLike) -> xr.Dataset:
         if not (np.isnat(values["start"][-1]) or np.isnat(values["end"][-1])):
             if values["end"][-1] < values["start"][-1]:
                 raise cells["end"].fail("the end of the active period is before its start")
+    drift = {"source_drift": ("source", np.array(values["drift"]))}
     return xr.Dataset(
         {
             "source_lat": ("source", np.array(values["lat"])),
             "source_lon": ("source", np.array(values["lon"])),
             "source_offset": ("source", np.array(values["offset"])),
-            "source_drift": ("source", np.array(values["drift"])),
+            **(drift if "drift" in table.columns else {}),
             "source_start_time": ("source", np.array(values["start"], dtype="datetime64[ns]")),
             "source_end_time": ("source", np.array(values["end"], dtype="datetime64[ns]")),
         },
@@ -704,21 +705,17 @@ def export_tables(record: xr.Dataset, out: PathLike) -> list[str]:
         rows.append(row)
     _write_csv(folder / TABLE_FILES["toa"], header, rows)
 
+    numbers = ["source_lat", "source_lon", "source_offset", "source_drift"]
+    numbers = [n for n in numbers if n in record]  # a drift column only for a record with one
+    columns = [c for c in SOURCE_COLUMNS if c != "drift" or "source_drift" in record]
     starts = _time_text(record["source_start_time"].values)
     ends = _time_text(record["source_end_time"].values)
     source_rows = [
-        [
-            str(name),
-            _number_text(float(record["source_lat"].values[k])),
-            _number_text(float(record["source_lon"].values[k])),
-            _number_text(float(record["source_offset"].values[k])),
-            _number_text(float(record["source_drift"].values[k])),
-            starts[k],
-            ends[k],
-        ]
+        [str(name), *(_number_text(float(record[n].values[k])) for n in numbers)]
+        + [starts[k], ends[k]]
         for k, name in enumerate(record["source"].values)
     ]
-    _write_csv(folder / TABLE_FILES["sources"], list(SOURCE_COLUMNS), source_rows)
+    _write_csv(folder / TABLE_FILES["sources"], columns, source_rows)
 
     meta: list[list[str]] = []
     for key, kind in META_KEYS.items():
