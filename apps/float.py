@@ -43,7 +43,14 @@ def _meta_pair(text: str) -> tuple[str, str, str]:
     "sources_table",
     type=click.Path(path_type=Path),
     required=True,
-    help="Sources table: name, lat, lon and optional offset, start, end.",
+    help="Sources table: name, lat, lon and optional offset, drift (s/day), start, end.",
+)
+@click.option(
+    "--fixes",
+    "fixes_table",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Position fixes table (GPS at surfacings): time, lat, lon, error (km), in time order.",
 )
 @click.option(
     "--meta",
@@ -71,6 +78,7 @@ def _meta_pair(text: str) -> tuple[str, str, str]:
 def import_command(
     toa_table: Path,
     sources_table: Path,
+    fixes_table: Path | None,
     meta: tuple[str, ...],
     meta_table: Path | None,
     out: Path,
@@ -79,16 +87,17 @@ def import_command(
 
     Every problem in a table is one line naming the file, the line and the column (exit 2).
     """
-    inputs = [toa_table, sources_table, *([meta_table] if meta_table else [])]
+    inputs = [toa_table, sources_table, *(p for p in (meta_table, fixes_table) if p)]
     refuse_to_overwrite(out, inputs)
     pairs = read_meta_table(meta_table) if meta_table is not None else []
     pairs += [_meta_pair(item) for item in meta]
-    record = record_from_tables(toa_table, sources_table, parse_meta(pairs))
+    record = record_from_tables(toa_table, sources_table, parse_meta(pairs), fixes_table)
     with atomic_path(out) as tmp:
         write_float(record, tmp)
+    fixes = f", {record.sizes['fix']} fixes" if "fix_time" in record else ""
     click.echo(
         f"{record.sizes['cycle']} cycles, {record.sizes['rank']} ranks, "
-        f"{record.sizes['source']} sources; wrote {out}"
+        f"{record.sizes['source']} sources{fixes}; wrote {out}"
     )
 
 
@@ -98,12 +107,13 @@ def import_command(
     "--out",
     type=click.Path(path_type=Path, file_okay=False),
     required=True,
-    help="Folder for toa.csv, sources.csv and meta.csv.",
+    help="Folder for toa.csv, sources.csv, meta.csv and, for a record with fixes, fixes.csv.",
 )
 @reports_bad_input
 def export_command(file: Path, out: Path) -> None:
-    """Write the TOA table (wide), the sources table and the metadata table of the float
-    record FILE into OUT; `float import` reads them back into the same record."""
+    """Write the TOA table (wide), the sources table, the metadata table and, when the
+    record has position fixes, the fixes table of the float record FILE into OUT; `float
+    import` reads them back into the same record."""
     for name in TABLE_FILES.values():
         refuse_to_overwrite(out / name, [file])
     written = export_tables(read_float(file), out)

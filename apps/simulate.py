@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from rankmodels.tracking.simulate import (
     FLOAT767_DAYS,
     MAX_DAYS,
     TRAJECTORIES,
+    FixSchedule,
     Mismatch,
     dimes_float767,
     simulated_float_id,
@@ -116,6 +118,42 @@ def _plain_name(ctx: click.Context, param: click.Parameter, value: str | None) -
     show_default=True,
     help="Fraction of source arrivals delayed by Uniform(10, 60) s  [0 <= x < 1].",
 )
+@click.option(
+    "--source-drift",
+    type=float,
+    default=0.0,
+    show_default=True,
+    help="Clock drift (s/day) of every source since its deployment, stated in the record "
+    "(source_drift)  [-1 <= x <= 1].",
+)
+@click.option(
+    "--fix-every",
+    type=float,
+    default=None,
+    metavar="DAYS",
+    help="The float surfaces every DAYS days and records a GPS fix (fix_* variables), as a "
+    "RAFOS-enabled Argo float does in open water  [default: no fixes].",
+)
+@click.option(
+    "--fix-until",
+    type=float,
+    default=None,
+    metavar="DAYS",
+    help="No fixes later than DAYS days after launch (ice)  [default: the whole record].",
+)
+@click.option(
+    "--fix-error",
+    type=float,
+    default=0.5,
+    show_default=True,
+    metavar="KM",
+    help="Error (km per axis) of each fix: drawn and stated as fix_error.",
+)
+@click.option(
+    "--lost",
+    is_flag=True,
+    help="A lost float: the record has no recovery fix.",
+)
 @seed_option(default=767)
 @quiet_option
 @reports_bad_input
@@ -126,6 +164,11 @@ def simulate_float(
     days: int,
     seed: int,
     quiet: bool,
+    source_drift: float,
+    fix_every: float | None,
+    fix_until: float | None,
+    fix_error: float,
+    lost: bool,
     **mismatch: float | None,
 ) -> None:
     """Simulate a RAFOS float on the DIMES source array, launched where DIMES float 767 was.
@@ -135,13 +178,24 @@ def simulate_float(
     what the record states (the truth file keeps the true values). The shipped
     data/float767.nc and data/float767_truth.nc are `rankmodels simulate-float --out data
     --name float767 --float-drift 0.02 --true-sound-speed 1470 --offset-error 1 --multipath
-    0.02`.
+    0.02`. --fix-every adds GPS fixes at surfacings, --lost leaves out the recovery fix,
+    --source-drift makes the sources' clocks drift (stated in the record).
     """
     try:
         departure = Mismatch(**mismatch)
     except InputError as err:
         option = "--" + _OPTION_NAMES.get(err.field or "", (err.field or "").replace("_", "-"))
         raise BadInput(f"{option}: {err.message}") from None
+    if not (math.isfinite(source_drift) and abs(source_drift) <= 1.0):
+        raise BadInput(f"--source-drift: expected a number in [-1, 1] s/day, got {source_drift!r}")
+    schedule = None
+    if fix_every is not None:
+        try:
+            schedule = FixSchedule(fix_every, fix_until, fix_error)
+        except InputError as err:
+            raise BadInput(f"--fix-{err.field}: {err.message}") from None
+    elif fix_until is not None:
+        raise BadInput("--fix-until: needs --fix-every")
     try:  # before the work: a bad --out fails at once
         out.mkdir(parents=True, exist_ok=True)
     except OSError as err:
@@ -149,7 +203,14 @@ def simulate_float(
     name = name or simulated_float_id(trajectory, seed, days)
     with progressbar(simulation_steps(days, trajectory), "Simulating", quiet) as bar:
         record, truth = dimes_float767(
-            seed, days=days, trajectory=trajectory, mismatch=departure, progress=bar.update
+            seed,
+            days=days,
+            trajectory=trajectory,
+            mismatch=departure,
+            progress=bar.update,
+            fixes=schedule,
+            recovered=not lost,
+            source_drift=source_drift,
         )
     with atomic_path(out / f"{name}.nc") as tmp:
         write_float(record, tmp)
@@ -163,7 +224,9 @@ def simulate_float(
                 if name in truth
             },
         )
+    fixes = f", {record.sizes['fix']} fixes" if "fix_time" in record else ""
     click.echo(
         f"wrote {out / f'{name}.nc'} and {out / f'{name}_truth.nc'} "
-        f"({record.sizes['cycle']} cycles, {trajectory}, seed {seed})"
+        f"({record.sizes['cycle']} cycles, {trajectory}, seed {seed}{fixes}"
+        f"{', no recovery fix' if lost else ''})"
     )

@@ -163,8 +163,15 @@ def _calibration_lines(summary: TrackSummary) -> list[str]:
 
 def _summary_lines(summary: TrackSummary, out: Path, written: list[str]) -> list[str]:
     smooth = "smoothed" if summary.smoothed else "filtered only"
+    used = []
+    if summary.fixes_used:
+        used.append(f"{summary.fixes_used} position fix{'es' if summary.fixes_used > 1 else ''}")
     if summary.recovery_used:
-        smooth += " (with the recovery fix)"
+        used.append("the recovery fix")
+    if used:
+        smooth += f" (with {' and '.join(used)})"
+    if not summary.recovery_fix:
+        smooth += "; no recovery fix in the record"
     timing = f"run time {summary.run_time_s:.1f} s"
     if summary.compile_time_s > 0:
         timing += f" (plus numba kernels compiled in {summary.compile_time_s:.1f} s)"

@@ -31,10 +31,10 @@ from rankmodels.tracking.schema import (
     unit_spellings_table,
 )
 from rankmodels.tracking.signal_model import DEFAULT_WINDOW
-from rankmodels.tracking.simulate import dimes_float767
+from rankmodels.tracking.simulate import FixSchedule, dimes_float767
 from rankmodels_app.track import track_float
 
-_RECORD, _TRUTH = dimes_float767(seed=3, days=40)
+_RECORD, _TRUTH = dimes_float767(seed=3, days=40, fixes=FixSchedule(10.0), source_drift=0.01)
 
 
 @pytest.fixture
@@ -435,8 +435,11 @@ def test_simulated_files_follow_the_schema():
 def test_each_declared_variable_is_checked(record, spec):
     """From the schema alone: a required variable may not be missing (optional ones may), and
     no variable may have other dims."""
-    recovery = ["recovery_lat", "recovery_lon", "recovery_time"]  # all three or none
-    names = recovery if spec.name in recovery else [spec.name]
+    groups = (  # all or none
+        ["recovery_lat", "recovery_lon", "recovery_time"],
+        ["fix_time", "fix_lat", "fix_lon", "fix_error"],
+    )
+    names = next((g for g in groups if spec.name in g), [spec.name])
     dropped = record.drop_vars(names, errors="ignore")
     if spec.required:
         with pytest.raises(InputError) as info:

@@ -533,6 +533,30 @@ def _draw_endpoint(frame: MapFrame, gid: str, pxy: np.ndarray) -> list[Artist]:
     ]
 
 
+def _draw_fixes(frame: MapFrame, track: xr.Dataset) -> list[Artist]:
+    """The position fixes the track used (``fix_lat``, ``fix_lon``; gid "fixes"), as small
+    open diamonds; nothing when the track has none."""
+    if "fix_lat" not in track or track["fix_lat"].size == 0:
+        return []
+    fxy = frame.project(values(track, "fix_lon"), values(track, "fix_lat"))
+    frame.ax.scatter(
+        fxy[:, 0], fxy[:, 1], transform=frame.ax.projection, marker="D", s=22,
+        facecolors="white", edgecolors=style.RECOVERY_COLOR, linewidths=1.0, zorder=8,
+    ).set_gid("fixes")  # fmt: skip
+    return [
+        Line2D(
+            [],
+            [],
+            ls="none",
+            marker="D",
+            markersize=5,
+            markerfacecolor="white",
+            markeredgecolor=style.RECOVERY_COLOR,
+            label=f"GPS fix ({len(fxy)})",
+        )
+    ]
+
+
 # --------------------------------------------------------------------------------------------
 # inset overview of the source array
 # --------------------------------------------------------------------------------------------
@@ -713,6 +737,7 @@ def track_map(record: xr.Dataset, track: xr.Dataset, truth: xr.Dataset | None = 
     handles += _draw_sources(frame, record, names, sxy, t, np.concatenate(obstacles), markers)
     for gid, pxy in end_xy.items():
         handles += _draw_endpoint(frame, gid, pxy)
+    handles += _draw_fixes(frame, track)
     if not inside_frame(frame, sxy).all():
         _draw_overview(frame, src_lat, src_lon, lat, lon, xy)
 

@@ -205,7 +205,8 @@ def m_step(
     distance_km: (K,) or (M, K): the float-to-source distance (km) of each pair, for one
         track or for each of M posterior trajectories.
     day, source, residual_toa, weight: (K,) each: days since launch, the source index, the
-        recorded TOA minus the file's ``source_offset`` (s), and the pair's weight in
+        recorded TOA minus the file's written source offset at that time (s), and the
+        pair's weight in
         ``[0, 1]`` (its association probability; a weight of 0 drops the pair).
     n_sources: ``s``.
     sound_speed: the file's (nominal) sound speed: ``start``'s without a ``start``.
@@ -436,10 +437,11 @@ def m_step_pairs(
     ``toa (T, r)`` recorded TOAs (NaN: none), ``posterior (T, r, s + 1)`` association
     posteriors (sources then clutter; NaN rows where nothing was recorded),
     ``distance_km (M, T, s)`` the distance to each source along each of M posterior
-    trajectories (NaN where inactive), ``day (T,)`` days since launch, ``offset (s,)`` the
-    file's ``source_offset``. Returns ``distance_km`` (M, K) and ``day``, ``source``,
-    ``residual_toa`` (``T_tj - o_i``) and ``weight`` (``P(R_tj = i)``, pairs below
-    :data:`MIN_PAIR_WEIGHT` left out), each (K,).
+    trajectories (NaN where inactive), ``day (T,)`` days since launch, ``offset`` the file's
+    written source offsets, ``(s,)`` or ``(T, s)`` at each cycle (with the sources' clock
+    drift, :func:`~rankmodels.tracking.records.written_offsets`). Returns ``distance_km``
+    (M, K) and ``day``, ``source``, ``residual_toa`` (``T_tj - o_i``) and ``weight``
+    (``P(R_tj = i)``, pairs below :data:`MIN_PAIR_WEIGHT` left out), each (K,).
 
     With multipath in the ``model`` (``P_M > 0``) an associated arrival may be a delayed one,
     which the Gaussian M-step must not see: the weight is then ``P(R_tj = i)`` times the
@@ -460,7 +462,8 @@ def m_step_pairs(
         "distance_km": dist[:, t, i],
         "day": np.asarray(day, dtype=float)[t],
         "source": i,
-        "residual_toa": np.asarray(toa, dtype=float)[t, j] - np.asarray(offset, dtype=float)[i],
+        "residual_toa": np.asarray(toa, dtype=float)[t, j]
+        - np.broadcast_to(np.asarray(offset, dtype=float), weight.shape[::2])[t, i],
         "weight": np.clip(weight[t, j, i], 0.0, 1.0),
     }
 

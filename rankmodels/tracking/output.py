@@ -111,7 +111,8 @@ def build_track(
     ``quality_failed`` (how many failed). ``calibration``: the parameters the predictions
     used (:func:`calibration_variables`; None: no such variables), ``trace``: the EM
     iterations that chose them (None: not calibrated), ``reports`` each scalar parameter's
-    value, standard error and status."""
+    value, standard error and status. The record's ``source_drift`` and position fixes
+    (``fix_*``, used by the filter and the smoother) are copied."""
     post = est.association_posterior
     no_arrival = np.isnan(post).all(axis=2)
     best = np.where(no_arrival, 0, np.argmax(np.nan_to_num(post, nan=-1.0), axis=2))
@@ -152,6 +153,11 @@ def build_track(
     for name in ("temperature", "pressure"):
         if name in record:
             ds[name] = record[name].reset_coords(drop=True)
+    drift = record["source_drift"].values if "source_drift" in record else np.zeros(len(sources))
+    ds["source_drift"] = ("source", np.asarray(drift, dtype=float))
+    if "fix_time" in record:  # the fixes the filter and the smoother used
+        for name in ("fix_time", "fix_lat", "fix_lon", "fix_error"):
+            ds[name] = ("fix", np.asarray(record[name].values))
     ds.attrs = {
         "float_id": str(record.attrs.get("float_id", "")),
         "source_file": str(record.encoding.get("source", record.attrs.get("source_file", ""))),

@@ -8,12 +8,14 @@
    checked;
 2. :func:`run_filter`: the likelihood of cycle ``t`` at particle ``X`` comes from the chosen
    engine (:func:`rankmodels.tracking.engines.log_likelihood`) with the predicted TOAs
-   ``pred_i(X) = d(X, b_i) / v_s + offset_i`` of the sources active at that time
-   (great-circle distance ``d``, sound speed ``v_s``; once calibrated, plus
-   ``c_0 + c_1 t + delta_i``, :mod:`~rankmodels.tracking.calibration`); cycles without
-   arrivals only predict;
-   with smoothing, the recovery fix (if the record has one) is appended as a final step whose
-   likelihood is ``N(recovery; X, s_r^2 I_2)`` in km;
+   ``pred_i(X) = d(X, b_i) / v_s + offset_i(t)`` of the sources active at that time
+   (great-circle distance ``d``, sound speed ``v_s``, the written offset at that time with
+   the source's clock drift, :func:`~rankmodels.tracking.records.written_offsets`; once
+   calibrated, plus ``c_0 + c_1 t + delta_i``, :mod:`~rankmodels.tracking.calibration`);
+   cycles without arrivals only predict; each position fix of the record is a step of its
+   own at its time whose likelihood is ``N(fix; X, s^2 I_2)`` in km
+   (:mod:`~rankmodels.tracking.fixes`), and with smoothing the recovery fix (if the record
+   has one) is appended as a final such step (``s = s_r``);
 3. :func:`smooth`: smoothed trajectories drawn backwards
    (:func:`~rankmodels.tracking.smoother.backward_simulate`), or the filter's resampled
    particles without smoothing: an equally weighted ensemble of ``M`` positions per cycle;
@@ -63,6 +65,7 @@ from rankmodels.tracking.dynamics import RandomWalk
 from rankmodels.tracking.engines import LikelihoodResult, log_likelihood
 from rankmodels.tracking.estimates import ParameterReport, parameter_reports
 from rankmodels.tracking.filter import FilterResult, particle_filter
+from rankmodels.tracking.fixes import MIN_STEP_DAYS, Fixes, Steps, filter_steps, fix_loglik
 from rankmodels.tracking.geometry import (
     pairwise_distance_km,
     tangent_offsets,
@@ -84,7 +87,7 @@ from rankmodels.tracking.quality import (
     StartPoint,
     quality_checks,
 )
-from rankmodels.tracking.records import active_sources
+from rankmodels.tracking.records import active_sources, written_offsets
 from rankmodels.tracking.schema import CLUTTER, NO_ARRIVAL
 from rankmodels.tracking.signal_model import SignalModel
 from rankmodels.tracking.smoother import backward_simulate
@@ -99,7 +102,6 @@ __all__ = [
 ]
 
 _DAY = np.timedelta64(86_400_000_000_000, "ns")
-_MIN_DT_DAYS = 1e-6
 #: (east, north) km steps of the mean and its two finite-difference neighbours.
 _STEP_E = np.array([0.0, 1.0, 0.0])
 _STEP_N = np.array([0.0, 0.0, 1.0])
@@ -108,11 +110,13 @@ Progress = Callable[[int], None] | None
 
 
 def progress_steps(record: xr.Dataset, config: TrackConfig) -> int:
-    """Total of the ``progress(n)`` calls :func:`track_float` makes: filter steps (the cycles
-    and the recovery step, when used) and the association pass, once per EM iteration (at
+    """Total of the ``progress(n)`` calls :func:`track_float` makes: filter steps (the cycles,
+    the fixes and the recovery step, when used) and the association pass, once per EM iteration (at
     most :func:`em_passes`, the rest counted when the loop stops) and once for the final
     pass."""
-    one_pass = 2 * record.sizes["cycle"] + int(config.smooth and "recovery_time" in record)
+    fixes = record.sizes.get("fix", 0) if "fix_time" in record else 0
+    recovery = int(config.smooth and "recovery_time" in record)
+    one_pass = 2 * record.sizes["cycle"] + fixes + recovery
     return one_pass * (1 + em_passes(config) * config.calibrate)
 
 
@@ -127,7 +131,8 @@ class _Cycles:
         self.unconverged = np.zeros(self.toa.shape[0], dtype=bool)
         self.active = active_sources(record)
         self.src_xyz = unit_vectors(record["source_lat"].values, record["source_lon"].values)
-        self.offset = np.asarray(record["source_offset"].values, dtype=np.float64)
+        self.offset = written_offsets(record)  # (T, s)
+        self.n_sources = self.offset.shape[1]
         self.nominal_speed = config.sound_speed or float(record["sound_speed"])
         self.km_per_s = self.nominal_speed / 1000.0
         self.day = _days(record["time"].values, record["launch_time"].values)
@@ -166,7 +171,7 @@ class _Cycles:
     def calibrate(self, cal: Calibration) -> None:
         """Predict with ``cal``'s sound speed, clock and offset corrections from now on."""
         self.km_per_s = cal.sound_speed / 1000.0
-        self.shift = cal.predicted_shift(self.day[:, None], np.arange(self.offset.size)[None, :])
+        self.shift = cal.predicted_shift(self.day[:, None], np.arange(self.n_sources)[None, :])
 
     def distance(self, t: int, x: np.ndarray) -> np.ndarray:
         """``(N, s_active)`` great-circle distances (km) to the sources active at cycle ``t``."""
@@ -176,7 +181,7 @@ class _Cycles:
     def predicted(self, t: int, x: np.ndarray) -> np.ndarray:
         """``(N, s_active)`` predicted TOAs (s) of the sources active at cycle ``t``."""
         act = self.active[t]
-        pred = self.distance(t, x) / self.km_per_s + self.offset[act]
+        pred = self.distance(t, x) / self.km_per_s + self.offset[t, act]
         return pred if self.shift is None else pred + self.shift[t, act]
 
     def evaluate(
@@ -225,24 +230,46 @@ def _days(a: np.ndarray, b: np.datetime64) -> np.ndarray:
 
 @dataclass
 class Run:
-    """A record prepared for the stages: ``dt`` (days, one per filter step: the cycles, then
-    the recovery step when ``use_recovery``), start ``x0`` (lat, lon), ``recovery`` (lat, lon)
-    and ``days_to_recovery`` (None without a fix)."""
+    """A record prepared for the stages: the filter's ``steps`` (the cycles and the position
+    fixes in time order, then the recovery step when ``use_recovery``;
+    :func:`~rankmodels.tracking.fixes.filter_steps`), the points the fix steps weigh by
+    (``fix_points (K, 3)``: lat, lon, error km; the record's fixes, then the recovery fix with
+    ``recovery_sigma``), ``cycle_dt`` (days from the previous cycle, the launch for the first),
+    start ``x0`` (lat, lon), ``recovery`` (lat, lon) and ``days_to_recovery`` (None without a
+    recovery fix) and ``n_fixes`` (the record's fixes, the recovery not counted)."""
 
     config: TrackConfig
     cycles: _Cycles
     dynamics: RandomWalk
     times: np.ndarray
-    dt: np.ndarray
+    steps: Steps
+    fix_points: np.ndarray
+    cycle_dt: np.ndarray
     x0: np.ndarray
     recovery: tuple[float, float] | None
     days_to_recovery: float | None
     use_recovery: bool
+    n_fixes: int = 0
     fitted: StatisticalModel | None = None
 
     @property
     def n_cycles(self) -> int:
         return self.times.size
+
+    @property
+    def dt(self) -> np.ndarray:
+        """``(S,)`` days from each filter step to the one before (the launch for the first)."""
+        return self.steps.dt
+
+    @property
+    def cycle_steps(self) -> np.ndarray:
+        """``(T,)`` the filter step of each cycle."""
+        return self.steps.cycle_steps
+
+    @property
+    def pass_steps(self) -> int:
+        """``progress(1)`` calls of one pass: the filter steps and the association's cycles."""
+        return self.dt.size + self.n_cycles
 
     def use_model(self, stats: StatisticalModel) -> None:
         """Track with ``stats``' signal model and random walk from now on (the config too,
@@ -267,50 +294,58 @@ class Run:
             return self.fitted
         return StatisticalModel(self.cycles.model, self.config.process_noise)
 
-    def loglik(self, t: int, x: np.ndarray) -> np.ndarray | None:
-        """Filter step ``t``'s log-likelihood: cycle ``t``, or the recovery fix
-        ``N(fix; X, s_r^2 I_2)`` (km) at step ``n_cycles``."""
-        if t < self.n_cycles:
-            return self.cycles.loglik(t, x)
-        lat, lon = self.recovery  # type: ignore[misc]
-        east, north = tangent_offsets(lat, lon, x[:, 0], x[:, 1])
-        s2 = self.config.recovery_sigma**2
-        return -0.5 * (east**2 + north**2) / s2 - np.log(2 * np.pi * s2)
+    def loglik(self, k: int, x: np.ndarray) -> np.ndarray | None:
+        """Filter step ``k``'s log-likelihood: its cycle's arrivals, or its fix's
+        ``N(fix; X, s^2 I_2)`` (km; :func:`~rankmodels.tracking.fixes.fix_loglik`)."""
+        cycle = self.steps.cycle[k]
+        if cycle >= 0:
+            return self.cycles.loglik(cycle, x)
+        lat, lon, error = self.fix_points[self.steps.fix[k]]
+        return fix_loglik(lat, lon, error, x)
 
 
 def prepare(record: xr.Dataset, config: TrackConfig) -> Run:
-    """Stage 1: the record's cycles, steps, start and recovery; checks that the smoother's
-    particle history fits in memory (:func:`~rankmodels.tracking.config.check_memory`).
+    """Stage 1: the record's cycles, fixes, steps, start and recovery; checks that the
+    smoother's particle history fits in memory
+    (:func:`~rankmodels.tracking.config.check_memory`).
 
     Raises :class:`InputError`: ``source_label`` absent or labelling an inactive source with
     the labels engine, ``particles`` too many to smooth in memory."""
     cycles = _Cycles(record, config)
     times = np.asarray(record["time"].values).astype("datetime64[ns]")
-    dt = np.maximum(np.diff(_days(times, record["launch_time"].values), prepend=0.0), _MIN_DT_DAYS)
+    launch = record["launch_time"].values
+    fixes = Fixes.from_record(record)
+    steps = filter_steps(cycles.day, fixes.days_since(launch))
+    points = np.column_stack([fixes.lat, fixes.lon, fixes.error])
     recovery, days_to_recovery = None, None
     if "recovery_time" in record:
         recovery = (float(record["recovery_lat"]), float(record["recovery_lon"]))
         days = _days(record["recovery_time"].values, times[-1]).item()
-        days_to_recovery = max(days, _MIN_DT_DAYS)
+        days_to_recovery = max(days, MIN_STEP_DAYS)
     use_recovery = config.smooth and recovery is not None
     if use_recovery:
-        dt = np.append(dt, days_to_recovery)
-    check_memory(dt.size, config)
+        steps = steps.append_fix(len(fixes), days_to_recovery)
+        points = np.vstack([points, [*recovery, config.recovery_sigma]])
+    check_memory(steps.dt.size, config)
     return Run(
         config=config,
         cycles=cycles,
         dynamics=RandomWalk(config.process_noise),
         times=times,
-        dt=dt,
+        steps=steps,
+        fix_points=points,
+        cycle_dt=np.maximum(np.diff(cycles.day, prepend=0.0), MIN_STEP_DAYS),
         x0=np.array([float(record["launch_lat"]), float(record["launch_lon"])]),
         recovery=recovery,
         days_to_recovery=days_to_recovery,
         use_recovery=use_recovery,
+        n_fixes=len(fixes),
     )
 
 
 def run_filter(run: Run, rng: np.random.Generator, progress: Progress = None) -> FilterResult:
-    """Stage 2: the forward particle filter over the cycles (and the recovery step)."""
+    """Stage 2: the forward particle filter over the steps: the cycles and fixes (and the
+    recovery step)."""
     config = run.config
     return particle_filter(
         run.x0,
@@ -330,10 +365,11 @@ def smooth(
     run: Run, filt: FilterResult, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Stage 3: ``ensembles (T, M, 2)``, ``mean (T, 2)`` and ``cov (T, 2, 2)`` km^2 of the
-    smoothed trajectories (the filter's, without smoothing). Frees the filter's history."""
-    n_cyc = run.n_cycles
+    smoothed trajectories at the cycles (the filter's, without smoothing); the trajectories
+    pass through every filter step, so every fix shapes them. Frees the filter's history."""
+    at = run.cycle_steps
     if not run.config.smooth:
-        return filt.ensembles[:n_cyc], filt.mean[:n_cyc], filt.cov[:n_cyc]
+        return filt.ensembles[at], filt.mean[at], filt.cov[at]
     traj = backward_simulate(
         filt.history_x,
         filt.history_logw,
@@ -342,9 +378,9 @@ def smooth(
         run.dynamics,
         run.config.ensemble,
         rng,
-    )[:n_cyc]
+    )[at]
     filt.history_x = filt.history_logw = filt.history_parent = None
-    moments = [run.dynamics.moments(traj[t]) for t in range(n_cyc)]
+    moments = [run.dynamics.moments(traj[t]) for t in range(run.n_cycles)]
     return traj, np.array([m for m, _ in moments]), np.array([c for _, c in moments])
 
 
@@ -398,7 +434,8 @@ class Pass:
 
     @property
     def loglik(self) -> float:
-        """The particle estimate of ``log p(data)``: every filter step, recovery included."""
+        """The particle estimate of ``log p(data)``: every filter step, fixes and recovery
+        included."""
         return float(np.sum(self.filt.loglik))
 
 
@@ -484,7 +521,7 @@ def _em_step(
         )
         cal = m_step(
             **pairs,
-            n_sources=cycles.offset.size,
+            n_sources=cycles.n_sources,
             sound_speed=cycles.nominal_speed,
             sigma=cycles.model.sigma,
             offset_prior_std=OFFSET_PRIOR_STD,
@@ -497,7 +534,7 @@ def _em_step(
     statistical = params & set(STATISTICAL_PARAMS)
     if stats_start is None or not statistical:
         return cal, current
-    shift = start.predicted_shift(cycles.day[:, None], np.arange(cycles.offset.size)[None, :])
+    shift = start.predicted_shift(cycles.day[:, None], np.arange(cycles.n_sources)[None, :])
     predicted = distances / (start.sound_speed / 1000.0) + cycles.offset + shift
     inputs = FitInputs(
         toa=cycles.toa,
@@ -505,7 +542,7 @@ def _em_step(
         predicted=predicted,
         predicted_mean=this.assoc.predicted_toa,
         steps_km=_trajectory_steps(run, this.ensembles),
-        dt=run.dt[: run.n_cycles],
+        dt=run.cycle_dt,
     )
     return cal, fit_statistics(inputs, current, stats_start, statistical)
 
@@ -554,7 +591,7 @@ def calibrate(
     cycles = run.cycles
     stages = calibration_stages(config.calibrate_params)
     start_stats = run.statistical_model()
-    trace = [Calibration.nominal(cycles.offset.size, cycles.nominal_speed)]
+    trace = [Calibration.nominal(cycles.n_sources, cycles.nominal_speed)]
     models = [start_stats]
     sigmas: list[float] = []  # the sigma of each pass
     loglik: list[float] = []
@@ -641,7 +678,7 @@ def calibrate(
             best, kept = this, len(loglik) - 1
     skipped = em_passes(config) - len(loglik)
     if progress and skipped > 0:
-        progress(skipped * (2 * run.n_cycles + int(run.use_recovery)))
+        progress(skipped * run.pass_steps)
     result = CalibrationResult(
         params=config.calibrate_params,
         trace=tuple(trace[: len(loglik)]),
@@ -659,19 +696,21 @@ def calibrate(
 def one_step_predictions(run: Run, filt: FilterResult) -> tuple[np.ndarray, np.ndarray]:
     """Mean ``(T, s)`` and covariance ``(T, s, s)`` of the active sources' noiseless TOAs
     predicted from the data before cycle ``t`` (NaN for inactive sources), linearised: the
-    position predicted from cycle ``t - 1`` is ``N(m, P)``, ``P = C + q^2 dt I_2`` (filtered
-    mean and covariance, the launch position with ``C = 0`` at ``t = 0``; eq. 5.1, ``q`` the
-    filter's process noise), so the TOAs have mean ``pred_i(m)`` and covariance ``g_i^T P
-    g_k`` with ``g_i`` the gradient of ``pred_i`` in s per km east and north (finite
-    differences over 1 km). The linearisation matches the particle cloud's predictive
-    variance to within 5 % (5-95 % range over a 120-day float)."""
+    position predicted from the filter step before cycle ``t``'s (cycle ``t - 1`` or a fix) is
+    ``N(m, P)``, ``P = C + q^2 dt I_2`` (filtered mean and covariance, the launch position
+    with ``C = 0`` before the first step; eq. 5.1, ``q`` the filter's process noise), so the
+    TOAs have mean ``pred_i(m)`` and covariance ``g_i^T P g_k`` with ``g_i`` the gradient of
+    ``pred_i`` in s per km east and north (finite differences over 1 km). The linearisation
+    matches the particle cloud's predictive variance to within 5 % (5-95 % range over a
+    120-day float)."""
     cycles = run.cycles
     n_src = cycles.active.shape[1]
     mean = np.full((run.n_cycles, n_src), np.nan)
     cov = np.full((run.n_cycles, n_src, n_src), np.nan)
-    prior_mean = np.vstack([run.x0, filt.mean[: run.n_cycles - 1]])
-    prior_cov = np.concatenate([np.zeros((1, 2, 2)), filt.cov[: run.n_cycles - 1]])
-    prior_cov = prior_cov + (run.dynamics.process_noise**2 * run.dt[: run.n_cycles])[
+    before = run.cycle_steps - 1  # the step before each cycle's; -1: the launch
+    prior_mean = np.vstack([run.x0, filt.mean])[before + 1]
+    prior_cov = np.concatenate([np.zeros((1, 2, 2)), filt.cov])[before + 1]
+    prior_cov = prior_cov + (run.dynamics.process_noise**2 * run.dt[run.cycle_steps])[
         :, None, None
     ] * np.eye(2)
     for t in range(run.n_cycles):
@@ -708,13 +747,13 @@ def _start_point(run: Run) -> StartPoint:
         return cycles.evaluate(t, x, association=False).loglik
 
     rng = np.random.default_rng([run.config.seed, _LAUNCH_STREAM])
-    mean, cov = first_position(run.x0, run.dt[:k], loglik, run.dynamics, rng)
+    mean, cov = first_position(run.x0, run.cycle_dt[:k], loglik, run.dynamics, rng)
     q2 = run.dynamics.process_noise**2
     point = EndPoint(
         mean=mean,
         cov=cov,
         fix=(float(run.x0[0]), float(run.x0[1])),
-        extra_var=q2 * run.dt[0] + run.config.recovery_sigma**2,
+        extra_var=q2 * run.cycle_dt[0] + run.config.recovery_sigma**2,
     )
     return StartPoint(k, with_arrivals, point)
 
@@ -726,7 +765,7 @@ def assess(run: Run, filt: FilterResult, assoc: Association) -> tuple[QualityChe
     predicted at the posterior mean, under the run's signal model."""
     end = None
     if run.recovery is not None:
-        last = run.n_cycles - 1
+        last = run.cycle_steps[-1]
         q2 = run.dynamics.process_noise**2
         end = EndPoint(
             mean=filt.mean[last],
@@ -746,6 +785,7 @@ def assess(run: Run, filt: FilterResult, assoc: Association) -> tuple[QualityChe
             times=run.times,
             end=end,
             start=_start_point(run),
+            fixes_used=run.n_fixes,
         )
     )
 
@@ -777,7 +817,9 @@ class TrackSummary(Mapping[str, object]):
     cycles where ``bp`` or ``minfactor`` left a particle unconverged within its sweep limit
     (its likelihood there is the last sweep's; always empty for the other engines);
     ``parameters``: what the track estimated and kept
-    (:func:`~rankmodels.tracking.estimates.parameter_reports`).
+    (:func:`~rankmodels.tracking.estimates.parameter_reports`); ``fixes_used``: the record's
+    position fixes (the recovery not counted), which the filter and the smoother used;
+    ``recovery_fix``: whether the record has a recovery fix.
 
     Also a read-only mapping of the scalar fields (the report's summary table reads it that
     way); ``quality``, ``compile_time_s`` and ``calibration`` are attributes only.
@@ -800,6 +842,8 @@ class TrackSummary(Mapping[str, object]):
     calibration: CalibrationResult | None = None
     unconverged_cycles: list[int] = dataclasses.field(default_factory=list)
     parameters: tuple[ParameterReport, ...] = ()
+    fixes_used: int = 0
+    recovery_fix: bool = True
 
     def __getitem__(self, key: str) -> object:
         if key not in _TABLE_FIELDS:
@@ -829,17 +873,17 @@ def summarise(
     parameters: tuple[ParameterReport, ...] = (),
 ) -> TrackSummary:
     """Stage 6: the run's :class:`TrackSummary`."""
-    n_cyc = run.n_cycles
+    at = run.cycle_steps
     association = track["association"].values
     arrivals = association != NO_ARRIVAL
     return TrackSummary(
-        cycles=n_cyc,
+        cycles=run.n_cycles,
         cycles_without_data=int((~run.cycles.has_data).sum()),
         arrivals=int(arrivals.sum()),
-        mean_ess=float(np.mean(filt.ess[:n_cyc])),
+        mean_ess=float(np.mean(filt.ess[at])),
         clutter_fraction=float(np.mean(association[arrivals] == CLUTTER)),
-        collapsed_cycles=np.flatnonzero(filt.collapsed[:n_cyc]).tolist(),
-        log_likelihood=float(np.sum(filt.loglik[:n_cyc])),
+        collapsed_cycles=np.flatnonzero(filt.collapsed[at]).tolist(),
+        log_likelihood=float(np.sum(filt.loglik[at])),
         engine=run.config.engine,
         particles=run.config.particles,
         smoothed=run.config.smooth,
@@ -848,8 +892,10 @@ def summarise(
         compile_time_s=compile_time_s,
         quality=checks,
         calibration=calibration,
-        unconverged_cycles=np.flatnonzero(run.cycles.unconverged[:n_cyc]).tolist(),
+        unconverged_cycles=np.flatnonzero(run.cycles.unconverged).tolist(),
         parameters=parameters,
+        fixes_used=run.n_fixes,
+        recovery_fix=run.recovery is not None,
     )
 
 
@@ -869,6 +915,7 @@ def _attributes(run: Run) -> dict[str, object]:
         "process_noise_km": config.process_noise,
         "smoothed": int(config.smooth),
         "recovery_used": int(run.use_recovery),
+        "fixes_used": run.n_fixes,
         "ensemble": config.ensemble,
         "unconverged_cycles": int(run.cycles.unconverged.sum()),
     }
@@ -894,7 +941,7 @@ def track_float(
     compiling: list[float] = []
     started = _time.perf_counter()
     result, final = None, None
-    used = Calibration.nominal(run.cycles.offset.size, run.cycles.nominal_speed)
+    used = Calibration.nominal(run.cycles.n_sources, run.cycles.nominal_speed)
     with numba_event.install_timer("numba:compile", compiling.append):
         if config.calibrate:
             result, best = calibrate(record, config, progress)
@@ -909,16 +956,16 @@ def track_float(
         final = final or track_pass(run, progress)
     filt, assoc = final.filt, final.assoc
     checks = assess(run, filt, assoc)
-    n_cyc = run.n_cycles
+    at = run.cycle_steps
     estimate = TrackEstimate(
         mean=final.mean,
         cov=final.cov,
-        filtered_mean=filt.mean[:n_cyc],
+        filtered_mean=filt.mean[at],
         association_posterior=assoc.posterior,
         predicted_toa=assoc.predicted_toa,
-        ess=filt.ess[:n_cyc],
-        loglik=filt.loglik[:n_cyc],
-        collapsed=filt.collapsed[:n_cyc],
+        ess=filt.ess[at],
+        loglik=filt.loglik[at],
+        collapsed=filt.collapsed[at],
     )
     reports = parameter_reports(
         used, run.statistical_model(), start_model, result, run.cycles.nominal_speed

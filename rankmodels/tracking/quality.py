@@ -17,7 +17,9 @@ quality checks"):
     grown by the random walk over the ``dt`` days to the surfacing (eq. 5.1) and the fix's own
     error. Under the model ``d^2 ~ chi^2_2``, ``P(d > x) = exp(-x^2 / 2)``: threshold
     ``sqrt(-2 ln alpha)``. The filter never saw the fix, so this is an honest out-of-sample
-    test of the whole forward track.
+    test of the whole forward track. Mid-record position fixes are different: the filter
+    conditions on each, so none of them is a test; a record whose last fix is mid-record
+    (a float lost under ice) has no recovery fix and the check is not computed.
 ``launch_distance``
     The same distance for the launch fix, predicted from the first cycles alone: ``D`` the
     offset of the launch fix from the mean ``m_0`` of the first cycle's position given the
@@ -27,8 +29,9 @@ quality checks"):
     dt_0 + s^2 + a^2) I_2`` with ``C_0`` that posterior's covariance, the random walk over the
     ``dt_0`` days from the launch to the first cycle, the fix's error ``s`` and an allowance
     ``a`` km for the float's first days departing from the random walk; threshold ``sqrt(-2 ln
-    alpha)``. Not computed with fewer than :data:`MIN_LAUNCH_CYCLES` cycles with arrivals in
-    that window.
+    alpha)``. The backward filter uses the arrivals only (not the mid-record fixes), so the
+    launch fix stays tested against the arrivals alone. Not computed with fewer than
+    :data:`MIN_LAUNCH_CYCLES` cycles with arrivals in that window.
 ``clutter_excess``
     Posterior share of the arrivals that are clutter (``sum_j P(R_j = C | data) / n``) over the
     share the model expects of recorded arrivals at the predicted positions, ``e = sum_t E[C_t]
@@ -307,7 +310,8 @@ class StartPoint:
 class QualityInputs:
     """What the checks need (shapes in the module docstring); ``model`` the fitted signal
     model; ``times (T,)`` datetime64 for messages; ``end`` None when the record has no
-    recovery fix; ``start`` the early cycles' estimate for ``launch_distance``."""
+    recovery fix; ``start`` the early cycles' estimate for ``launch_distance``;
+    ``fixes_used`` the mid-record position fixes the filter used (none is a test)."""
 
     toa: np.ndarray
     association_posterior: np.ndarray
@@ -318,6 +322,7 @@ class QualityInputs:
     times: np.ndarray
     end: EndPoint | None
     start: StartPoint
+    fixes_used: int = 0
 
     @property
     def predicted_var(self) -> np.ndarray:
@@ -342,11 +347,19 @@ def chi2_2_threshold(alpha: float) -> float:
     return math.sqrt(-2.0 * math.log(alpha))
 
 
-def recovery_check(end: EndPoint | None) -> QualityCheck:
-    """``recovery_distance`` (module docstring)."""
+def recovery_check(end: EndPoint | None, fixes_used: int = 0) -> QualityCheck:
+    """``recovery_distance`` (module docstring). Without a recovery fix it is not computed,
+    also when the record has mid-record fixes (``fixes_used``): the filter used them, so
+    none can test it out of sample."""
     name = "recovery_distance"
     if end is None:
-        return _not_computed(name, "no recovery fix in the record")
+        used = (
+            f" (its {fixes_used} position fix{'es' if fixes_used > 1 else ''} "
+            "went into the filter, so none can test it)"
+            if fixes_used
+            else ""
+        )
+        return _not_computed(name, f"no recovery fix in the record{used}")
     d, km, spread = _fix_distance(end, CHECKS[name].allowance)
     return _result(
         name,
@@ -610,7 +623,7 @@ def run_check(inputs: QualityInputs) -> QualityCheck:
 def quality_checks(inputs: QualityInputs) -> tuple[QualityCheck, ...]:
     """All checks of :data:`CHECKS`, in that order."""
     return (
-        recovery_check(inputs.end),
+        recovery_check(inputs.end, inputs.fixes_used),
         launch_check(inputs.start),
         clutter_check(inputs),
         window_check(inputs),

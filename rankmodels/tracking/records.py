@@ -38,6 +38,7 @@ from rankmodels.tracking.signal_model import DEFAULT_WINDOW
 __all__ = [
     "InvalidLabelsWarning",
     "active_sources",
+    "written_offsets",
     "compressed_encoding",
     "read_float",
     "validate_float",
@@ -47,6 +48,8 @@ __all__ = [
 PathLike = str | os.PathLike[str]
 
 _RECOVERY = ("recovery_lat", "recovery_lon", "recovery_time")
+_FIXES = ("fix_time", "fix_lat", "fix_lon", "fix_error")
+_DAY = np.timedelta64(86_400_000_000_000, "ns")
 
 
 class InvalidLabelsWarning(UserWarning):
@@ -216,8 +219,9 @@ def _check_sources(ck: _Checker, out: xr.Dataset) -> list[str]:
         if missing.any():
             ck.fail(name, f"source {names[_first(missing)]!r} has no position")
         ck.values(out, name)
-    if "source_offset" in out:
-        ck.values(out, "source_offset")
+    for name in ("source_offset", "source_drift"):
+        if name in out:
+            ck.values(out, name)
     if "source_start_time" in out and "source_end_time" in out:
         start = ck.times(out, "source_start_time")
         end = ck.times(out, "source_end_time")
@@ -245,6 +249,66 @@ def _check_launch_and_recovery(ck: _Checker, out: xr.Dataset, times: np.ndarray)
             ck.fail("recovery_time", "before the last cycle; expected the surfacing time")
 
 
+def _when(value: np.datetime64) -> str:
+    return np.datetime_as_string(value, unit="s")
+
+
+def _check_fixes(ck: _Checker, out: xr.Dataset, times: np.ndarray) -> xr.Dataset:
+    """Position fixes: all four variables or none; finite positions, errors > 0 km; times in
+    increasing order, not before the launch, not after the last cycle -- except a fix at
+    ``recovery_time``, which is the recovery fix listed again: it must equal it and is dropped
+    (the recovery variables hold it). Returns ``out`` (without that duplicate)."""
+    have = [name in out.variables for name in _FIXES]
+    if not any(have):
+        return out
+    if not all(have):
+        missing = [name for name, h in zip(_FIXES, have, strict=True) if not h]
+        ck.fail(missing[0], "fix_time, fix_lat, fix_lon and fix_error go together")
+    when = ck.times(out, "fix_time")
+    lat, lon = ck.values(out, "fix_lat"), ck.values(out, "fix_lon")
+    ck.values(out, "fix_error")
+    if when.size == 0:
+        return out
+    back = np.diff(when) <= np.timedelta64(0, "ns")
+    if back.any():
+        k = _first(back) + 1
+        ck.fail(
+            "fix_time",
+            f"fixes not in time order: fix {k} at {_when(when[k])} is not after fix {k - 1} at "
+            f"{_when(when[k - 1])}; expected increasing times",
+        )
+    launch = ck.times(out, "launch_time")[0]
+    if when[0] < launch:
+        ck.fail(
+            "fix_time",
+            f"fix 0 at {_when(when[0])} is before launch_time ({_when(launch)})",
+        )
+    late = when > times[-1]
+    if "recovery_time" in out:
+        recovery = ck.times(out, "recovery_time")[0]
+        is_recovery = when == recovery
+        same = np.isclose(lat, float(out["recovery_lat"])) & np.isclose(
+            lon, float(out["recovery_lon"])
+        )
+        if (is_recovery & late & ~same).any():
+            ck.fail(
+                "fix_lat",
+                f"the fix at recovery_time ({_when(recovery)}) is not at the recovery position; "
+                "expected the recovery fix (recovery_lat, recovery_lon) or no fix at that time",
+            )
+        late &= ~is_recovery
+        if is_recovery.any():
+            out = out.isel(fix=np.flatnonzero(~is_recovery))
+    if late.any():
+        k = _first(late)
+        ck.fail(
+            "fix_time",
+            f"fix {k} at {_when(when[k])} is after the last cycle ({_when(times[-1])}); "
+            "only the recovery fix (recovery_lat, recovery_lon, recovery_time) may come after it",
+        )
+    return out
+
+
 def _check_physics(ck: _Checker, out: xr.Dataset, toa: np.ndarray) -> None:
     """Sound speed > 0; every arrival inside the listening window."""
     if "sound_speed" in out:
@@ -262,7 +326,9 @@ def _check_physics(ck: _Checker, out: xr.Dataset, toa: np.ndarray) -> None:
 
 def _fill_defaults(out: xr.Dataset, toa: np.ndarray) -> None:
     """Add the optional variables with defaults (in place): zero offsets, the default sound
-    speed, a window ending at least a minute boundary after the latest TOA, no schedule."""
+    speed, a window ending at least a minute boundary after the latest TOA, no schedule.
+    ``source_drift`` stays absent when absent (its default, 0, is read where it is used:
+    :func:`written_offsets`), so records without drift are written as before."""
     n_src = out.sizes["source"]
     latest = 60.0 * math.ceil(float(np.nanmax(toa)) / 60.0)
     defaults = {
@@ -350,7 +416,9 @@ def validate_float(
     missing variable, wrong dims or dtype, a ``units`` attribute that is not a known spelling of
     the variable's unit, non-finite or out-of-range values, TOAs not ascending within a cycle
     (NaN allowed only after the recorded arrivals) or after the window, times not increasing,
-    sources without positions. Hand labels: see the module docstring (``labels_required``).
+    sources without positions, position fixes out of time order, before the launch, after the
+    last cycle (but for the recovery fix) or with an error that is not > 0 km. Hand labels:
+    see the module docstring (``labels_required``).
     """
     if not isinstance(ds, xr.Dataset):
         raise TypeError(f"expected an xarray.Dataset, got {type(ds).__name__}")
@@ -360,6 +428,7 @@ def validate_float(
     times = _check_cycle_times(ck, out)
     _check_sources(ck, out)
     _check_launch_and_recovery(ck, out, times)
+    out = _check_fixes(ck, out, times)
     _check_physics(ck, out, toa)
     _fill_defaults(out, toa)
     return _check_labels(ck, out, toa, required=labels_required)
@@ -423,3 +492,19 @@ def active_sources(record: xr.Dataset) -> np.ndarray:
     start = np.asarray(record["source_start_time"].values).astype("datetime64[ns]")[None, :]
     end = np.asarray(record["source_end_time"].values).astype("datetime64[ns]")[None, :]
     return (np.isnat(start) | (start <= times)) & (np.isnat(end) | (times <= end))
+
+
+def written_offsets(record: xr.Dataset) -> np.ndarray:
+    """``(cycle, source)`` s: each source's written offset at each cycle, ``source_offset +
+    source_drift * (time - reference)`` in days, the reference the source's deployment
+    (``source_start_time``) or, for a source without one, ``launch_time``: the offset the
+    record states is the one at deployment, when a source's clock is set."""
+    offset = np.asarray(record["source_offset"].values, dtype=np.float64)[None, :]
+    if "source_drift" not in record:  # the default: no drift
+        return np.repeat(offset, record.sizes["cycle"], axis=0)
+    times = np.asarray(record["time"].values).astype("datetime64[ns]")[:, None]
+    start = np.asarray(record["source_start_time"].values).astype("datetime64[ns]")
+    launch = np.datetime64(record["launch_time"].values, "ns")
+    reference = np.where(np.isnat(start), launch, start)[None, :]
+    drift = np.asarray(record["source_drift"].values, dtype=np.float64)[None, :]
+    return offset + drift * ((times - reference) / _DAY)

@@ -67,6 +67,15 @@ UNIT_SPELLINGS: dict[str, dict[str, float]] = {
         **dict.fromkeys(("metres per second", "m s**-1"), 1.0),
         **dict.fromkeys(("km s-1", "km/s", "km s^-1", "km.s-1"), 1000.0),
     },
+    "s day-1": {
+        **dict.fromkeys(("s day-1", "s/day", "s d-1", "s/d", "seconds per day"), 1.0),
+        **dict.fromkeys(("ms day-1", "ms/day", "milliseconds per day"), 1e-3),
+        **dict.fromkeys(("s year-1", "s/year", "s yr-1", "s/yr"), 1.0 / 365.25),
+    },
+    "km": {
+        **dict.fromkeys(("km", "kilometre", "kilometres", "kilometer", "kilometers"), 1.0),
+        **dict.fromkeys(("m", "metre", "metres", "meter", "meters"), 1e-3),
+    },
     "degrees_north": dict.fromkeys(
         ("degrees_north", "degree_north", "degrees_n", "degree_n", "degrees", "degree", "deg"),
         1.0,
@@ -224,8 +233,19 @@ FLOAT_RECORD = FileFormat(
             ("source",),
             "real",
             "added to every predicted TOA of the source",
-            "transmission schedule, clock offset",
+            "transmission schedule, clock offset; at the source's deployment "
+            "(`source_start_time`, else `launch_time`) when `source_drift` is given",
             units="s",
+            default="0",
+        ),
+        Variable(
+            "source_drift",
+            ("source",),
+            "real",
+            "source clock drift",
+            "the predicted TOA adds `source_drift` times the days since the source's "
+            "deployment (`source_start_time`, else `launch_time`) to `source_offset`; finite",
+            units="s day-1",
             default="0",
         ),
         Variable(
@@ -263,6 +283,27 @@ FLOAT_RECORD = FileFormat(
             "time",
             "surfacing time",
             "not before the last cycle",
+        ),
+        Variable(
+            "fix_time",
+            ("fix",),
+            "time",
+            "time of a position fix (GPS at a surfacing)",
+            "all four fix variables or none; increasing, not before `launch_time`, not after "
+            "the last cycle (a fix at `recovery_time` is the recovery fix and must equal it)",
+            default="no fixes",
+        ),
+        _lat("fix_lat", "fix latitude", ("fix",), notes="used by the filter and the smoother"),
+        _lon("fix_lon", "fix longitude", ("fix",)),
+        Variable(
+            "fix_error",
+            ("fix",),
+            "real",
+            "position error of the fix",
+            "standard deviation per axis (east, north)",
+            units="km",
+            lo=0.0,
+            lo_open=True,
         ),
         Variable(
             "sound_speed",
@@ -530,6 +571,24 @@ TRACK = FileFormat(
         Variable("collapsed", ("cycle",), "real", "1 where every particle had zero likelihood"),
         _lat("source_lat", "sound source latitude", ("source",)),
         _lon("source_lon", "sound source longitude", ("source",)),
+        Variable(
+            "source_drift",
+            ("source",),
+            "real",
+            "source clock drift the predictions used",
+            "copied from the input (0 when it has none)",
+            units="s day-1",
+        ),
+        Variable(
+            "fix_time",
+            ("fix",),
+            "time",
+            "time of a position fix the filter and smoother used",
+            "only when the input has fixes (the recovery fix is not among them)",
+        ),
+        _lat("fix_lat", "fix latitude", ("fix",)),
+        _lon("fix_lon", "fix longitude", ("fix",)),
+        Variable("fix_error", ("fix",), "real", "position error of the fix", units="km"),
         Variable(
             "temperature",
             ("cycle",),

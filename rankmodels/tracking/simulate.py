@@ -7,13 +7,18 @@ The generative model is the one the tracker assumes ([Pareek2017] section 5.2 an
   plus Ornstein-Uhlenbeck "eddy" velocity (correlated over days, not the tracker's white
   random walk), pinned to the launch and recovery positions;
 * sources transmit only within their deployment period (``source_start_time`` ..
-  ``source_end_time``) and with a per-source ``source_offset`` (transmission schedule);
+  ``source_end_time``) and with a per-source ``source_offset`` (transmission schedule) and,
+  optionally, a clock drift ``source_drift`` (s/day since the deployment, stated in the
+  record);
 * each active source's signal is detected with probability ``p_detect`` that may fall with
   range (:func:`range_dependent_detection`); a detected signal arrives at
   ``distance / sound_speed + offset + N(0, sigma^2)`` s and is recorded only inside the
   listening window ``[0, window_length]``;
 * ``Poisson(clutter_rate)`` clutter arrivals uniform on the window;
 * the float keeps the first ``r`` arrivals of the merged, sorted list;
+* optionally (:class:`FixSchedule`) GPS fixes of a float that surfaces every few days for a
+  while (a RAFOS-enabled Argo float in open water), each off by ``N(0, error^2)`` km per axis,
+  and a float without a recovery fix (lost);
 * optionally (:class:`Mismatch`) what real records carry and their files do not state: a float
   clock running off by ``clock_offset + clock_drift * days`` since launch (every recorded TOA
   is late by that much), signals travelling at a true sound speed other than the file's
@@ -48,6 +53,7 @@ from rankmodels.tracking.schema import CLUTTER, FLOAT_RECORD, NO_ARRIVAL, TRUTH,
 __all__ = [
     "BRIDGE_ITERATIONS",
     "DIMES_SOURCES",
+    "FixSchedule",
     "MAX_DAYS",
     "MISMATCH_LIMITS",
     "SAMPLE_MISMATCH",
@@ -76,7 +82,8 @@ Progress = Callable[[int], None]
 
 @dataclass(frozen=True)
 class Source:
-    """A moored sound source: name, position (degrees), schedule offset (s), active period."""
+    """A moored sound source: name, position (degrees), schedule offset (s) at its deployment
+    (``start``; the launch when None), clock drift (s/day), active period."""
 
     name: str
     lat: float
@@ -84,6 +91,39 @@ class Source:
     offset: float = 0.0
     start: np.datetime64 | None = None
     end: np.datetime64 | None = None
+    drift: float = 0.0
+
+
+@dataclass(frozen=True)
+class FixSchedule:
+    """GPS fixes of a float that surfaces every ``every`` days from the launch up to ``until``
+    days after it (None: the whole record), as a RAFOS-enabled Argo float does while there is
+    no ice; each fix is off by ``N(0, error^2)`` km per axis (``error`` is also the stated
+    ``fix_error``). Fixes fall on whole days only when ``every`` is whole; none comes after
+    the last cycle. Raises :class:`~rankmodels.errors.InputError` (``field`` the setting) for
+    ``every`` or ``error`` not > 0, ``until`` < 0, or a value that is not finite."""
+
+    every: float
+    until: float | None = None
+    error: float = 0.5
+
+    def __post_init__(self) -> None:
+        for name, lo, open_ in (("every", 0.0, True), ("until", 0.0, False), ("error", 0.0, True)):
+            value = getattr(self, name)
+            if value is None and name == "until":
+                continue
+            ok = isinstance(value, numbers.Real) and math.isfinite(value)
+            if not (ok and (value > lo if open_ else value >= lo)):
+                raise InputError(
+                    f"expected a finite number {'>' if open_ else '>='} {lo:g}, got {value!r}",
+                    field=name,
+                )
+
+    def days(self, last_cycle_day: float) -> np.ndarray:
+        """The fix days since launch: ``every, 2 every, ...`` up to ``until`` and the last
+        cycle."""
+        end = last_cycle_day if self.until is None else min(self.until, last_cycle_day)
+        return self.every * np.arange(1, int(math.floor(end / self.every + 1e-9)) + 1)
 
 
 #: DIMES sound sources (name, lat, lon). US2-x and UK1-x were deployed about a year after US1-x.
@@ -306,6 +346,7 @@ def simulate_record(
     progress: Progress | None = None,
     mismatch: Mismatch | None = None,
     mismatch_rng: np.random.Generator | None = None,
+    fixes: tuple[np.ndarray, np.ndarray, np.ndarray, float] | None = None,
 ) -> tuple[xr.Dataset, xr.Dataset]:
     """Simulate the float's recorded TOAs along a known track.
 
@@ -320,6 +361,11 @@ def simulate_record(
     noise, detections and clutter drawn from ``rng`` are those of the same call without it.
     The truth then also holds the true ``clock_offset``, ``clock_drift``, ``sound_speed``,
     ``source_offset`` and ``multipath_delay`` (0 for direct arrivals).
+
+    A source's arrivals are late by its ``drift`` times the days since its ``start`` (the
+    launch without one); the record states the drifts (``source_drift``, written only when
+    some source drifts). ``fixes``: ``(time, lat, lon, error)`` position fixes written to the
+    record as they are (``fix_*``; drawn by the caller).
     """
     mismatch = mismatch or Mismatch()
     if mismatch.any and mismatch_rng is None:
@@ -337,6 +383,10 @@ def simulate_record(
     p_d = spec.p_detect(dist) if callable(spec.p_detect) else np.full(dist.shape, spec.p_detect)
     speed = mismatch.true_sound_speed or spec.sound_speed
     arrival = dist * 1000.0 / speed + offset + rng.normal(0.0, spec.sigma, dist.shape)
+    drift = np.array([s.drift for s in sources], dtype=float)
+    if drift.any():
+        reference = np.where(np.isnat(start), np.datetime64(launch[2], "ns"), start)
+        arrival = arrival + drift * ((t - reference) / DAY)
     written_offset = offset
     if mismatch.any:
         days = (times - np.datetime64(launch[2], "ns")) / DAY
@@ -391,6 +441,14 @@ def simulate_record(
             "sim_clutter_rate": spec.clutter_rate,
         },
     )
+    if drift.any():
+        record["source_drift"] = ("source", drift)
+    if fixes is not None:
+        fix_time, fix_lat, fix_lon, fix_error = fixes
+        record["fix_time"] = ("fix", np.asarray(fix_time).astype("datetime64[ns]"))
+        record["fix_lat"] = ("fix", np.asarray(fix_lat, dtype=float))
+        record["fix_lon"] = ("fix", np.asarray(fix_lon, dtype=float))
+        record["fix_error"] = ("fix", np.full(np.size(fix_time), float(fix_error)))
     if recovery is not None:
         record["recovery_lat"] = ((), float(recovery[0]))
         record["recovery_lon"] = ((), float(recovery[1]))
@@ -468,6 +526,9 @@ def dimes_float767(
     spec: SignalSpec | None = None,
     mismatch: Mismatch | None = None,
     progress: Progress | None = None,
+    fixes: FixSchedule | None = None,
+    recovered: bool = True,
+    source_drift: float = 0.0,
 ) -> tuple[xr.Dataset, xr.Dataset]:
     """A simulated float on the DIMES source array from DIMES float 767's launch (12 sources,
     daily cycles); with the defaults and ``mismatch=SAMPLE_MISMATCH``, the shipped sample
@@ -488,7 +549,12 @@ def dimes_float767(
     :func:`simulated_float_id` and its ``title`` says "simulated TRAJECTORY float".
     ``progress(n)`` is called as work is done (:func:`simulation_steps` in all).
     ``mismatch`` (:class:`Mismatch`) is drawn from its own generator (seeded ``[seed, 1]``):
-    the same seed gives the same float with and without it.
+    the same seed gives the same float with and without it. ``fixes``
+    (:class:`FixSchedule`): GPS fixes at the true positions (interpolated linearly between
+    days) plus their errors, drawn from a generator of their own (seeded ``[seed, 2]``: the
+    same float with and without them); ``recovered=False``: a lost float, without a recovery
+    fix; ``source_drift`` (s/day): every source's clock drifts this much from its deployment,
+    as the record states.
     """
     if trajectory not in TRAJECTORIES:
         raise ValueError(f"trajectory must be one of {TRAJECTORIES}, got {trajectory!r}")
@@ -503,7 +569,9 @@ def dimes_float767(
     sources = []
     for i, (name, la, lo) in enumerate(DIMES_SOURCES):
         begin = start_us1 if name.startswith("US1") else second[i - 6]
-        sources.append(Source(name, la, lo, offset=20.0 * (i % 4), start=begin, end=stop))
+        sources.append(
+            Source(name, la, lo, offset=20.0 * (i % 4), start=begin, end=stop, drift=source_drift)
+        )
     track_days = np.arange(1, days + 1, dtype=float)  # the cycles, then the recovery
     start, end = (-56.326, -105.003), (-60.225, -82.746)
     if days != FLOAT767_DAYS:  # same mean drift: end where float 767 was after `days` days
@@ -522,6 +590,21 @@ def dimes_float767(
             track_days, start, (20.0, 20.0 + 280.0 * frac), 3.0 * frac, float(days)
         )
     fix = end if trajectory != "spiral" else (float(lat[-1]), float(lon[-1]))
+    surfacings = None
+    if fixes is not None:
+        fix_days = fixes.days(float(days - 1))
+        fix_rng = np.random.default_rng([seed, 2])
+        east, north = fix_rng.normal(0.0, fixes.error, (2, fix_days.size))
+        fix_lat, fix_lon = tangent_step(
+            np.interp(fix_days, np.r_[0.0, track_days], np.r_[start[0], lat]),
+            np.interp(fix_days, np.r_[0.0, track_days], np.r_[start[1], lon]),
+            east,
+            north,
+        )
+        fix_time = launch_time + np.round(fix_days * 86_400e9).astype(np.int64) * np.timedelta64(
+            1, "ns"
+        )
+        surfacings = (fix_time, fix_lat, fix_lon, fixes.error)
     record, truth = simulate_record(
         sources,
         launch_time + track_days[:-1].astype(np.int64) * DAY,
@@ -530,11 +613,12 @@ def dimes_float767(
         (start[0], start[1], launch_time),
         spec,
         rng,
-        recovery=(fix[0], fix[1], launch_time + days * DAY),
+        recovery=(fix[0], fix[1], launch_time + days * DAY) if recovered else None,
         float_id=simulated_float_id(trajectory, seed, days),
         progress=progress,
         mismatch=mismatch,
         mismatch_rng=np.random.default_rng([seed, 1]),
+        fixes=surfacings,
     )
     record.attrs["title"] = (
         f"Simulated {trajectory} RAFOS float (seed {seed}, {days} days) on the DIMES source "

@@ -1,6 +1,7 @@
 """Float records from and to the plain CSV tables analysts export from other tools.
 
-Three tables make a record (format :data:`rankmodels.tracking.schema.FLOAT_RECORD`):
+Three tables make a record, a fourth adds position fixes (format
+:data:`rankmodels.tracking.schema.FLOAT_RECORD`):
 
 * **TOA table**, one of two layouts (told apart by the header):
 
@@ -15,7 +16,11 @@ Three tables make a record (format :data:`rankmodels.tracking.schema.FLOAT_RECOR
   The arrivals of a cycle are put in ascending order (with their labels); ranks without an
   arrival get NaN TOA and label -2.
 * **Sources table**: ``name``, ``lat``, ``lon`` (degrees) and optional ``offset`` (s, empty =
-  0), ``start`` and ``end`` (active period, empty = unbounded), one row per source.
+  0), ``drift`` (the source clock's drift, s/day since ``start`` or, without one, the launch;
+  empty = 0), ``start`` and ``end`` (active period, empty = unbounded), one row per source.
+* **Fixes table** (optional): ``time``, ``lat``, ``lon``, ``error`` (km, > 0: the fix's
+  standard deviation per axis), one row per position fix (GPS at a surfacing), in time
+  order.
 * **Metadata** ``key=value`` (the ``--meta`` options, or the rows ``key,value`` of a metadata
   table): ``launch_lat``, ``launch_lon``, ``launch_time`` (required), ``recovery_lat``,
   ``recovery_lon``, ``recovery_time`` (all or none), ``sound_speed`` (m/s), ``window_length``
@@ -26,8 +31,8 @@ seconds), in UTC; numbers are plain decimals. Every problem in a table is an
 :class:`~rankmodels.errors.InputError` naming the file, the line and the column (``toa.csv:
 line 7, column 3 (toa_2): expected a number, got 'abc'``); the assembled record then goes
 through :func:`~rankmodels.tracking.records.validate_float`. :func:`export_tables` writes the
-wide TOA table, the sources table and the metadata table of a record; reading them back gives
-the same record.
+wide TOA table, the sources table, the metadata table and, when the record has fixes, the fixes
+table of a record; reading them back gives the same record.
 """
 
 from __future__ import annotations
@@ -50,11 +55,13 @@ from rankmodels.tracking.records import validate_float
 from rankmodels.tracking.schema import FLOAT_RECORD, NO_ARRIVAL, annotate
 
 __all__ = [
+    "FIX_COLUMNS",
     "META_KEYS",
     "SOURCE_COLUMNS",
     "TABLE_FILES",
     "export_tables",
     "parse_meta",
+    "read_fixes_table",
     "read_meta_table",
     "read_sources_table",
     "read_toa_table",
@@ -63,8 +70,10 @@ __all__ = [
 
 PathLike = str | os.PathLike[str]
 
-SOURCE_COLUMNS = ("name", "lat", "lon", "offset", "start", "end")
+SOURCE_COLUMNS = ("name", "lat", "lon", "offset", "drift", "start", "end")
 """Columns of the sources table (the first three required)."""
+FIX_COLUMNS = ("time", "lat", "lon", "error")
+"""Columns of the fixes table (all required)."""
 META_KEYS: dict[str, str] = {
     "float_id": "name",
     "launch_lat": "real",
@@ -78,8 +87,13 @@ META_KEYS: dict[str, str] = {
 }
 """Metadata keys and their kinds (besides ``attr:NAME``)."""
 ATTR_PREFIX = "attr:"
-TABLE_FILES = {"toa": "toa.csv", "sources": "sources.csv", "meta": "meta.csv"}
-"""File names :func:`export_tables` writes."""
+TABLE_FILES = {
+    "toa": "toa.csv",
+    "sources": "sources.csv",
+    "meta": "meta.csv",
+    "fixes": "fixes.csv",
+}
+"""File names :func:`export_tables` writes (``fixes.csv`` only for a record with fixes)."""
 
 _RANK_COLUMN = re.compile(r"^(toa|label|correlation)_?([0-9]+)$")
 _PER_CYCLE = ("temperature", "pressure")
@@ -371,14 +385,20 @@ def _label(cell: Cell) -> int:
     return value
 
 
-def _next_time(cell: Cell, previous: np.datetime64 | None, *, strict: bool) -> np.datetime64:
-    """The cycle time in ``cell``, after ``previous`` (strictly, or not before it)."""
+_PLURAL = {"cycle": "cycles", "fix": "fixes"}
+
+
+def _next_time(
+    cell: Cell, previous: np.datetime64 | None, *, strict: bool, what: str = "cycle"
+) -> np.datetime64:
+    """The time of a ``what`` (cycle, fix) in ``cell``, after ``previous`` (strictly, or not
+    before it)."""
     value = cell.time()
     if previous is not None and (value <= previous if strict else value < previous):
         shown = np.datetime_as_string(previous, unit="s")
         raise cell.fail(
-            f"time is {'not after' if strict else 'before'} the previous cycle's ({shown}); "
-            "cycles must be in increasing time order"
+            f"time is {'not after' if strict else 'before'} the previous {what}'s ({shown}); "
+            f"{_PLURAL[what]} must be in increasing time order"
         )
     return value
 
@@ -432,7 +452,8 @@ def _long_arrivals(table: Table) -> Arrivals:
 
 def read_sources_table(path: PathLike) -> xr.Dataset:
     """The sources of a sources table as the record's ``source`` variables (``source_lat``,
-    ``source_lon``, ``source_offset``, ``source_start_time``, ``source_end_time``)."""
+    ``source_lon``, ``source_offset``, ``source_drift`` (only with a ``drift`` column),
+    ``source_start_time``, ``source_end_time``)."""
     table = read_table(path)
     for column in table.columns:
         if column not in SOURCE_COLUMNS:
@@ -456,23 +477,63 @@ def read_sources_table(path: PathLike) -> xr.Dataset:
         names.append(name)
         values["lat"].append(_in_range(cells["lat"], -90.0, 90.0))
         values["lon"].append(_in_range(cells["lon"], -180.0, 360.0))
-        offset = cells["offset"].number(missing_ok=True) if "offset" in cells else math.nan
-        values["offset"].append(0.0 if math.isnan(offset) else offset)
+        for key in ("offset", "drift"):
+            value = cells[key].number(missing_ok=True) if key in cells else math.nan
+            values[key].append(0.0 if math.isnan(value) else value)
         for key in ("start", "end"):
             missing = np.datetime64("NaT", "ns")
             values[key].append(cells[key].time(missing_ok=True) if key in cells else missing)
         if not (np.isnat(values["start"][-1]) or np.isnat(values["end"][-1])):
             if values["end"][-1] < values["start"][-1]:
                 raise cells["end"].fail("the end of the active period is before its start")
+    drift = {"source_drift": ("source", np.array(values["drift"]))}
     return xr.Dataset(
         {
             "source_lat": ("source", np.array(values["lat"])),
             "source_lon": ("source", np.array(values["lon"])),
             "source_offset": ("source", np.array(values["offset"])),
+            **(drift if "drift" in table.columns else {}),
             "source_start_time": ("source", np.array(values["start"], dtype="datetime64[ns]")),
             "source_end_time": ("source", np.array(values["end"], dtype="datetime64[ns]")),
         },
         coords={"source": ("source", names)},
+    )
+
+
+def read_fixes_table(path: PathLike) -> xr.Dataset:
+    """The position fixes of a fixes table (:data:`FIX_COLUMNS`) as the record's ``fix_time``,
+    ``fix_lat``, ``fix_lon`` and ``fix_error`` variables; times must increase, errors be > 0
+    km. Whether the fixes fit the record (not before the launch, not after the last cycle) is
+    :func:`~rankmodels.tracking.records.validate_float`'s to say."""
+    table = read_table(path)
+    for column in table.columns:
+        if column not in FIX_COLUMNS:
+            raise _unknown_column(table, column, ", ".join(FIX_COLUMNS))
+    for column in FIX_COLUMNS:
+        if column not in table.columns:
+            raise InputError(
+                f"no {column!r} column in the header (needs {', '.join(FIX_COLUMNS)})",
+                path=table.path,
+                field=f"line {table.header_line}",
+            )
+    values: dict[str, list] = {c: [] for c in FIX_COLUMNS}
+    for line, fields in table.rows:
+        cells = table.cells(line, fields)
+        previous = values["time"][-1] if values["time"] else None
+        values["time"].append(_next_time(cells["time"], previous, strict=True, what="fix"))
+        values["lat"].append(_in_range(cells["lat"], -90.0, 90.0))
+        values["lon"].append(_in_range(cells["lon"], -180.0, 360.0))
+        error = cells["error"].number()
+        if not error > 0:
+            raise cells["error"].fail(f"expected a position error > 0 km, got {error:g}")
+        values["error"].append(error)
+    return xr.Dataset(
+        {
+            "fix_time": ("fix", np.array(values["time"], dtype="datetime64[ns]")),
+            "fix_lat": ("fix", np.array(values["lat"])),
+            "fix_lon": ("fix", np.array(values["lon"])),
+            "fix_error": ("fix", np.array(values["error"])),
+        }
     )
 
 
@@ -558,14 +619,18 @@ def record_from_tables(
     toa_path: PathLike,
     sources_path: PathLike,
     meta: Mapping[str, object],
+    fixes_path: PathLike | None = None,
 ) -> xr.Dataset:
-    """The validated float record of a TOA table, a sources table and the parsed metadata
-    (:func:`parse_meta`). Problems the tables cannot show line by line (a TOA after the
-    listening window, a launch after the first cycle, labels of unknown sources) are
-    :class:`InputError` s of :func:`~rankmodels.tracking.records.validate_float` naming the TOA
-    table and the variable."""
+    """The validated float record of a TOA table, a sources table, the parsed metadata
+    (:func:`parse_meta`) and, optionally, a fixes table. Problems the tables cannot show line
+    by line (a TOA after the listening window, a launch after the first cycle, labels of
+    unknown sources, a fix before the launch or after the last cycle) are :class:`InputError`
+    s of :func:`~rankmodels.tracking.records.validate_float` naming the TOA table and the
+    variable."""
     arrivals = read_toa_table(toa_path)
     sources = read_sources_table(sources_path)
+    if fixes_path is not None:
+        sources = sources.merge(read_fixes_table(fixes_path))
     ds = sources.assign(
         toa=(("cycle", "rank"), arrivals.toa),
         time=("cycle", arrivals.time),
@@ -608,9 +673,10 @@ def _number_text(value: float) -> str:
 def export_tables(record: xr.Dataset, out: PathLike) -> list[str]:
     """Write the tables of a float record (validated first) into folder ``out``:
     :data:`TABLE_FILES` -- the wide TOA table (with ``label_K``, ``correlation_K``,
-    ``temperature`` and ``pressure`` when the record has them), the sources table and the
+    ``temperature`` and ``pressure`` when the record has them), the sources table, the
     metadata table (the scalars, ``float_id`` and every other global attribute as
-    ``attr:NAME``). Files are written atomically; returns their names."""
+    ``attr:NAME``) and, when the record has position fixes, the fixes table. Files are
+    written atomically; returns their names."""
     record = validate_float(record, labels_required="source_label" in record)
     folder = Path(out)
     toa = np.asarray(record["toa"].values, dtype=float)
@@ -639,20 +705,17 @@ def export_tables(record: xr.Dataset, out: PathLike) -> list[str]:
         rows.append(row)
     _write_csv(folder / TABLE_FILES["toa"], header, rows)
 
+    numbers = ["source_lat", "source_lon", "source_offset", "source_drift"]
+    numbers = [n for n in numbers if n in record]  # a drift column only for a record with one
+    columns = [c for c in SOURCE_COLUMNS if c != "drift" or "source_drift" in record]
     starts = _time_text(record["source_start_time"].values)
     ends = _time_text(record["source_end_time"].values)
     source_rows = [
-        [
-            str(name),
-            _number_text(float(record["source_lat"].values[k])),
-            _number_text(float(record["source_lon"].values[k])),
-            _number_text(float(record["source_offset"].values[k])),
-            starts[k],
-            ends[k],
-        ]
+        [str(name), *(_number_text(float(record[n].values[k])) for n in numbers)]
+        + [starts[k], ends[k]]
         for k, name in enumerate(record["source"].values)
     ]
-    _write_csv(folder / TABLE_FILES["sources"], list(SOURCE_COLUMNS), source_rows)
+    _write_csv(folder / TABLE_FILES["sources"], columns, source_rows)
 
     meta: list[list[str]] = []
     for key, kind in META_KEYS.items():
@@ -667,7 +730,15 @@ def export_tables(record: xr.Dataset, out: PathLike) -> list[str]:
         if name != "float_id":
             meta.append([f"{ATTR_PREFIX}{name}", _attribute_text(value)])
     _write_csv(folder / TABLE_FILES["meta"], ["key", "value"], meta)
-    return list(TABLE_FILES.values())
+    written = [TABLE_FILES[k] for k in ("toa", "sources", "meta")]
+    if "fix_time" in record:
+        fix_rows = [
+            [when, *(_number_text(float(record[f"fix_{n}"].values[k])) for n in FIX_COLUMNS[1:])]
+            for k, when in enumerate(_time_text(record["fix_time"].values))
+        ]
+        _write_csv(folder / TABLE_FILES["fixes"], list(FIX_COLUMNS), fix_rows)
+        written.append(TABLE_FILES["fixes"])
+    return written
 
 
 def _attribute_text(value: object) -> str:
