@@ -488,7 +488,35 @@ def test_toa_diagram_predicted_curves_and_legend(sample):
     assert sorted(note.split("\n", 1)[1].replace("\n", " ").split(", ")) == sorted(
         n for n, c in counts.items() if not c
     )
-    assert ax.get_ylim() == (0.0, float(record["window_length"]))
+
+
+def test_toa_y_axis_fits_the_arrivals_inside_the_window(sample):
+    """The y range holds every recorded arrival and drawn prediction with a margin of 4 % of
+    their range (10 s at least), clipped to the listening window, and the subtitle stays
+    above the axes, left of the legend."""
+    record, track, _ = sample
+    window = float(record["window_length"])
+    for shift, scale in ((0.0, 1.0), (600.0, 0.2), (-50.0, 1.0)):
+        tr = track.copy(deep=True)
+        tr["toa"] = tr["toa"] * scale + shift
+        tr["predicted_toa"] = tr["predicted_toa"] * scale + shift
+        fig = tracking.toa_diagram(record, tr)
+        ax = fig.axes[0]
+        heard = np.unique(tr["association"].values[tr["association"].values >= 0])
+        values = np.concatenate(
+            [tr["toa"].values.ravel(), tr["predicted_toa"].values[:, heard].ravel()]
+        )
+        lo, hi = np.nanmin(values), np.nanmax(values)
+        pad = max(0.04 * (hi - lo), 10.0)
+        assert ax.get_ylim() == pytest.approx((max(lo - pad, 0.0), min(hi + pad, window)))
+    FigureCanvasAgg(fig).draw()
+    renderer = fig.canvas.get_renderer()
+    legend = ax.get_legend().get_window_extent(renderer)
+    for text in ax.texts:
+        box = text.get_window_extent(renderer)
+        if "dots: recorded arrivals" in text.get_text():
+            assert box.x1 < legend.x0 and box.y0 >= ax.get_window_extent(renderer).y1
+            assert box.y1 < ax.title.get_window_extent(renderer).y0
 
 
 def test_toa_legend_without_clutter_or_silent_sources(sample):
