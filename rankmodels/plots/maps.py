@@ -67,6 +67,10 @@ MAP_WIDTH_IN = 9.4
 """Width of the map panel (inches); the height follows the map's aspect ratio."""
 _HALO = [patheffects.withStroke(linewidth=2.5, foreground="white")]
 _GRID_STEPS = (1, 2, 5, 10, 15, 20, 30)
+_FINE_GRID_STEPS = (0.25, 0.5)
+MIN_SPAN_DEG = 1.0
+"""Least extent of a map: a degree of latitude (111 km) each way (its longitude equivalent
+across), so a short record is not lost in a map mostly empty."""
 _GRID_LABEL_SIZE = 8
 
 
@@ -89,12 +93,22 @@ def unwrap_longitude(lons: np.ndarray, center: float) -> np.ndarray:
 
 
 def grid_degrees(lo: float, hi: float, max_lines: int) -> np.ndarray:
-    """Grid-line positions in whole degrees over [lo, hi]: the smallest of 1, 2, 5, 10, 15, 20,
-    30 degrees giving at most ``max_lines`` lines (wrapped to [-180, 180))."""
+    """Grid-line positions over [lo, hi]: the smallest of 1, 2, 5, 10, 15, 20, 30 degrees
+    giving at most ``max_lines`` lines, or a half or quarter degree when whole degrees give
+    fewer than 3 (wrapped to [-180, 180))."""
+
+    def lines(step: float) -> np.ndarray:
+        return np.arange(np.ceil(lo / step) * step, hi + 1e-9, step)
+
     for step in _GRID_STEPS:
-        ticks = np.arange(np.ceil(lo / step) * step, hi + 1e-9, step)
+        ticks = lines(step)
         if ticks.size <= max_lines:
             break
+    if ticks.size < 3:
+        for step in reversed(_FINE_GRID_STEPS):
+            if lines(step).size >= 3 or step == _FINE_GRID_STEPS[0]:
+                ticks = lines(step)
+                break
     return (ticks + 180.0) % 360.0 - 180.0
 
 
@@ -150,9 +164,10 @@ def map_frame(
     lats: np.ndarray, lons: np.ndarray, grow: tuple[float, float, float, float] = (0, 0, 0, 0)
 ) -> MapFrame:
     """Figure and projected axes covering the points (degrees) with a margin of 12 % of the
-    latitude range (at least 1 degree) and 6 % of the longitude range (at least 2 degrees),
-    widened by ``grow`` (left, right, bottom, top, projected units: room for an inset); the
-    figure height follows the map's aspect ratio."""
+    latitude range and 6 % of the longitude range (each at least 0.15 degree of latitude or
+    its equivalent across), at least :data:`MIN_SPAN_DEG` each way, widened by ``grow`` (left,
+    right, bottom, top, projected units: room for an inset); the figure height follows the
+    map's aspect ratio."""
     import cartopy.crs as ccrs
 
     lon0 = center_longitude(lons)
@@ -162,8 +177,13 @@ def map_frame(
         raise ValueError("nothing to draw: no finite positions in track, sources or record")
     lat_min, lat_max = lats[ok].min(), lats[ok].max()
     lon_min, lon_max = lons[ok].min(), lons[ok].max()
-    pad_lat = max(1.0, 0.12 * (lat_max - lat_min))
-    pad_lon = max(2.0, 0.06 * (lon_max - lon_min))
+    across = 1.0 / max(np.cos(np.deg2rad(0.5 * (lat_min + lat_max))), 0.05)  # lon per lat degree
+    pad_lat = max(0.15, 0.12 * (lat_max - lat_min), 0.5 * (MIN_SPAN_DEG - (lat_max - lat_min)))
+    pad_lon = max(
+        0.15 * across,
+        0.06 * (lon_max - lon_min),
+        0.5 * (MIN_SPAN_DEG * across - (lon_max - lon_min)),
+    )
     lat_min, lat_max = max(-89.0, lat_min - pad_lat), min(89.0, lat_max + pad_lat)
 
     fig = Figure(figsize=(MAP_WIDTH_IN + 1.7, 6.8), layout="constrained")
