@@ -259,3 +259,25 @@ def test_the_sample_maps_of_track_float_hide_nothing(sample, repo_data, tmp_path
     track = xr.load_dataset(tmp_path / "track.nc")
     fig = tracking.track_map(record, track, truth)
     assert_nothing_under_the_inset(fig, record, track, truth)
+
+
+def test_inset_leaves_a_true_track_along_the_map_edges_visible(sample):
+    """The true track runs around the map's border and the track sits in its middle: the only
+    thing in the corners is the truth, which the inset must not hide either."""
+    record, _ = sample
+    n = record.sizes["cycle"]
+    s = np.linspace(0.0, 4.0, n)
+    side, f = np.floor(s).clip(max=3), s - np.floor(s).clip(max=3)
+    corners = np.array([[-61.0, -100.0], [-61.0, -90.0], [-57.0, -90.0], [-57.0, -100.0]])
+    a, b = corners[side.astype(int)], corners[(side.astype(int) + 1) % 4]
+    true = a + f[:, None] * (b - a)
+    truth = xr.Dataset(
+        {"lat": ("cycle", true[:, 0]), "lon": ("cycle", true[:, 1])},
+        coords={"time": ("cycle", record["time"].values)},
+    )
+    lat = -59.0 + 0.3 * np.sin(np.linspace(0, 6, n))
+    lon = -95.0 + 0.6 * np.cos(np.linspace(0, 6, n))
+    track = as_track(record, lat, lon, sd_km=3.0)
+    record = record.drop_vars([f"{e}_{c}" for e in ("launch", "recovery") for c in ("lat", "lon")])
+    fig = tracking.track_map(record, track, truth)
+    assert_nothing_under_the_inset(fig, record, track, truth)
