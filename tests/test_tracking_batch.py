@@ -327,12 +327,15 @@ def test_fleet_page_tables_fit_a_laptop_screen(experiment):
     assert "Called clutter (%)" in page and "Filtered end to recovery fix (km)" in page
     floats = tables[0][1]
     for _, row in summary[summary["status"] == "ok"].iterrows():
-        assert f'<td class="num">{100 * row["clutter_fraction"]:.1f}</td>' in floats
-        assert f'<td class="num">{row["end_distance_km"]:.1f}</td>' in floats
-        assert (
-            f'<td class="num">{row["sound_speed"]:.1f} ± {row["sound_speed_std"]:.1f}</td>'
-            in (tables[1][1])
-        )
+        (cells,) = [r for r in floats.split("<tr>") if f">{row['float']}</a>" in r]
+        shown = [float(v) for v in re.findall(r'<td class="num">([-\d.]+)</td>', cells)]
+        for expected in (100 * row["clutter_fraction"], row["end_distance_km"]):  # one decimal
+            assert any(abs(v - expected) <= 0.05 + 1e-9 and f"{v:.1f}" == str(v) for v in shown)
+        track = xr.load_dataset(root / "out" / row["float"] / "track.nc")
+        for name, digits in (("sound_speed", 1), ("sigma", 2)):  # ± only where estimated
+            value, sd = float(track[name]), float(track[f"{name}_std"])
+            text = f"{value:.{digits}f}" + (f" ± {sd:.{digits}f}" if np.isfinite(sd) else "")
+            assert f'<td class="num">{text}</td>' in tables[1][1], name
     reason = html.escape(summary["reason"].iloc[2])
     assert re.search(rf'<td class="reason" colspan="\d+">{re.escape(reason)}</td>', floats)
 
