@@ -488,7 +488,35 @@ def test_toa_diagram_predicted_curves_and_legend(sample):
     assert sorted(note.split("\n", 1)[1].replace("\n", " ").split(", ")) == sorted(
         n for n, c in counts.items() if not c
     )
-    assert ax.get_ylim() == (0.0, float(record["window_length"]))
+
+
+def test_toa_y_axis_fits_the_arrivals_inside_the_window(sample):
+    """The y range holds every recorded arrival and drawn prediction with a margin of 4 % of
+    their range (10 s at least), clipped to the listening window, and the subtitle stays
+    above the axes, left of the legend."""
+    record, track, _ = sample
+    window = float(record["window_length"])
+    for shift, scale in ((0.0, 1.0), (600.0, 0.2), (-50.0, 1.0)):
+        tr = track.copy(deep=True)
+        tr["toa"] = tr["toa"] * scale + shift
+        tr["predicted_toa"] = tr["predicted_toa"] * scale + shift
+        fig = tracking.toa_diagram(record, tr)
+        ax = fig.axes[0]
+        heard = np.unique(tr["association"].values[tr["association"].values >= 0])
+        values = np.concatenate(
+            [tr["toa"].values.ravel(), tr["predicted_toa"].values[:, heard].ravel()]
+        )
+        lo, hi = np.nanmin(values), np.nanmax(values)
+        pad = max(0.04 * (hi - lo), 10.0)
+        assert ax.get_ylim() == pytest.approx((max(lo - pad, 0.0), min(hi + pad, window)))
+    FigureCanvasAgg(fig).draw()
+    renderer = fig.canvas.get_renderer()
+    legend = ax.get_legend().get_window_extent(renderer)
+    for text in ax.texts:
+        box = text.get_window_extent(renderer)
+        if "dots: recorded arrivals" in text.get_text():
+            assert box.x1 < legend.x0 and box.y0 >= ax.get_window_extent(renderer).y1
+            assert box.y1 < ax.title.get_window_extent(renderer).y0
 
 
 def test_toa_legend_without_clutter_or_silent_sources(sample):
@@ -837,3 +865,31 @@ def test_names_with_control_characters_or_dollars_draw_literally(sample):
     legend = [t.get_text() for t in figs[1].axes[0].get_legend().get_texts()]
     for text in (map_title, label, legend[0], figs[2].get_suptitle()):
         assert not cbook.is_math_text(text), text
+
+
+@pytest.mark.parametrize("n_cycles", [4, 12, 40])
+def test_a_short_record_fills_its_map(sample, n_cycles):
+    """A short record's map is not mostly empty: its content spans at least half the map one
+    way unless the map is at its least size, a degree of latitude each way, and each axis
+    keeps at least two labelled grid lines."""
+    record, track, truth = make_float(n_cycles=120)
+    part = {"cycle": slice(0, n_cycles)}
+    record, track, truth = record.isel(part), track.isel(part), truth.isel(part)
+    record["recovery_lat"] = truth["lat"][-1].item()
+    record["recovery_lon"] = truth["lon"][-1].item()
+    fig = tracking.track_map(record, track, truth)
+    ax = map_axes(fig)
+    x0, x1, y0, y1 = ax.get_extent()
+    pts = np.concatenate(
+        [
+            projected(ax, track["lon"].values, track["lat"].values),
+            projected(ax, truth["lon"].values, truth["lat"].values),
+        ]
+    )
+    spans = np.ptp(pts, axis=0) / np.array([x1 - x0, y1 - y0])
+    lat_lo, lat_hi = ccrs.PlateCarree().transform_points(
+        ax.projection, np.array([0.5 * (x0 + x1)] * 2), np.array([y0, y1])
+    )[:, 1]
+    assert lat_hi - lat_lo >= 0.99
+    assert spans.max() >= 0.5 or lat_hi - lat_lo <= 1.05, spans
+    assert len(ax.get_xticks()) >= 2 and len(ax.get_yticks()) >= 2

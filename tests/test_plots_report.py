@@ -215,10 +215,16 @@ def test_rows_are_split_into_settings_results_and_provenance(sample):
         [r[0] for r in page.tables[c]] for c in ("settings", "results", "provenance")
     )
     assert set(settings) == {
-        "Likelihood engine", "Particles", "Seed", "TOA noise σ (s)", "Detection probability P_D",
-        "Clutter rate λ (per window)", "Sound speed (m/s)",
-        "Process noise (km per axis, 1-day step)", "Smoothed",
-    }  # fmt: skip
+        "Likelihood engine",
+        "Particles",
+        "Seed",
+        "TOA noise σ (s)",
+        "Detection probability P_D",
+        "Clutter rate λ (per window)",
+        "Sound speed (m/s)",
+        "Process noise (km per axis, 1-day step)",
+        "Smoothed",
+    }  # fmt: skip (the sample's attributes name no multipath model)
     assert provenance == [
         "Float", "Input file", "Simulated data", "Run time", "rankmodels version", "Created",
     ]  # fmt: skip
@@ -371,3 +377,42 @@ def test_arbitrary_strings_never_become_markup(float_id, source, value):
     assert summary["Float"] == printable(float_id).strip()
     stored = str(tr["source"].values[0])  # numpy's fixed-width strings drop trailing NULs
     assert page.tables["sources"][1][0] == printable(stored).strip()
+
+
+def test_two_clutter_shares_are_both_shown_and_explained(sample):
+    """'Arrivals called clutter' counts most probable origins; the posterior share sums every
+    arrival's clutter probability (what the clutter_excess check uses); the page says why they
+    differ."""
+    _, track, _ = sample
+    page_text = tracking_report(track, {}, IMAGES)
+    results = dict((r[0], r[1]) for r in parse(page_text).tables["results"])
+    labels = track["association"].values
+    recorded = labels != -2
+    called = (labels[recorded] == -1).mean()
+    posterior = np.nansum(track["association_posterior"].values[..., -1]) / recorded.sum()
+    assert results["Arrivals called clutter"] == f"{100 * called:.1f} %"
+    assert results["Clutter share by posterior probability"] == f"{100 * posterior:.1f} %"
+    assert called != pytest.approx(posterior, abs=1e-3)  # the sample's two differ
+    assert "most probable origin is clutter" in page_text and "clutter_excess" in page_text
+
+
+def test_settings_show_the_multipath_model_and_the_calibration(sample):
+    _, track, _ = sample
+    tr = track.copy()
+    tr.attrs = {**track.attrs, "multipath": 0.02, "multipath_delay_s": 30.0}
+    settings = dict((r[0], r[1]) for r in parse(tracking_report(tr, {}, IMAGES)).tables["settings"])
+    assert settings["Multipath share P_M"] == "0.02"
+    assert settings["Mean multipath delay μ_D (s)"] == "30"
+    # a calibrated track: the estimated multipath and what the calibration did, in the settings
+    cal = tr.assign(
+        sound_speed=1480.0, sound_speed_std=np.nan, clock_offset=0.0, clock_offset_std=np.nan,
+        clock_drift=0.0, clock_drift_std=np.nan, multipath=0.03, multipath_std=0.004,
+        multipath_delay=28.0, multipath_delay_std=3.0,
+        source_offset_correction=("source", np.zeros(tr.sizes["source"])),
+    )  # fmt: skip
+    settings = dict(
+        (r[0], r[1]) for r in parse(tracking_report(cal, {}, IMAGES)).tables["settings"]
+    )
+    assert settings["Multipath share P_M"].startswith("0.030 ± 0.004")
+    assert settings["Mean multipath delay μ_D (s)"].startswith("28.0 ± 3.0")
+    assert settings["Calibration"] == "none (the file's values)"

@@ -5,6 +5,7 @@ schedulers, and ``rankmodels.tracking.batch.track_many`` (serial = Dask)."""
 
 from __future__ import annotations
 
+import csv
 import html
 import json
 import re
@@ -19,9 +20,18 @@ import xarray as xr
 from click.testing import CliRunner
 from matplotlib.colors import to_rgba
 
-from rankmodels.plots.fleet import fleet_map, fleet_tracks, float_colors, write_fleet
+from rankmodels.plots import style
+from rankmodels.plots.fleet import (
+    MIN_CONTRAST,
+    contrast_ratio,
+    fleet_map,
+    fleet_recoveries,
+    fleet_tracks,
+    float_colors,
+    write_fleet,
+)
 from rankmodels.tracking import simulate
-from rankmodels.tracking.batch import CALIBRATED, SUMMARY_COLUMNS, track_many
+from rankmodels.tracking.batch import CALIBRATED, SUMMARY_COLUMNS, SUMMARY_DECIMALS, track_many
 from rankmodels.tracking.config import COMMAND_MULTIPATH, TrackConfig
 from rankmodels.tracking.records import read_float, write_float
 from rankmodels_app.track import track_float
@@ -69,6 +79,31 @@ def test_batch_tracks_the_good_floats_and_reports_the_corrupt_one(experiment):
     assert not (root / "out" / "f3").exists()
 
 
+def rounded(value, column, rel=0.0):
+    """``value`` as summary.csv keeps it: within half a unit of the column's last decimal
+    (plus ``rel`` for values computed independently of the tracker)."""
+    step = 10.0 ** -SUMMARY_DECIMALS[column]
+    return pytest.approx(value, abs=0.5 * step * (1 + 1e-9), rel=rel, nan_ok=True)
+
+
+def test_summary_csv_holds_no_float_noise(experiment):
+    """Every real-valued cell of summary.csv has at most its column's decimals (the text
+    written, not what pandas reads back)."""
+    root, _ = experiment
+    with open(root / "out" / "summary.csv", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert list(rows[0]) == list(SUMMARY_COLUMNS)
+    seen = 0
+    for cells in rows:
+        for column, digits in SUMMARY_DECIMALS.items():
+            text = cells[column]
+            if text and text != "nan":
+                seen += 1
+                decimals = len(text.split(".")[1]) if "." in text else 0
+                assert decimals <= digits, (column, text)
+    assert seen > 20
+
+
 def test_summary_says_which_failed_and_matches_the_tracks(experiment):
     root, _ = experiment
     table = pd.read_csv(root / "out" / "summary.csv", keep_default_na=False, na_values=[""])
@@ -83,9 +118,10 @@ def test_summary_says_which_failed_and_matches_the_tracks(experiment):
         record = read_float(root / "in" / f"{name}.nc")
         assert row["cycles"] == track.sizes["cycle"] == record.sizes["cycle"]
         assert row["arrivals"] == np.isfinite(record["toa"].values).sum()
-        assert row["mean_ess"] == pytest.approx(float(track["ess"].mean()))
+        assert row["mean_ess"] == rounded(float(track["ess"].mean()), "mean_ess")
         labels = track["association"].values
-        assert row["clutter_fraction"] == pytest.approx((labels == -1).sum() / (labels >= -1).sum())
+        share = (labels == -1).sum() / (labels >= -1).sum()
+        assert row["clutter_fraction"] == rounded(share, "clutter_fraction")
         last = np.flatnonzero(np.isfinite(track["lat_filtered"].values))[-1]
         expected = great_circle_km(
             track["lat_filtered"].values[last],
@@ -93,11 +129,11 @@ def test_summary_says_which_failed_and_matches_the_tracks(experiment):
             record["recovery_lat"].item(),
             record["recovery_lon"].item(),
         )
-        assert row["end_distance_km"] == pytest.approx(expected, rel=1e-6)
+        assert row["end_distance_km"] == rounded(expected, "end_distance_km", rel=1e-6)
         assert row["calibrated"] == track.attrs["calibrated"] != ""
         for name in CALIBRATED:
             for column in (name, f"{name}_std"):
-                assert row[column] == pytest.approx(float(track[column]), nan_ok=True), column
+                assert row[column] == rounded(float(track[column]), column), column
         assert row["quality"] == "passed" or row["quality_failed"] > 0
         assert row["run_time_s"] > 0
     doc = json.loads((root / "out" / "summary.json").read_text())
@@ -109,7 +145,7 @@ def test_summary_says_which_failed_and_matches_the_tracks(experiment):
 def test_track_many_serially_gives_the_same_table_as_on_dask(experiment, tmp_path):
     root, _ = experiment
     files = [root / "in" / f"{n}.nc" for n in ("f3", "f1")]
-    table = track_many(files, tmp_path, CONFIG, plots=False)
+    table = track_many(files, tmp_path, CONFIG, plots=False).round(SUMMARY_DECIMALS)
     dask_table = pd.read_csv(root / "out" / "summary.csv", keep_default_na=False, na_values=[""])
     mine = table.set_index("float").drop(columns=["run_time_s"])
     theirs = dask_table.set_index("float").loc[["f3", "f1"]].drop(columns=["run_time_s"])
@@ -176,7 +212,8 @@ def test_fleet_page_links_each_tracked_float_and_travels(experiment):
     assert all((out / link).is_file() for link in links)
     ((png, image),) = decoded_images(page)
     assert png == (out / "fleet.png").read_bytes() and image.width > 500
-    rows = page.split("<tr>")[2:]  # after the header row
+    floats = page.split('<table class="fleet floats">')[1].split("</table>")[0]
+    rows = floats.split("<tr>")[2:]  # after the header row
     assert [re.sub("<[^>]*>", "", row.split("</td>")[0]) for row in rows] == ["f1", "f2", "f3"]
     summary = pd.read_csv(out / "summary.csv", keep_default_na=False, na_values=[""])
     failed_reason = summary["reason"][2]
@@ -190,21 +227,117 @@ def test_fleet_map_draws_every_tracked_float_and_no_failed_one(experiment):
     table = pd.read_csv(out / "summary.csv", keep_default_na=False, na_values=[""])
     tracks = fleet_tracks(out, table)
     assert list(tracks) == ["f1", "f2"]  # f3 failed: no track
-    fig = fleet_map(tracks)
+    recoveries = {
+        name: (read_float(root / "in" / f"{name}.nc")["recovery_lat"].item(),
+               read_float(root / "in" / f"{name}.nc")["recovery_lon"].item())
+        for name in tracks
+    }  # fmt: skip
+    with_cwd = table.assign(file=[str(root / "in" / f"{n}.nc") for n in table["float"]])
+    assert fleet_recoveries(with_cwd) == recoveries
+    fig = fleet_map(tracks, recoveries)
     ax = fig.axes[0]
     lines = [line for line in ax.lines if line.get_gid() == "fleet-track"]
     assert [line.get_label() for line in lines] == ["f1", "f2"]
     colors = [to_rgba(line.get_color()) for line in lines]
     assert colors == [tuple(c) for c in float_colors(2)] and colors[0] != colors[1]
-    for line, track in zip(lines, tracks.values(), strict=True):
+    ends = [c for c in ax.collections if c.get_gid() == "fleet-end"]
+    for line, end, track in zip(lines, ends, tracks.values(), strict=True):
         expected = ax.projection.transform_points(
             ccrs.Geodetic(), track["lon"].values, track["lat"].values
         )[:, :2]
         np.testing.assert_allclose(np.c_[line.get_xdata(), line.get_ydata()], expected)
-    (sources,) = [c for c in ax.collections if c.get_gid() == "sources"]
-    assert len(sources.get_offsets()) == tracks["f1"].sizes["source"]
+        np.testing.assert_allclose(end.get_offsets(), expected[-1:])  # the last position
+    (fixes,) = [c for c in ax.collections if c.get_gid() == "fleet-recovery"]
+    lat, lon = np.array(list(recoveries.values())).T
+    expected = ax.projection.transform_points(ccrs.Geodetic(), lon, lat)[:, :2]
+    np.testing.assert_allclose(fixes.get_offsets(), expected)
     legend = [t.get_text() for t in fig.legends[0].get_texts()]
-    assert legend[:2] == ["f1", "f2"] and "sound source" in legend
+    assert legend[:2] == ["f1", "f2"] and "recovery fix" in legend and "last position" in legend
+    # the title says when: the first and last day of the records
+    every = np.concatenate([t["time"].values for t in tracks.values()])
+    first, last = (np.datetime_as_string(v, unit="D") for v in (every.min(), every.max()))
+    assert ax.get_title(loc="left") == f"2 tracked floats, {first} to {last}"
+
+
+def test_fleet_map_shows_only_sources_active_during_the_records(experiment):
+    """The floats' records end months before the US2 and UK sources were deployed: those are
+    neither drawn nor named, on the map or in the inset; the others are, at their places."""
+    root, _ = experiment
+    out = root / "out"
+    table = pd.read_csv(out / "summary.csv", keep_default_na=False, na_values=[""])
+    tracks = fleet_tracks(out, table)
+    records = [read_float(root / "in" / f"{name}.nc") for name in tracks]
+    record = records[0]
+    active = np.zeros(record.sizes["source"], dtype=bool)
+    for rec in records:  # every float's own span against every source's schedule
+        first, last = rec["time"].values.min(), rec["time"].values.max()
+        start = rec["source_start_time"].values
+        end = rec["source_end_time"].values
+        active |= (np.isnat(start) | (start <= last)) & (np.isnat(end) | (end >= first))
+    names = [str(n) for n in record["source"].values]
+    assert 0 < active.sum() < len(names)  # the fixture has both kinds
+    fig = fleet_map(tracks)
+    ax = fig.axes[0]
+    (sources,) = [c for c in ax.collections if c.get_gid() == "sources"]
+    expected = ax.projection.transform_points(
+        ccrs.Geodetic(), record["source_lon"].values[active], record["source_lat"].values[active]
+    )[:, :2]
+    np.testing.assert_allclose(sources.get_offsets(), expected)
+    np.testing.assert_allclose(
+        sources.get_facecolors(), style.source_colors(len(names))[active]
+    )  # each keeps its colour in the floats' reports
+    labels = {t.get_text() for t in ax.texts} | {
+        t.get_text() for inset in ax.child_axes for t in inset.texts
+    }
+    for name, on in zip(names, active, strict=True):
+        assert (name in labels) == bool(on), name
+    for inset in ax.child_axes:
+        (shown,) = [c for c in inset.collections if c.get_gid() == "overview-sources"]
+        assert len(shown.get_offsets()) == active.sum()
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    left_out = len(names) - int(active.sum())
+    assert f"sound source ({left_out} not transmitting during the records: not drawn)" in legend
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 5, 12, 32])
+def test_float_colours_are_readable_on_the_sea(n):
+    colors = float_colors(n)
+    assert (contrast_ratio(colors[:, :3], style.OCEAN_COLOR) >= MIN_CONTRAST - 1e-6).all()
+    # only as dark as needed: the colours that were readable are unchanged (turbo's ends)
+    assert contrast_ratio(np.array([1.0, 1.0, 0.0]), style.OCEAN_COLOR) < MIN_CONTRAST
+    assert contrast_ratio(np.array([0.0, 0.0, 0.0]), "white") == pytest.approx(21.0)
+
+
+def test_fleet_page_tables_fit_a_laptop_screen(experiment):
+    """Human headers with units, no column without a value, no more than 11 columns a table,
+    numbers as the reports round them, a failed float's reason across its row."""
+    root, _ = experiment
+    page = (root / "out" / "fleet.html").read_text()
+    summary = pd.read_csv(root / "out" / "summary.csv", keep_default_na=False, na_values=[""])
+    tables = re.findall(r'<table class="fleet (\w+)">(.*?)</table>', page, flags=re.S)
+    assert [name for name, _ in tables] == ["floats", "parameters"]
+    for _, body in tables:
+        rows = [re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", row) for row in body.split("<tr>")[1:]]
+        head = [re.sub("<[^>]*>", "", h) for h in rows[0]]
+        assert len(head) <= 11
+        assert not any("_" in h for h in head), head  # no snake_case
+        full = [r for r in rows[1:] if len(r) == len(head)]  # failed rows span their cells
+        for k, h in enumerate(head):
+            assert any(re.sub("<[^>]*>", "", r[k]).strip() for r in full), f"empty column {h}"
+    assert "Called clutter (%)" in page and "Filtered end to recovery fix (km)" in page
+    floats = tables[0][1]
+    for _, row in summary[summary["status"] == "ok"].iterrows():
+        (cells,) = [r for r in floats.split("<tr>") if f">{row['float']}</a>" in r]
+        shown = [float(v) for v in re.findall(r'<td class="num">([-\d.]+)</td>', cells)]
+        for expected in (100 * row["clutter_fraction"], row["end_distance_km"]):  # one decimal
+            assert any(abs(v - expected) <= 0.05 + 1e-9 and f"{v:.1f}" == str(v) for v in shown)
+        track = xr.load_dataset(root / "out" / row["float"] / "track.nc")
+        for name, digits in (("sound_speed", 1), ("sigma", 2)):  # ± only where estimated
+            value, sd = float(track[name]), float(track[f"{name}_std"])
+            text = f"{value:.{digits}f}" + (f" ± {sd:.{digits}f}" if np.isfinite(sd) else "")
+            assert f'<td class="num">{text}</td>' in tables[1][1], name
+    reason = html.escape(summary["reason"].iloc[2])
+    assert re.search(rf'<td class="reason" colspan="\d+">{re.escape(reason)}</td>', floats)
 
 
 def test_fleet_of_failed_floats_is_a_table_without_map(tmp_path):

@@ -5,18 +5,20 @@ One row per experiment. The first panel is the distributional limit: each rule's
 gap ``(f(A) - f(B)) / Omega_h`` against the weight ``w`` of ``Z1``, with the weight at which
 the majority turns to A (``P_{A<B} = 1/2``) dotted; a rule ranks A above B right of its zero
 crossing (marked by a dot). The other panels are Figure 4.1 proper: the probability that the
-rule ranks A above B on a profile of ``N`` sampled votes (mean over replicates, band +-2
-standard errors), one panel per ``N``, with the fraction of profiles whose majority prefers A
-in grey. Convex rules
+rule ranks A above B on a profile of ``N`` sampled votes (mean over replicates, thin bars
++-2 standard errors cut to [0, 1], as the legend says), one panel per ``N``, with the
+fraction of profiles whose majority prefers A in grey. Convex rules
 (plurality, log) are drawn in blues, concave ones (antiplurality, squared) in reds, Borda in
 black. Returns a fresh :class:`matplotlib.figure.Figure` (no pyplot state).
 """
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import xarray as xr
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 
 __all__ = ["RULE_STYLE", "success_versus_weight"]
 
@@ -65,11 +67,15 @@ def success_versus_weight(exact: xr.Dataset, summary: pd.DataFrame | None = None
                 if line.empty:
                     continue
                 color, dash, label = RULE_STYLE.get(rule, ("0.6", ":", "majority prefers A"))
-                band = 2.0 * line["se"].fillna(0.0)
-                panel.plot(line["weight"], line["mean"], color=color, linestyle=dash,
+                mean = line["mean"].to_numpy(float)
+                band = 2.0 * line["se"].fillna(0.0).to_numpy(float)
+                panel.plot(line["weight"], mean, color=color, linestyle=dash,
                            label=label, gid=f"sim-{experiment}-{n_voters}-{rule}")  # fmt: skip
-                panel.fill_between(line["weight"], line["mean"] - band, line["mean"] + band,
-                                   color=color, alpha=0.12, linewidth=0)  # fmt: skip
+                panel.vlines(
+                    line["weight"], np.clip(mean - band, 0.0, 1.0),
+                    np.clip(mean + band, 0.0, 1.0), color=color, linewidth=0.7, alpha=0.7,
+                    gid=f"se-{experiment}-{n_voters}-{rule}",
+                )  # fmt: skip
             panel.set_ylim(-0.02, 1.02)
             panel.set_title(f"N = {n_voters} votes: P(A ranked above B)", fontsize=9)
     for ax in axes[-1]:
@@ -77,7 +83,10 @@ def success_versus_weight(exact: xr.Dataset, summary: pd.DataFrame | None = None
     for ax in axes.ravel():
         ax.grid(alpha=0.3)
     handles, labels = axes[0, -1].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncol=min(6, len(labels)), fontsize=8)
+    if voters:
+        handles.append(Line2D([], [], color="0.3", marker="|", markersize=9, linestyle="none"))
+        labels.append("±2 standard errors over the replicates (cut to [0, 1])")
+    fig.legend(handles, labels, loc="outside lower center", ncol=min(4, len(labels)), fontsize=8)
     fig.suptitle(
         f"Section 4.6: Mallows mixtures, φ = {float(exact.attrs['phi']):g} (dotted: majority "
         "turns to A)",

@@ -22,23 +22,29 @@ from __future__ import annotations
 
 import html
 import os
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from urllib.parse import quote
 
 import numpy as np
 import pandas as pd
+import shapely
 import xarray as xr
 from matplotlib import colormaps
+from matplotlib.colors import to_rgb
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
+from shapely.geometry.base import BaseGeometry
 
 from rankmodels.files import atomic_output
-from rankmodels.plots import maps
+from rankmodels.plots import maps, style
 from rankmodels.plots._fields import figure_text, times
-from rankmodels.plots.report import _e, format_value, html_document, png_data_uri
+from rankmodels.plots.placement import points_geometry, polyline_geometry
+from rankmodels.plots.report import _PARAMETER_ROWS, _e, html_document, png_data_uri
 from rankmodels.plots.run_report import REPORT_FILE
 from rankmodels.plots.track_summary import source_names
+from rankmodels.text import with_error
 from rankmodels.tracking.batch import OK, SUMMARY_COLUMNS, TRACK_FILE
 
 __all__ = [
@@ -52,16 +58,45 @@ __all__ = [
 
 FLEET_FILES = ("fleet.png", "fleet.html")
 _FLEET_CMAP = "turbo"
+MIN_CONTRAST = 3.0
+"""Least contrast ratio (WCAG 2: (L1 + 0.05) / (L2 + 0.05), L the relative luminance) of a
+float's line against the sea colour, the level asked of graphics."""
+
+
+def relative_luminance(rgb: np.ndarray) -> np.ndarray:
+    """WCAG 2 relative luminance of sRGB colours ``(..., 3)`` in [0, 1]:
+    0.2126 R + 0.7152 G + 0.0722 B of the linearised channels."""
+    c = np.asarray(rgb, dtype=float)
+    linear = np.where(c <= 0.04045, c / 12.92, ((c + 0.055) / 1.055) ** 2.4)
+    return linear @ np.array([0.2126, 0.7152, 0.0722])
+
+
+def contrast_ratio(rgb: np.ndarray, background: str | tuple[float, ...]) -> np.ndarray:
+    """WCAG 2 contrast ratio of colours ``(..., 3)`` against ``background`` (lighter over
+    darker luminance, each + 0.05): 1 to 21."""
+    lum = relative_luminance(rgb)
+    back = relative_luminance(np.asarray(to_rgb(background)))
+    return (np.maximum(lum, back) + 0.05) / (np.minimum(lum, back) + 0.05)
 
 
 def float_colors(n: int) -> np.ndarray:
     """``(n, 4)`` RGBA colours, one per float: ``n`` evenly spaced samples of the ``turbo``
-    colour map between 0.05 and 0.95 (its darkest and lightest ends left out). The source
-    triangles keep the tab palettes of :func:`rankmodels.plots.style.source_colors`."""
+    colour map between 0.05 and 0.95, each darkened (RGB scaled towards black, hue kept) just
+    enough to reach :data:`MIN_CONTRAST` against the sea
+    (:data:`rankmodels.plots.style.OCEAN_COLOR`): no pale yellow or lime line on the pale sea.
+    The source triangles keep the tab palettes of :func:`rankmodels.plots.style.source_colors`."""
     if n < 0:
         raise ValueError(f"number of floats must be >= 0, got {n}")
     positions = np.linspace(0.05, 0.95, n) if n > 1 else np.full(n, 0.05)
-    return np.asarray(colormaps[_FLEET_CMAP](positions))
+    colors = np.asarray(colormaps[_FLEET_CMAP](positions)).reshape(n, 4)
+    lo, hi = np.zeros(n), np.ones(n)  # bisection on the scale factor of each colour
+    for _ in range(40):
+        mid = 0.5 * (lo + hi)
+        ok = contrast_ratio(colors[:, :3] * mid[:, None], style.OCEAN_COLOR) >= MIN_CONTRAST
+        lo, hi = np.where(ok, mid, lo), np.where(ok, hi, mid)
+    enough = contrast_ratio(colors[:, :3], style.OCEAN_COLOR) >= MIN_CONTRAST
+    colors[:, :3] *= np.where(enough, 1.0, lo)[:, None]
+    return colors
 
 
 def fleet_sources(tracks: Mapping[str, xr.Dataset]) -> tuple[list[str], np.ndarray, np.ndarray]:
@@ -85,22 +120,80 @@ def fleet_sources(tracks: Mapping[str, xr.Dataset]) -> tuple[list[str], np.ndarr
     return names, np.asarray(lat, dtype=float), np.asarray(lon, dtype=float)
 
 
-def fleet_map(tracks: Mapping[str, xr.Dataset]) -> Figure:
+def sources_active(tracks: Mapping[str, xr.Dataset], names: list[str]) -> np.ndarray:
+    """``(S,)`` whether each source of ``names`` transmitted during some float's record: a
+    finite ``predicted_toa`` (cycle, source) at some cycle of some track (the tracker predicts
+    no arrival from a source outside its ``source_start_time`` .. ``source_end_time``). A
+    track without ``predicted_toa`` counts all its sources as active."""
+    active = np.zeros(len(names), dtype=bool)
+    for track in tracks.values():
+        own = [names.index(n) for n in source_names(track)]
+        if "predicted_toa" not in track:
+            active[own] = True
+            continue
+        predicted = np.asarray(track["predicted_toa"].transpose("cycle", "source").values)
+        active[own] |= np.isfinite(predicted).any(axis=0)
+    return active
+
+
+def _span(tracks: Mapping[str, xr.Dataset]) -> str:
+    every = np.concatenate([times(t) for t in tracks.values()])
+    every = every[~np.isnat(every)]
+    if every.size == 0:
+        return ""
+    first, last = (np.datetime_as_string(v, unit="D") for v in (every.min(), every.max()))
+    return f", {first}" if first == last else f", {first} to {last}"
+
+
+def fleet_map(
+    tracks: Mapping[str, xr.Dataset],
+    recoveries: Mapping[str, tuple[float, float]] | None = None,
+) -> Figure:
     """Map of every track of ``tracks`` (float name -> ``track-float`` output with ``lat``,
-    ``lon`` (cycle), ``time``, ``source_lat``/``source_lon`` (source)), in the colours of
-    :func:`float_colors` in the given order. The extent covers the tracks with the margins of
-    :func:`rankmodels.plots.maps.map_frame` (the sources when no track has a finite
-    position); sources outside it are shown in the inset overview. ValueError for no tracks."""
+    ``lon`` (cycle), ``time``, ``source_lat``/``source_lon`` (source), ``predicted_toa``), in
+    the colours of :func:`float_colors` in the given order: each float's first position a
+    dot, its last a diamond and its recovery fix (``recoveries``: name -> lat, lon) a black
+    square. The title gives the dates the records span. Only the sources that transmitted
+    during the records (:func:`sources_active`) are drawn. The extent covers the
+    tracks and recovery fixes with the margins of :func:`rankmodels.plots.maps.map_frame` (the
+    sources when no track has a finite position); sources outside it are shown in the inset
+    overview, placed where it covers nothing drawn. ValueError for no tracks."""
     if not tracks:
         raise ValueError("no tracks to draw")
-    names, src_lat, src_lon = fleet_sources(tracks)
+    recoveries = dict(recoveries or {})
+    all_names, all_lat, all_lon = fleet_sources(tracks)
+    active = sources_active(tracks, all_names)
+    names = [n for n, a in zip(all_names, active, strict=True) if a]
+    src_colors = style.source_colors(len(all_names))[active]
+    src_lat, src_lon = all_lat[active], all_lon[active]
     lats = {n: np.asarray(t["lat"].values, dtype=float) for n, t in tracks.items()}
     lons = {n: np.asarray(t["lon"].values, dtype=float) for n, t in tracks.items()}
-    all_lat, all_lon = np.concatenate(list(lats.values())), np.concatenate(list(lons.values()))
-    zoom = (all_lat, all_lon)
-    if not (np.isfinite(all_lat) & np.isfinite(all_lon)).any():
-        zoom = (src_lat, src_lon)
-    frame = maps.map_frame(*zoom)
+    fix = np.array([recoveries[n] for n in tracks if n in recoveries], dtype=float).reshape(-1, 2)
+    zoom_lat = np.concatenate([*lats.values(), fix[:, 0]])
+    zoom_lon = np.concatenate([*lons.values(), fix[:, 1]])
+    if not (np.isfinite(zoom_lat) & np.isfinite(zoom_lon)).any():
+        zoom_lat, zoom_lon = (src_lat, src_lon) if names else (all_lat, all_lon)
+    nan = np.full(1, np.nan)  # breaks the lines between floats
+    lat_joined = np.concatenate([np.r_[lat, nan] for lat in lats.values()])
+    lon_joined = np.concatenate([np.r_[lons[n], nan] for n in lats])
+
+    def view_of(frame: maps.MapFrame) -> maps.Overview | None:
+        if maps.inside_frame(frame, frame.project(src_lon, src_lat)).all():
+            return None
+        return maps.overview_view(frame, src_lat, src_lon, lat_joined, lon_joined)
+
+    def drawn_of(frame: maps.MapFrame) -> BaseGeometry:
+        sxy = frame.project(src_lon, src_lat)
+        return shapely.union_all(
+            [
+                polyline_geometry(frame.project(lon_joined, lat_joined), 4.0 * frame.per_pt),
+                points_geometry(sxy[maps.inside_frame(frame, sxy)], 6.0 * frame.per_pt),
+                points_geometry(frame.project(fix[:, 1], fix[:, 0]), 6.0 * frame.per_pt),
+                maps.scale_bar_region(frame),
+            ]
+        )
+
+    frame, view, box = maps.frame_with_overview(zoom_lat, zoom_lon, view_of, drawn_of)
     maps._draw_land_and_grid(frame)
 
     handles = []
@@ -112,37 +205,55 @@ def fleet_map(tracks: Mapping[str, xr.Dataset]) -> Figure:
             xy[:, 0], xy[:, 1], color=color, lw=1.6, zorder=4, label=figure_text(name)
         )
         line.set_gid("fleet-track")
-        first = np.flatnonzero(np.isfinite(xy).all(axis=1))[:1]
-        frame.ax.scatter(
-            xy[first, 0], xy[first, 1], s=16, color=color, edgecolors="0.1", linewidths=0.5,
-            zorder=4.5,
-        ).set_gid("fleet-start")  # fmt: skip
+        finite = np.flatnonzero(np.isfinite(xy).all(axis=1))
+        for gid, index, marker, size in (
+            ("fleet-start", finite[:1], "o", 16),
+            ("fleet-end", finite[-1:], "D", 18),
+        ):
+            frame.ax.scatter(
+                xy[index, 0], xy[index, 1], s=size, marker=marker, color=color,
+                edgecolors="0.1", linewidths=0.6, zorder=4.5,
+            ).set_gid(gid)  # fmt: skip
         handles.append(line)
     track_xy = np.concatenate(paths)
+    fix_xy = frame.project(fix[:, 1], fix[:, 0])
+    if len(fix_xy):
+        frame.ax.scatter(
+            fix_xy[:, 0], fix_xy[:, 1], marker="s", s=34, c=style.RECOVERY_COLOR,
+            edgecolors="white", linewidths=0.8, zorder=5,
+        ).set_gid("fleet-recovery")  # fmt: skip
     sxy = frame.project(src_lon, src_lat)
-    every_time = np.concatenate([times(t) for t in tracks.values()])
+    left_out = len(all_names) - len(names)
+    label = "sound source" + (
+        f" ({left_out} not transmitting during the records: not drawn)" if left_out else ""
+    )
     source_handles = maps._draw_sources(
-        frame, xr.Dataset(), names, sxy, every_time, track_xy, sxy
-    )  # no activity periods in a track: every source drawn as active
-    start = Line2D(
-        [], [], ls="none", marker="o", markersize=4, markerfacecolor="0.6",
-        markeredgecolor="0.1", label="first position",
+        frame, names, sxy, (np.ones(len(names), dtype=bool), [""] * len(names)), track_xy,
+        np.concatenate([sxy, fix_xy]), [] if box is None else [box], src_colors, label,
     )  # fmt: skip
-    if not maps.inside_frame(frame, sxy).all():
-        nan = np.full(1, np.nan)  # breaks the overview's line between floats
-        lat_joined = np.concatenate([np.r_[lat, nan] for lat in lats.values()])
-        lon_joined = np.concatenate([np.r_[lons[n], nan] for n in lats])
-        maps._draw_overview(frame, src_lat, src_lon, lat_joined, lon_joined, track_xy)
+    markers = [
+        Line2D([], [], ls="none", marker=m, markersize=sz, markerfacecolor=face,
+               markeredgecolor=edge, label=text)
+        for m, sz, face, edge, text in (
+            ("o", 4, "0.6", "0.1", "first position"),
+            ("D", 4, "0.6", "0.1", "last position"),
+            ("s", 6, style.RECOVERY_COLOR, "white", "recovery fix"),
+        )
+        if text != "recovery fix" or len(fix_xy)
+    ]  # fmt: skip
+    if view is not None and box is not None:
+        maps._draw_overview(frame, view, box, names, np.ones(len(names), dtype=bool), src_colors)
 
     fig = frame.fig
-    legend = [*handles, *source_handles, start]
+    legend = [*handles, *source_handles, *markers]
     ncols = min(len(legend), 6)
     rows = -(-len(legend) // ncols)
     width, height = fig.get_size_inches()
-    fig.set_size_inches(width, height + 0.2 * max(rows - 2, 0))
+    fig.set_size_inches(width, height + 0.2 * max(rows - 1, 0))
     fig.legend(handles=legend, loc="outside lower center", ncols=ncols, fontsize=8, frameon=False)
     maps._draw_scale_bar(frame)
-    frame.ax.set_title(f"{len(tracks)} tracked float(s)", fontsize=11, loc="left")
+    floats = f"{len(tracks)} tracked float{'s' if len(tracks) != 1 else ''}"
+    frame.ax.set_title(floats + _span(tracks), fontsize=11, loc="left")
     return fig
 
 
@@ -154,14 +265,137 @@ def fleet_tracks(out: str | os.PathLike[str], table: pd.DataFrame) -> dict[str, 
     return {str(name): xr.load_dataset(folder / str(name) / TRACK_FILE) for name in ok}
 
 
-def _cell(column: str, value: object) -> str:
-    if value is None or (isinstance(value, float) and np.isnan(value)) or value is pd.NA:
-        return "<td></td>"
-    if column == "clutter_fraction":
-        return f'<td class="num">{100.0 * float(value):.1f} %</td>'
-    if isinstance(value, int | float | np.number) and not isinstance(value, bool | np.bool_):
-        return f'<td class="num">{_e(format_value(value))}</td>'
-    return f"<td>{_e(format_value(value))}</td>"
+def fleet_recoveries(table: pd.DataFrame) -> dict[str, tuple[float, float]]:
+    """Float name -> recovery fix (lat, lon) of every tracked float of ``table`` whose record
+    (its ``file``) still reads and has one; a record that no longer reads just gets no
+    marker."""
+    from rankmodels.errors import InputError
+    from rankmodels.tracking.records import read_float
+
+    fixes = {}
+    for name, file in table.loc[table["status"] == OK, ["float", "file"]].itertuples(index=False):
+        try:
+            record = read_float(file)
+        except (InputError, OSError):
+            continue
+        if "recovery_lat" in record and "recovery_lon" in record:
+            fixes[str(name)] = (float(record["recovery_lat"]), float(record["recovery_lon"]))
+    return fixes
+
+
+def _empty(value: object) -> bool:
+    return (
+        value is None
+        or value is pd.NA
+        or value == ""
+        or (isinstance(value, float | np.floating) and np.isnan(value))
+    )
+
+
+def _decimals(digits: int) -> Callable[[object], str]:
+    return lambda value: f"{float(value):.{digits}f}"
+
+
+FLOAT_TABLE: dict[str, tuple[str, Callable[[object], str] | None]] = {
+    # summary column -> (header, text of a number; None for text columns)
+    "float_id": ("Float ID", None),
+    "status": ("Status", None),
+    "cycles": ("Cycles", _decimals(0)),
+    "arrivals": ("Arrivals", _decimals(0)),
+    "clutter_fraction": ("Called clutter (%)", lambda v: f"{100.0 * float(v):.1f}"),
+    "mean_ess": ("Mean ESS (particles)", _decimals(0)),
+    "collapsed_cycles": ("Collapsed cycles", _decimals(0)),
+    "end_distance_km": ("Filtered end to recovery fix (km)", _decimals(1)),
+    "quality": ("Quality checks", None),
+    "run_time_s": ("Run time (s)", _decimals(1)),
+    "warning": ("Reader's warning", None),
+}
+"""Columns of the page's floats table (in this order; a column without any value is left
+out, and so is the float ID when it is every float's folder name)."""
+
+
+def _header(column: str, text: str) -> str:
+    """A header cell: ``text`` (a symbol's ``_X`` as a subscript), its tooltip the summary
+    column and its meaning."""
+    meaning = SUMMARY_COLUMNS.get(column, "")
+    shown = re.sub(r"_(\w+)", r"<sub>\1</sub>", _e(text))
+    return f'<th title="{_e(f"summary.csv column {column}: {meaning}")}">{shown}</th>'
+
+
+def _name_cell(record: Mapping[str, object], links, colors) -> str:
+    name = str(record["float"])
+    text = _e(name)
+    if name in links:
+        text = f'<a href="{html.escape(links[name], quote=True)}">{text}</a>'
+    if name in colors:
+        rgb = "".join(f"{round(255 * c):02x}" for c in colors[name][:3])
+        text = f'<span class="swatch" style="background:#{rgb}"></span>{text}'
+    return f'<td class="name" title="{_e(record.get("file", ""))}">{text}</td>'
+
+
+def floats_table(
+    table: pd.DataFrame, links: Mapping[str, str], colors: Mapping[str, tuple[float, ...]]
+) -> str:
+    """The floats table of the page (:data:`FLOAT_TABLE`): one row per float, its name
+    linked and with its colour swatch; a failed float's reason spans its other cells."""
+    records = table.astype(object).to_dict(orient="records")
+    columns = [
+        c
+        for c in FLOAT_TABLE
+        if c in table.columns and any(not _empty(r[c]) for r in records)
+        and not (c == "float_id" and all(str(r[c]) == str(r["float"]) for r in records))
+    ]  # fmt: skip
+    head = _header("float", "Float") + "".join(_header(c, FLOAT_TABLE[c][0]) for c in columns)
+    body = []
+    for record in records:
+        cells = [_name_cell(record, links, colors)]
+        if record["status"] != OK:
+            before = columns[: columns.index("status") + 1] if "status" in columns else []
+            cells += [f"<td>{'' if _empty(record[c]) else _e(record[c])}</td>" for c in before]
+            span = len(columns) - len(before)
+            cells.append(f'<td class="reason" colspan="{span}">{_e(record["reason"])}</td>')
+        else:
+            for column in columns:
+                value, number = record[column], FLOAT_TABLE[column][1]
+                if _empty(value):
+                    cells.append("<td></td>")
+                elif number is not None:
+                    cells.append(f'<td class="num">{_e(number(value))}</td>')
+                else:
+                    cells.append(f"<td>{_e(value)}</td>")
+        body.append(f"<tr>{''.join(cells)}</tr>")
+    rows = "\n".join(body)
+    return f'<table class="fleet floats">\n<tr>{head}</tr>\n{rows}\n</table>'
+
+
+def parameters_table(table: pd.DataFrame) -> str:
+    """The model parameters each tracked float's track used (``PARAMETER`` and
+    ``PARAMETER_std`` columns of the summary), as the reports show them: the value with
+    ± its standard error where the calibration estimated it; a column no float has is left
+    out. '' when no float was tracked."""
+    ok = table[table["status"] == OK]
+    present = [row for row in _PARAMETER_ROWS if row[0] in ok.columns and ok[row[0]].notna().any()]
+    if ok.empty or not present:
+        return ""
+    head = _header("float", "Float") + "".join(_header(name, label) for name, label, *_ in present)
+    body = []
+    for record in ok.astype(object).to_dict(orient="records"):
+        cells = [_name_cell(record, {}, {})]
+        for name, _, digits, signed in present:
+            value, sd = record[name], record.get(f"{name}_std", np.nan)
+            if _empty(value):
+                cells.append("<td></td>")
+                continue
+            value, sd = float(value), float(sd)
+            text = (
+                with_error(value, sd, digits, signed=signed)
+                if np.isfinite(sd)
+                else f"{value:{'+' if signed else ''}.{digits}f}"
+            )
+            cells.append(f'<td class="num">{_e(text)}</td>')
+        body.append(f"<tr>{''.join(cells)}</tr>")
+    rows = "\n".join(body)
+    return f'<table class="fleet parameters">\n<tr>{head}</tr>\n{rows}\n</table>'
 
 
 def fleet_report(
@@ -171,53 +405,49 @@ def fleet_report(
     colors: Mapping[str, tuple[float, ...]] | None = None,
 ) -> str:
     """The fleet page (a complete HTML document): the map ``png`` embedded
-    (:func:`~rankmodels.plots.report.png_data_uri`; None: no map), then one row per float of
-    the summary ``table`` (:data:`~rankmodels.tracking.batch.SUMMARY_COLUMNS`, each header
-    explained in its tooltip). ``links``: float name -> relative path of its report, linked
-    from the name; ``colors``: float name -> its RGBA colour on the map, shown as a swatch."""
+    (:func:`~rankmodels.plots.report.png_data_uri`; None: no map), then the summary ``table``
+    (:data:`~rankmodels.tracking.batch.SUMMARY_COLUMNS`) in two tables narrow enough to read
+    without scrolling: the floats (:func:`floats_table`) and the model parameters their tracks
+    used (:func:`parameters_table`); each header's tooltip names its ``summary.csv`` column
+    and meaning, each name's the record file. ``links``: float name -> relative path of its
+    report, linked from the name; ``colors``: float name -> its RGBA colour on the map, shown
+    as a swatch."""
     colors = colors or {}
-    columns = [c for c in SUMMARY_COLUMNS if c in table.columns]
-    head = "".join(f'<th title="{_e(SUMMARY_COLUMNS[c])}">{_e(c)}</th>' for c in columns)
-    body = []
-    for record in table[columns].astype(object).to_dict(orient="records"):
-        name = str(record["float"])
-        cells = []
-        for column in columns:
-            if column != "float":
-                cells.append(_cell(column, record[column]))
-                continue
-            text = _e(name)
-            if name in links:
-                text = f'<a href="{html.escape(links[name], quote=True)}">{text}</a>'
-            if name in colors:
-                rgb = "".join(f"{round(255 * c):02x}" for c in colors[name][:3])
-                text = f'<span class="swatch" style="background:#{rgb}"></span>{text}'
-            cells.append(f"<td>{text}</td>")
-        body.append(f"<tr>{''.join(cells)}</tr>")
     ok = int((table["status"] == OK).sum())
     title = f"Tracked floats: {ok} of {len(table)}"
     figure = (
         f'<figure id="fig-fleet"><img src="{png_data_uri("fleet", png)}" alt="map of the '
         'tracks"><figcaption>Every tracked float coloured as in the table (dot: first '
-        "position) and the sound sources (triangles); failed floats are not drawn."
+        "position, diamond: last position, black square: recovery fix) and the sound sources "
+        "that transmitted during the records (triangles); failed floats are not drawn."
         "</figcaption></figure>"
         if png is not None
         else "<p>No float was tracked: no map.</p>"
     )
-    swatch = ".swatch { display: inline-block; width: 0.9em; height: 0.9em; margin-right: 0.4em;"
-    swatch += " vertical-align: middle; border: 1px solid #555; }\n"
-    rows = "\n".join(body)
+    parameters = parameters_table(table)
+    if parameters:
+        parameters = (
+            "<h2>Model parameters of the tracks</h2>\n<p>The values each track used: "
+            "± the standard error where the calibration estimated the value, else the "
+            f"starting value (the record's or the command's).</p>\n{parameters}"
+        )
+    css = (
+        ".swatch { display: inline-block; width: 0.9em; height: 0.9em; margin-right: 0.4em;"
+        " vertical-align: middle; border: 1px solid #555; }\n"
+        "table.fleet th { font-size: 0.88em; vertical-align: bottom; }\n"
+        "table.fleet td.name, table.fleet td.num { white-space: nowrap; }\n"
+        "table.fleet td.reason { color: #8a1c1c; }\n"
+    )
     return html_document(
         title,
         f"""<h1>{_e(title)}</h1>
-<p class="subtitle">Each float's name links its own report.</p>
+<p class="subtitle">Each float's name links its own report; the numbers are in summary.csv
+and summary.json beside this page.</p>
 {figure}
 <h2>Floats</h2>
-<table class="fleet">
-<tr>{head}</tr>
-{rows}
-</table>""",
-        swatch,
+{floats_table(table, links, colors)}
+{parameters}""",
+        css,
     )
 
 
@@ -233,7 +463,7 @@ def write_fleet(out: str | os.PathLike[str], table: pd.DataFrame) -> list[str]:
     folder = Path(out)
     tracks = fleet_tracks(folder, table)
     colors = dict(zip(tracks, map(tuple, float_colors(len(tracks))), strict=True))
-    png = figure_png(fleet_map(tracks)) if tracks else None
+    png = figure_png(fleet_map(tracks, fleet_recoveries(table))) if tracks else None
     written = []
     if png is not None:
         with atomic_output(folder / FLEET_FILES[0]) as handle:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 LABEL_FONTSIZE = 7.5
@@ -45,13 +47,17 @@ def place_labels(
     markers: np.ndarray,
     per_pt: float,
     bounds: Box,
+    *,
+    avoid: Sequence[Box] = (),
+    fontsize: float = LABEL_FONTSIZE,
 ) -> list[tuple[float, float, str, str] | None]:
     """For each anchor (``(n, 2)`` data x, y) the candidate offset whose estimated text box
     covers the fewest ``obstacles`` points (the track), ``markers`` (other than the anchor),
-    already placed labels, and stays inside ``bounds`` (left, right, bottom, top); weights
-    1 / 50 / 100 / 200. The text size is estimated from ``LABEL_FONTSIZE``. None for NaN anchors.
+    already placed labels or boxes to ``avoid`` (an inset), and stays inside ``bounds`` (left,
+    right, bottom, top); weights 1 / 50 / 100 / 200. The text size is estimated from
+    ``fontsize``. None for NaN anchors.
     """
-    placed: list[Box] = []
+    placed: list[Box] = list(avoid)
     out: list[tuple[float, float, str, str] | None] = []
     obstacles = obstacles[np.isfinite(obstacles).all(axis=1)]
     markers = markers[np.isfinite(markers).all(axis=1)]
@@ -60,8 +66,8 @@ def place_labels(
             out.append(None)
             continue
         lines = text.split("\n")
-        w = (0.56 * LABEL_FONTSIZE * max(len(line) for line in lines) + 2.0) * per_pt
-        h = 1.2 * LABEL_FONTSIZE * len(lines) * per_pt
+        w = (0.56 * fontsize * max(len(line) for line in lines) + 2.0) * per_pt
+        h = 1.2 * fontsize * len(lines) * per_pt
         others = markers[np.any(markers != anchor, axis=1)]
         best, best_box, best_cost = (
             CANDIDATES[0],

@@ -18,11 +18,13 @@ points where the lines would cross a rectangle in degrees).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import matplotlib.dates as mdates
 import numpy as np
+import shapely
 import xarray as xr
 from matplotlib import patheffects
 from matplotlib.artist import Artist
@@ -30,6 +32,7 @@ from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
+from shapely.geometry.base import BaseGeometry
 
 from rankmodels.plots import style
 from rankmodels.plots._fields import (
@@ -43,6 +46,16 @@ from rankmodels.plots._fields import (
 )
 from rankmodels.plots.cartopy_data import natural_earth_feature
 from rankmodels.plots.labels import LABEL_FONTSIZE, place_labels
+from rankmodels.plots.placement import (
+    INSET_SIZES,
+    Box,
+    candidate_boxes,
+    free_box,
+    growth,
+    inset_size,
+    points_geometry,
+    polyline_geometry,
+)
 from rankmodels.plots.track_summary import source_names, track_kind
 from rankmodels.plots.uncertainty import CONFIDENCE, position_covariance_km, uncertainty_band
 from rankmodels.tracking.geometry import tangent_step
@@ -54,6 +67,10 @@ MAP_WIDTH_IN = 9.4
 """Width of the map panel (inches); the height follows the map's aspect ratio."""
 _HALO = [patheffects.withStroke(linewidth=2.5, foreground="white")]
 _GRID_STEPS = (1, 2, 5, 10, 15, 20, 30)
+_FINE_GRID_STEPS = (0.25, 0.5)
+MIN_SPAN_DEG = 1.0
+"""Least extent of a map: a degree of latitude (111 km) each way (its longitude equivalent
+across), so a short record is not lost in a map mostly empty."""
 _GRID_LABEL_SIZE = 8
 
 
@@ -76,12 +93,22 @@ def unwrap_longitude(lons: np.ndarray, center: float) -> np.ndarray:
 
 
 def grid_degrees(lo: float, hi: float, max_lines: int) -> np.ndarray:
-    """Grid-line positions in whole degrees over [lo, hi]: the smallest of 1, 2, 5, 10, 15, 20,
-    30 degrees giving at most ``max_lines`` lines (wrapped to [-180, 180))."""
+    """Grid-line positions over [lo, hi]: the smallest of 1, 2, 5, 10, 15, 20, 30 degrees
+    giving at most ``max_lines`` lines, or a half or quarter degree when whole degrees give
+    fewer than 3 (wrapped to [-180, 180))."""
+
+    def lines(step: float) -> np.ndarray:
+        return np.arange(np.ceil(lo / step) * step, hi + 1e-9, step)
+
     for step in _GRID_STEPS:
-        ticks = np.arange(np.ceil(lo / step) * step, hi + 1e-9, step)
+        ticks = lines(step)
         if ticks.size <= max_lines:
             break
+    if ticks.size < 3:
+        for step in reversed(_FINE_GRID_STEPS):
+            if lines(step).size >= 3 or step == _FINE_GRID_STEPS[0]:
+                ticks = lines(step)
+                break
     return (ticks + 180.0) % 360.0 - 180.0
 
 
@@ -133,10 +160,14 @@ class MapFrame:
         return x0, x1, y0, y1
 
 
-def map_frame(lats: np.ndarray, lons: np.ndarray) -> MapFrame:
+def map_frame(
+    lats: np.ndarray, lons: np.ndarray, grow: tuple[float, float, float, float] = (0, 0, 0, 0)
+) -> MapFrame:
     """Figure and projected axes covering the points (degrees) with a margin of 12 % of the
-    latitude range (at least 1 degree) and 6 % of the longitude range (at least 2 degrees);
-    the figure height follows the map's aspect ratio."""
+    latitude range and 6 % of the longitude range (each at least 0.15 degree of latitude or
+    its equivalent across), at least :data:`MIN_SPAN_DEG` each way, widened by ``grow`` (left,
+    right, bottom, top, projected units: room for an inset); the figure height follows the
+    map's aspect ratio."""
     import cartopy.crs as ccrs
 
     lon0 = center_longitude(lons)
@@ -146,14 +177,23 @@ def map_frame(lats: np.ndarray, lons: np.ndarray) -> MapFrame:
         raise ValueError("nothing to draw: no finite positions in track, sources or record")
     lat_min, lat_max = lats[ok].min(), lats[ok].max()
     lon_min, lon_max = lons[ok].min(), lons[ok].max()
-    pad_lat = max(1.0, 0.12 * (lat_max - lat_min))
-    pad_lon = max(2.0, 0.06 * (lon_max - lon_min))
+    across = 1.0 / max(np.cos(np.deg2rad(0.5 * (lat_min + lat_max))), 0.05)  # lon per lat degree
+    pad_lat = max(0.15, 0.12 * (lat_max - lat_min), 0.5 * (MIN_SPAN_DEG - (lat_max - lat_min)))
+    pad_lon = max(
+        0.15 * across,
+        0.06 * (lon_max - lon_min),
+        0.5 * (MIN_SPAN_DEG * across - (lon_max - lon_min)),
+    )
     lat_min, lat_max = max(-89.0, lat_min - pad_lat), min(89.0, lat_max + pad_lat)
 
     fig = Figure(figsize=(MAP_WIDTH_IN + 1.7, 6.8), layout="constrained")
     ax = fig.add_subplot(1, 1, 1, projection=map_projection(lat_min, lat_max, lon0))
     relative = ccrs.PlateCarree(central_longitude=lon0)
     ax.set_extent([lon_min - pad_lon - lon0, lon_max + pad_lon - lon0, lat_min, lat_max], relative)
+    if any(grow):
+        x0, x1, y0, y1 = ax.get_extent()
+        left, right, bottom, top = grow
+        ax.set_extent([x0 - left, x1 + right, y0 - bottom, y1 + top], ax.projection)
     ax.set_facecolor(style.OCEAN_COLOR)
     x0, x1, y0, y1 = ax.get_extent()
     height = np.clip(MAP_WIDTH_IN * (y1 - y0) / (x1 - x0) + 1.5, 4.0, 10.0)
@@ -426,23 +466,34 @@ def source_activity(
     return active, notes
 
 
+def sources_during(
+    record: xr.Dataset, n_sources: int, t: np.ndarray
+) -> tuple[np.ndarray, list[str]]:
+    """:func:`source_activity` over the span of the finite times ``t`` (every source active,
+    without notes, when there is none)."""
+    finite_t = t[~np.isnat(t)]
+    if finite_t.size == 0:
+        return np.ones(n_sources, dtype=bool), [""] * n_sources
+    return source_activity(record, n_sources, finite_t.min(), finite_t.max())
+
+
 def _draw_sources(
     frame: MapFrame,
-    record: xr.Dataset,
     names: list[str],
     sxy: np.ndarray,
-    t: np.ndarray,
+    activity: tuple[np.ndarray, list[str]],
     obstacles: np.ndarray,
     markers: np.ndarray,
+    avoid: list[Box],
+    colors: np.ndarray | None = None,
+    label: str = "sound source",
 ) -> list[Artist]:
-    """Triangles in the source colours (hollow when inactive throughout the track), labelled
-    with the name and a partial activity period."""
-    finite_t = t[~np.isnat(t)]
-    if finite_t.size:
-        active, notes = source_activity(record, len(names), finite_t.min(), finite_t.max())
-    else:
-        active, notes = np.ones(len(names), dtype=bool), [""] * len(names)
-    colors = style.source_colors(len(names))
+    """Triangles in the source ``colors`` (default :func:`rankmodels.plots.style.source_colors`;
+    hollow when inactive throughout the track: ``activity`` as :func:`sources_during`),
+    labelled with the name and a partial activity period, the labels kept off the boxes to
+    ``avoid`` (the inset); one legend entry, ``label``."""
+    active, notes = activity
+    colors = style.source_colors(len(names)) if colors is None else np.asarray(colors)
     face = colors.copy()
     face[~active] = (1.0, 1.0, 1.0, 1.0)
     edge = np.where(active[:, None], np.array([[0.1, 0.1, 0.1, 1.0]]), colors)
@@ -465,7 +516,9 @@ def _draw_sources(
         for i, name in enumerate(shown)
     ]
     anchors = np.where(inside_frame(frame, sxy)[:, None], sxy, np.nan)  # no label off the map
-    placements = place_labels(anchors, texts, obstacles, markers, frame.per_pt, frame.bounds)
+    placements = place_labels(
+        anchors, texts, obstacles, markers, frame.per_pt, frame.bounds, avoid=avoid
+    )
     for anchor, text, placement in zip(sxy, texts, placements, strict=True):
         if placement is None:
             continue
@@ -494,7 +547,7 @@ def _draw_sources(
             markersize=8,
             markerfacecolor="0.6",
             markeredgecolor="0.1",
-            label="sound source",
+            label=label,
         )
     ]
 
@@ -561,9 +614,10 @@ def _draw_fixes(frame: MapFrame, track: xr.Dataset) -> list[Artist]:
 # inset overview of the source array
 # --------------------------------------------------------------------------------------------
 
-OVERVIEW_SIZE = 0.34
-"""Largest width and height of the inset overview, as a fraction of the main map's."""
-_CORNERS = {"NE": (1.0, 1.0), "NW": (0.0, 1.0), "SE": (1.0, 0.0), "SW": (0.0, 0.0)}
+OVERVIEW_CLEARANCE_PT = 4.0
+"""Least distance (typographic points) between the inset and anything drawn on the map."""
+OVERVIEW_LABEL_SIZE = 6.0
+"""Font size of the source names in the inset."""
 
 
 def inside_frame(frame: MapFrame, xy: np.ndarray) -> np.ndarray:
@@ -573,47 +627,42 @@ def inside_frame(frame: MapFrame, xy: np.ndarray) -> np.ndarray:
         return (xy[:, 0] >= x0) & (xy[:, 0] <= x1) & (xy[:, 1] >= y0) & (xy[:, 1] <= y1)
 
 
-def overview_corner(frame: MapFrame, xy: np.ndarray) -> str:
-    """The corner of the map ("NE", "NW", "SE", "SW") whose :data:`OVERVIEW_SIZE` square (in
-    axes fractions) holds the fewest projected track points ``xy`` ``(n, 2)``; ties go in that
-    order, and the lower left, which holds the scale bar, counts one point more."""
-    x0, x1, y0, y1 = frame.bounds
-    fx, fy = (xy[:, 0] - x0) / (x1 - x0), (xy[:, 1] - y0) / (y1 - y0)
-    ok = np.isfinite(fx) & np.isfinite(fy)
-    fx, fy = fx[ok], fy[ok]
+@dataclass
+class Overview:
+    """What the inset overview shows, in its own projected coordinates."""
 
-    def covered(cx: float, cy: float) -> int:
-        return int(
-            ((np.abs(fx - cx) <= OVERVIEW_SIZE) & (np.abs(fy - cy) <= OVERVIEW_SIZE)).sum()
-        ) + (cx == 0.0 and cy == 0.0)
+    projection: object
+    """Its cartopy projection (:func:`map_projection` of the sources and track)."""
+    extent: tuple[float, float, float, float]
+    """left, right, bottom, top: the content with a margin of 8 % of the larger side."""
+    outline: np.ndarray
+    """``(n, 2)`` the main map's frame."""
+    track: np.ndarray
+    """``(cycle, 2)``."""
+    sources: np.ndarray
+    """``(source, 2)``."""
 
-    return min(_CORNERS, key=lambda name: covered(*_CORNERS[name]))
+    @property
+    def aspect(self) -> float:
+        """Width over height."""
+        x0, x1, y0, y1 = self.extent
+        return (x1 - x0) / (y1 - y0)
 
 
-def _draw_overview(
-    frame: MapFrame,
-    src_lat: np.ndarray,
-    src_lon: np.ndarray,
-    lat: np.ndarray,
-    lon: np.ndarray,
-    xy: np.ndarray,
-) -> GeoAxes:
-    """Inset map in the corner of :func:`overview_corner`: land, the sources (triangles in their
-    colours), the track and the outline of the main map, over the sources and track with a
-    margin of 8 % of the larger side, in the inset's projected coordinates."""
+def overview_view(
+    frame: MapFrame, src_lat: np.ndarray, src_lon: np.ndarray, lat: np.ndarray, lon: np.ndarray
+) -> Overview:
+    """The inset's view of the sources, the track (NaN breaks its line) and the outline of the
+    main map: a :func:`map_projection` of the sources and track, and an extent in its projected
+    coordinates, so that nothing drawn is cut off (a latitude/longitude box misses the arcs of
+    conic parallels: the main map's top edge bulges north of its corners)."""
     import cartopy.crs as ccrs
 
     all_lat, all_lon = np.concatenate([src_lat, lat]), np.concatenate([src_lon, lon])
     lon0 = center_longitude(all_lon)
     all_lon = unwrap_longitude(all_lon, lon0)
     ok = np.isfinite(all_lat) & np.isfinite(all_lon)
-    s, n = all_lat[ok].min(), all_lat[ok].max()
-    w, e = all_lon[ok].min(), all_lon[ok].max()
-    corner = overview_corner(frame, xy)
-    cx, cy = _CORNERS[corner]
-    box = [cx * (1.0 - OVERVIEW_SIZE), cy * (1.0 - OVERVIEW_SIZE), OVERVIEW_SIZE, OVERVIEW_SIZE]
-    ax = frame.ax.inset_axes(box, projection=map_projection(s, n, lon0), zorder=10)
-    ax.set_anchor(corner)
+    projection = map_projection(all_lat[ok].min(), all_lat[ok].max(), lon0)
     x0, x1, y0, y1 = frame.bounds
     edge = np.linspace(0.0, 1.0, 50)
     outline = np.concatenate(
@@ -624,38 +673,116 @@ def _draw_overview(
             np.c_[np.full_like(edge, x0), y1 - (y1 - y0) * edge],
         ]
     )
-    oxy = ax.projection.transform_points(frame.ax.projection, outline[:, 0], outline[:, 1])
-    txy = ax.projection.transform_points(ccrs.Geodetic(), lon, lat)
-    sxy = ax.projection.transform_points(ccrs.Geodetic(), src_lon, src_lat)
-    # the extent in the inset's own projected coordinates, so that nothing drawn is cut off:
-    # a latitude/longitude box misses the arcs of conic parallels (the main map's top edge
-    # bulges north of its corners)
-    content = np.concatenate([oxy[:, :2], txy[:, :2], sxy[:, :2]])
+    oxy = projection.transform_points(frame.ax.projection, outline[:, 0], outline[:, 1])[:, :2]
+    txy = projection.transform_points(ccrs.Geodetic(), lon, lat)[:, :2]
+    sxy = projection.transform_points(ccrs.Geodetic(), src_lon, src_lat)[:, :2]
+    content = np.concatenate([oxy, txy, sxy])
     content = content[np.isfinite(content).all(axis=1)]
     (cx0, cy0), (cx1, cy1) = content.min(axis=0), content.max(axis=0)
     pad = 0.08 * max(cx1 - cx0, cy1 - cy0)
-    ax.set_extent([cx0 - pad, cx1 + pad, cy0 - pad, cy1 + pad], ax.projection)
+    extent = (cx0 - pad, cx1 + pad, cy0 - pad, cy1 + pad)
+    return Overview(projection, extent, oxy, txy, sxy)
+
+
+def scale_bar_region(frame: MapFrame) -> BaseGeometry:
+    """The box :func:`_draw_scale_bar` draws in, at most: from the lower left corner to a
+    fifth of the width past the bar's start, up to the top of its label."""
+    x0, x1, y0, y1 = frame.bounds
+    right = x0 + 0.23 * (x1 - x0) + 6.0 * frame.per_pt
+    top = y0 + 0.05 * (y1 - y0) + 18.0 * frame.per_pt
+    return shapely.box(x0, y0, right, top)
+
+
+def frame_with_overview(
+    zoom_lat: np.ndarray,
+    zoom_lon: np.ndarray,
+    view_of: Callable[[MapFrame], Overview | None],
+    drawn_of: Callable[[MapFrame], BaseGeometry],
+) -> tuple[MapFrame, Overview | None, Box | None]:
+    """The map frame of :func:`map_frame` over the points, the inset's view (``view_of(frame)``,
+    None when no inset is needed) and its box on the map (projected units): the first of
+    :func:`~rankmodels.plots.placement.free_box` that keeps :data:`OVERVIEW_CLEARANCE_PT`
+    away from everything drawn (``drawn_of(frame)``). When there is none the map is widened
+    once by an empty strip for it (:func:`~rankmodels.plots.placement.growth`), and if even
+    that fails the smallest inset goes in the upper right corner."""
+    frame = map_frame(zoom_lat, zoom_lon)
+    for attempt in range(2):
+        view = view_of(frame)
+        if view is None:
+            return frame, None, None
+        clearance = OVERVIEW_CLEARANCE_PT * frame.per_pt
+        box = free_box(frame.bounds, view.aspect, drawn_of(frame), clearance)
+        if box is not None:
+            return frame, view, box
+        if attempt == 0:
+            grow = growth(frame.bounds, view.aspect, clearance)
+            frame = map_frame(zoom_lat, zoom_lon, grow)
+    size = inset_size(frame.bounds, view.aspect, INSET_SIZES[-1])
+    return frame, view, candidate_boxes(frame.bounds, *size)[0]
+
+
+def _draw_overview(
+    frame: MapFrame,
+    view: Overview,
+    box: Box,
+    names: list[str],
+    active: np.ndarray,
+    colors: np.ndarray | None = None,
+) -> GeoAxes:
+    """Inset map at ``box`` (main map's projected units) of ``view``: land, the sources
+    (triangles in their ``colors``, default :func:`rankmodels.plots.style.source_colors`,
+    hollow when ``active`` is false, named), the track and the outline of the main map
+    (red)."""
+    import cartopy.crs as ccrs
+
+    x0, x1, y0, y1 = frame.bounds
+    bx0, bx1, by0, by1 = box
+    fraction = [(bx0 - x0) / (x1 - x0), (by0 - y0) / (y1 - y0)]
+    fraction += [(bx1 - bx0) / (x1 - x0), (by1 - by0) / (y1 - y0)]
+    ax = frame.ax.inset_axes(fraction, projection=view.projection, zorder=10)
+    ax.set_gid("overview")
+    ax.set_extent(list(view.extent), view.projection)
     ax.set_facecolor(style.OCEAN_COLOR)
-    pad_lat, pad_lon = max(0.5, 0.08 * (n - s)), max(0.5, 0.08 * (e - w))
-    clip = (
-        w - pad_lon - 4.0,
-        e + pad_lon + 4.0,
-        max(s - pad_lat - 4.0, -90.0),
-        min(n + pad_lat + 4.0, 90.0),
+    corners = ccrs.PlateCarree().transform_points(
+        view.projection,
+        np.array([view.extent[0], view.extent[1], view.extent[0], view.extent[1]]),
+        np.array([view.extent[2], view.extent[2], view.extent[3], view.extent[3]]),
     )
+    lons, lats = corners[:, 0], corners[:, 1]
+    clip = (lons.min() - 6.0, lons.max() + 6.0, max(lats.min() - 6.0, -90.0),
+            min(lats.max() + 6.0, 90.0))  # fmt: skip
     land = natural_earth_feature(
         "land", "110m", extent=clip, facecolor=style.LAND_COLOR, edgecolor=style.COAST_COLOR,
         linewidth=0.4,
     )  # fmt: skip
     ax.add_feature(land, zorder=1)
-    (line,) = ax.plot(txy[:, 0], txy[:, 1], color=style.UNCERTAINTY_COLOR, lw=1.2, zorder=3)
+    (line,) = ax.plot(*view.track.T, color=style.UNCERTAINTY_COLOR, lw=1.2, zorder=3)
     line.set_gid("overview-track")
+    colors = style.source_colors(len(names)) if colors is None else np.asarray(colors)
+    face = np.where(active[:, None], colors, (1.0, 1.0, 1.0, 1.0))
     ax.scatter(
-        sxy[:, 0], sxy[:, 1], marker="^", s=22, c=style.source_colors(src_lat.size),
-        edgecolors="0.1", linewidths=0.5, zorder=4,
+        *view.sources.T, marker="^", s=22, c=face, edgecolors=np.where(
+            active[:, None], np.array([[0.1, 0.1, 0.1, 1.0]]), colors
+        ), linewidths=0.5, zorder=4,
     ).set_gid("overview-sources")  # fmt: skip
-    (rect,) = ax.plot(oxy[:, 0], oxy[:, 1], color="#d62728", lw=1.1, zorder=5)
+    (rect,) = ax.plot(*view.outline.T, color="#d62728", lw=1.1, zorder=5)
     rect.set_gid("overview-extent")
+    ex0, ex1, ey0, ey1 = view.extent
+    per_pt = (ex1 - ex0) / (fraction[2] * MAP_WIDTH_IN * 72.0)
+    shown = [figure_text(name) for name in names]
+    placements = place_labels(
+        view.sources, shown, view.track, view.sources, per_pt, view.extent,
+        fontsize=OVERVIEW_LABEL_SIZE,
+    )  # fmt: skip
+    for anchor, text, placement in zip(view.sources, shown, placements, strict=True):
+        if placement is None:
+            continue
+        dx, dy, ha, va = placement
+        ax.annotate(
+            text, xy=tuple(anchor), xycoords=ax.transData, xytext=(dx, dy),
+            textcoords="offset points", ha=ha, va=va, fontsize=OVERVIEW_LABEL_SIZE,
+            color="0.15", path_effects=_HALO, zorder=6, annotation_clip=True,
+        ).set_gid("overview-label")  # fmt: skip
     for spine in ax.spines.values():
         spine.set_edgecolor("0.3")
     return ax
@@ -676,10 +803,11 @@ def track_map(record: xr.Dataset, track: xr.Dataset, truth: xr.Dataset | None = 
     track is not a squiggle in a map sized for the whole array; the projection is Lambert
     conformal conic centred on them (Mercator near the equator). Sources inside that extent are
     drawn and labelled; when any source lies outside it, an inset overview
-    (:func:`overview_corner`) shows the whole source array, the track and the outline of the
-    main map. A track without any finite position gets the extent of the sources. Land and
-    coastlines come from the shipped Natural Earth data: nothing is downloaded. The track is
-    coloured by date (colour bar); sources share their colours with
+    (:func:`_draw_overview`) shows the whole source array, the track and the outline of the
+    main map, placed where it covers nothing drawn on the map (:func:`frame_with_overview`).
+    A track without any finite position gets the extent of the sources. Land and coastlines
+    come from the shipped Natural Earth data: nothing is downloaded. The track is coloured by
+    date (colour bar); sources share their colours with
     :func:`rankmodels.plots.tracking.toa_diagram`.
     """
     lat, lon = values(track, "lat"), values(track, "lon")
@@ -717,7 +845,32 @@ def track_map(record: xr.Dataset, track: xr.Dataset, truth: xr.Dataset | None = 
     zoom_lat, zoom_lon = np.concatenate(pts_lat), np.concatenate(pts_lon)
     if not (np.isfinite(zoom_lat) & np.isfinite(zoom_lon)).any():
         zoom_lat, zoom_lon = src_lat, src_lon  # no position at all: show the source array
-    frame = map_frame(zoom_lat, zoom_lon)
+    cov = position_covariance_km(track)
+
+    def view_of(frame: MapFrame) -> Overview | None:
+        if inside_frame(frame, frame.project(src_lon, src_lat)).all():
+            return None
+        return overview_view(frame, src_lat, src_lon, lat, lon)
+
+    def drawn_of(frame: MapFrame) -> BaseGeometry:
+        band = None if cov is None else uncertainty_band(frame.project, lat, lon, cov)
+        sxy = frame.project(src_lon, src_lat)
+        ends_xy = [frame.project(p[1], p[0]) for p in ends.values()]
+        if "fix_lat" in track and track["fix_lat"].size:
+            ends_xy.append(frame.project(values(track, "fix_lon"), values(track, "fix_lat")))
+        parts = [
+            polyline_geometry(frame.project(lon, lat), 3.0 * frame.per_pt),
+            points_geometry(sxy[inside_frame(frame, sxy)], 6.0 * frame.per_pt),
+            points_geometry(np.concatenate([np.empty((0, 2)), *ends_xy]), 9.0 * frame.per_pt),
+            scale_bar_region(frame),
+        ]
+        if band is not None:
+            parts.append(band)
+        if truth_ll is not None:
+            parts.append(polyline_geometry(frame.project(truth_ll[1], truth_ll[0]), frame.per_pt))
+        return shapely.union_all(parts)
+
+    frame, view, box = frame_with_overview(zoom_lat, zoom_lon, view_of, drawn_of)
     _draw_land_and_grid(frame)
 
     handles = _draw_uncertainty(frame, track, lat, lon)
@@ -734,12 +887,14 @@ def track_map(record: xr.Dataset, track: xr.Dataset, truth: xr.Dataset | None = 
     sxy = frame.project(src_lon, src_lat)
     end_xy = {gid: frame.project(p[1], p[0]) for gid, p in ends.items()}
     markers = np.concatenate([sxy, *end_xy.values()])
-    handles += _draw_sources(frame, record, names, sxy, t, np.concatenate(obstacles), markers)
+    activity = sources_during(record, len(names), t)
+    avoid = [] if box is None else [box]
+    handles += _draw_sources(frame, names, sxy, activity, np.concatenate(obstacles), markers, avoid)
     for gid, pxy in end_xy.items():
         handles += _draw_endpoint(frame, gid, pxy)
     handles += _draw_fixes(frame, track)
-    if not inside_frame(frame, sxy).all():
-        _draw_overview(frame, src_lat, src_lon, lat, lon, xy)
+    if view is not None and box is not None:
+        _draw_overview(frame, view, box, names, activity[0])
 
     fig = frame.fig
     ncols = len(handles) if len(handles) <= 5 else (len(handles) + 1) // 2

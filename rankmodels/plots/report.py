@@ -155,6 +155,9 @@ SECTIONS: dict[str, tuple[str, ...]] = {
         "Clutter rate λ (per window)",
         "Sound speed (m/s)",
         "Process noise (km per axis, 1-day step)",
+        "Multipath share P_M",
+        "Mean multipath delay μ_D (s)",
+        "Calibration",
         "Smoothed",
         "Recovery fix used by the smoother",
     ),
@@ -206,6 +209,17 @@ def png_data_uri(name: str, png: bytes) -> str:
     return "data:image/png;base64," + base64.b64encode(data).decode("ascii")
 
 
+POSTERIOR_CLUTTER = "Clutter share by posterior probability"
+CLUTTER_NOTE = (
+    "Two clutter shares: “arrivals called clutter” counts the arrivals whose most probable "
+    "origin is clutter; the “clutter share by posterior probability” (the one the "
+    "clutter_excess quality check uses) adds up every arrival's posterior probability of being "
+    "clutter. They differ because an arrival most probably from a source still adds its small "
+    "probability of being clutter, and one called clutter adds less than a whole arrival when "
+    "it might be a source."
+)
+
+
 def track_summary_rows(track: xr.Dataset) -> dict[str, object]:
     """The summary entries computed from the track itself (label -> value)."""
     attrs = track.attrs
@@ -233,8 +247,11 @@ def track_summary_rows(track: xr.Dataset) -> dict[str, object]:
         ("clutter_rate", "Clutter rate λ (per window)"),
         ("sound_speed", "Sound speed (m/s)"),
         ("process_noise_km", "Process noise (km per axis, 1-day step)"),
+        ("multipath", "Multipath share P_M"),
+        ("multipath_delay_s", "Mean multipath delay μ_D (s)"),
     ):
-        if key in attrs and key.removesuffix("_km") not in track.data_vars:  # else below
+        variable = key.removesuffix("_km").removesuffix("_s")
+        if key in attrs and variable not in track.data_vars:  # else below
             rows[label] = attrs[key]
     for key, label in (
         ("smoothed", "Smoothed"),
@@ -254,6 +271,9 @@ def track_summary_rows(track: xr.Dataset) -> dict[str, object]:
         rows["Total log-likelihood (nats)"] = total
     rows.update(calibration_rows(track))
     rows["Arrivals called clutter"] = _percent(clutter_fraction(track))
+    if "association_posterior" in track and arrival_count(track):
+        clutter = source_table(track)[-1].expected
+        rows[POSTERIOR_CLUTTER] = _percent(clutter / arrival_count(track))
     rows["Collapsed cycles"] = int(collapsed_cycles(track).sum())
     rows["Simulated data"] = bool(attr_flag(attrs, "simulated"))
     for key, label in (("rankmodels_version", "rankmodels version"), ("created", "Created")):
@@ -359,6 +379,13 @@ def _source_section(track: xr.Dataset) -> str:
             cells.append(f'<td class="num">{_e(_fixed(row.expected, 1))}</td>')
         lines.append("<tr>" + "".join(cells) + "</tr>")
     return '<table class="sources">\n' + "\n".join(lines) + "\n</table>"
+
+
+def _clutter_note(results: Mapping[str, object]) -> str:
+    """:data:`CLUTTER_NOTE` when the results show both clutter shares."""
+    if POSTERIOR_CLUTTER in results and "Arrivals called clutter" in results:
+        return f'<p class="explain">{_e(CLUTTER_NOTE)}</p>'
+    return ""
 
 
 def _collapse_note(track: xr.Dataset) -> str:
@@ -471,6 +498,7 @@ def tracking_report(
 {_summary_table(tables["settings"], "settings")}
 <h2>Results</h2>
 {_summary_table(tables["results"], "results")}
+{_clutter_note(tables["results"])}
 {_collapse_note(track)}
 {_quality_note(track)}
 {_truth_section(track, truth)}

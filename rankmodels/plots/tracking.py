@@ -19,6 +19,7 @@ one-cycle record or a value between gaps is drawn too.
 from __future__ import annotations
 
 import io
+import textwrap
 
 import numpy as np
 import xarray as xr
@@ -86,6 +87,26 @@ def _wrapped(names: list[str], width: int) -> str:
     return "\n".join(line.rstrip() for line in lines)
 
 
+SUBTITLE_CHARS = 125
+"""Characters a line of the TOA diagram's subtitle holds (8 pt over the axes' width): longer
+notes wrap instead of running into the legend."""
+
+
+def toa_limits(values: np.ndarray, window: float | None) -> tuple[float, float]:
+    """y limits of the TOA diagram: the finite ``values`` (recorded and predicted TOAs, s)
+    with a margin of 4 % of their range (at least 10 s), inside [0, ``window``] when the
+    listening window is known; the whole window (or 0..1 s) without any value."""
+    finite = values[np.isfinite(values)]
+    if finite.size == 0:
+        return 0.0, window if window is not None else 1.0
+    lo, hi = float(finite.min()), float(finite.max())
+    pad = max(0.04 * (hi - lo), 10.0)
+    lo, hi = lo - pad, hi + pad
+    if window is not None:
+        lo, hi = max(lo, 0.0), min(hi, window)
+    return lo, hi
+
+
 def toa_diagram(record: xr.Dataset, track: xr.Dataset) -> Figure:
     """Arrival times against date, each arrival coloured by its most probable source.
 
@@ -94,8 +115,9 @@ def toa_diagram(record: xr.Dataset, track: xr.Dataset) -> Figure:
     arrivals called clutter. Lines: each source's predicted TOA at the posterior track
     (``predicted_toa``, with the calibrated sound speed, clock and source offsets when the
     track was calibrated), gaps where the source is inactive. Sources with no associated arrival
-    are neither drawn nor in the legend; a note below the legend names them. The y range is the
-    listening window when ``window_length`` is known.
+    are neither drawn nor in the legend; a note below the legend names them. The y range fits
+    the arrivals and curves (:func:`toa_limits`), inside the listening window when
+    ``window_length`` is known.
     """
     names = source_names(track)
     t = times(track)
@@ -133,12 +155,10 @@ def toa_diagram(record: xr.Dataset, track: xr.Dataset) -> Figure:
     _arrivals(ax, tt[mask], toa[mask], probs[mask], clutter_rgba, "clutter", s=14, marker="x")
 
     window = scalar(record, "window_length")
-    if window is not None:
-        ax.set_ylim(0.0, window)
-    elif recorded.any():
-        lo, hi = np.nanmin(toa), np.nanmax(toa)
-        pad = 0.04 * max(hi - lo, 1.0)
-        ax.set_ylim(lo - pad, hi + pad)
+    shown = [toa[recorded]]
+    if predicted is not None:
+        shown.append(predicted[:, heard].ravel())
+    ax.set_ylim(*toa_limits(np.concatenate(shown), window))
     if (limits := time_limits(t)) is not None:
         ax.set_xlim(*limits)
     style.date_axis(ax.xaxis, span_days(t))
@@ -188,12 +208,19 @@ def toa_diagram(record: xr.Dataset, track: xr.Dataset) -> Figure:
             xy=(0.0, 0.0), xycoords=legend, xytext=(8, -4), textcoords="offset points",
             fontsize=7.5, color="0.35", va="top", ha="left",
         ).set_gid("silent-sources")  # fmt: skip
-    ax.set_title(title(track, record, "arrival times"), fontsize=11, loc="left", pad=16)
     calibrated = str(track.attrs.get("calibrated", "")).replace(",", ", ")
-    ax.annotate(
+    note = textwrap.wrap(
         "dots: recorded arrivals by most probable source (opacity = association probability); "
         "lines: predicted TOA at the estimated track"
-        + (f" (calibrated: {calibrated})" if calibrated else ""),
+        + (f" (calibrated: {calibrated})" if calibrated else "")
+        + (f"; listening window 0–{window:g} s" if window is not None else ""),
+        SUBTITLE_CHARS,
+    )
+    ax.set_title(
+        title(track, record, "arrival times"), fontsize=11, loc="left", pad=5 + 11 * len(note)
+    )
+    ax.annotate(
+        "\n".join(note),
         xy=(0.0, 1.0),
         xycoords="axes fraction",
         xytext=(0, 3),

@@ -39,6 +39,7 @@ from rankmodels.tracking.records import InvalidLabelsWarning, read_float
 
 __all__ = [
     "SUMMARY_COLUMNS",
+    "SUMMARY_DECIMALS",
     "SUMMARY_FILES",
     "TRACK_FILE",
     "float_folders",
@@ -85,6 +86,29 @@ SUMMARY_COLUMNS: dict[str, str] = {
     **{f"{name}_std": f"standard error of {name} (NaN where not estimated)" for name in CALIBRATED},
 }
 """Columns of the summary table and their meaning (NaN / '' where a float failed)."""
+
+_PARAMETER_DECIMALS = {
+    "sound_speed": 2,
+    "clock_offset": 3,
+    "clock_drift": 5,
+    "sigma": 3,
+    "p_detect": 4,
+    "clutter_rate": 3,
+    "multipath": 4,
+    "multipath_delay": 2,
+    "process_noise": 3,
+}
+SUMMARY_DECIMALS: dict[str, int] = {
+    "run_time_s": 2,
+    "mean_ess": 1,
+    "clutter_fraction": 4,
+    "end_distance_km": 2,
+    **_PARAMETER_DECIMALS,
+    **{f"{name}_std": digits for name, digits in _PARAMETER_DECIMALS.items()},
+}
+"""Decimals kept in ``summary.csv`` / ``summary.json`` for the real-valued columns: a hundredth
+of what the reports show (10 ms, 0.1 particle, 0.01 %, 10 m, 0.01 m/s, ...), so the files hold
+what the numbers mean without binary noise (17.303141077999953 s is 17.3 s)."""
 
 COUNT_COLUMNS = ("cycles", "arrivals", "collapsed_cycles", "quality_failed")
 """Integer columns (pandas ``Int64``: empty for a failed float)."""
@@ -325,8 +349,10 @@ def _on_dask(
 
 def write_summary(table: pd.DataFrame, out: str | os.PathLike[str]) -> list[str]:
     """Write ``table`` as ``out/summary.csv`` and ``out/summary.json`` (``{"columns": meaning
-    of each column, "floats": [row, ...]}``, NaN as null), atomically; returns the names."""
+    of each column, "floats": [row, ...]}``, NaN as null), rounded to
+    :data:`SUMMARY_DECIMALS`, atomically; returns the names."""
     folder = Path(out)
+    table = table.round({c: d for c, d in SUMMARY_DECIMALS.items() if c in table.columns})
     with atomic_output(folder / SUMMARY_FILES[0], "w") as handle:
         table.to_csv(handle, index=False, lineterminator="\n")
     rows = json.loads(table.to_json(orient="records"))
