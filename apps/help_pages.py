@@ -50,7 +50,7 @@ def stored_page(program: str, args: list[str]) -> str | None:
     """The stored help page for ``program args`` (command names, then one help flag), or
     None when it must be rendered live (other arguments, stale or missing pages, a narrow
     terminal)."""
-    if not args or args[-1] not in _FLAGS or any(a.startswith("-") for a in args[:-1]):
+    if not args or args[-1] not in _FLAGS:  # the usual case: decided before reading a file
         return None
     if shutil.get_terminal_size().columns < COLUMNS:
         return None
