@@ -3,7 +3,7 @@
 
 A ballot cut after its ``keep`` best candidates (the rest unranked, tied last; ``keep = n -
 1`` for a complete ranking, whose last candidate follows) is packed into one int64 code,
-``sum_k orders[k] * n**(keep - 1 - k)``, when ``n**keep < 2**63``; the codes of each block of
+``sum_k orders[k] * n**(keep - 1 - k)``, when ``n**keep < 2**62``; the codes of each block of
 draws are counted in a compiled open-addressing hash table, and the distinct codes, sorted
 (lexicographic order of the ballots), are unpacked into a :class:`.Profile`. Longer ballots
 go through the general :class:`.BallotTable` (first-appearance order).
