@@ -1,6 +1,7 @@
-"""The ``rankmodels`` command group. Subcommands live in their own modules, imported only
-when they run (or when ``--help`` lists them): ``rankmodels aggregate`` does not load the
-tracking stack (xarray, matplotlib)."""
+"""The ``rankmodels`` command group and the console-script entry points. Subcommands live in
+their own modules, imported only when they run: ``rankmodels aggregate`` does not load the
+tracking stack (xarray, matplotlib), and ``--help`` of any command is a stored page
+(:mod:`rankmodels_app.help_pages`) that imports none of them."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import click
 
 from rankmodels import __version__
 from rankmodels.threads import prepare_environment
+from rankmodels_app import help_pages
 from rankmodels_app._common import OneLineGroup
 
 # Subcommand name -> (module, attribute, the first sentence of its help). ``rankmodels --help``
@@ -90,5 +92,21 @@ def cli() -> None:
 def main() -> None:
     """Console-script entry point for ``rankmodels`` (thread policy:
     :func:`rankmodels.threads.prepare_environment`)."""
+    if help_pages.serve("rankmodels"):
+        return
     prepare_environment()
     cli()
+
+
+def track_float_main() -> None:
+    """Console-script entry point for ``track-float``: a stored help page, or
+    :func:`rankmodels_app.track.track_float_main`."""
+    if not help_pages.serve("track-float"):
+        importlib.import_module("rankmodels_app.track").track_float_main()
+
+
+def aggregate_main() -> None:
+    """Console-script entry point for ``aggregate``: a stored help page, or
+    :func:`rankmodels_app.aggregate.aggregate_main`."""
+    if not help_pages.serve("aggregate"):
+        importlib.import_module("rankmodels_app.aggregate").aggregate_main()

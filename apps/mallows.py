@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import json
 import sys
 from pathlib import Path
@@ -11,7 +10,7 @@ from typing import Any
 import click
 import numpy as np
 
-from rankmodels.aggregation import Profile, read_votes, write_votes_csv
+from rankmodels.aggregation import read_votes, write_votes_csv
 from rankmodels.aggregation.mallows import (
     Mallows,
     MallowsMixture,
@@ -36,7 +35,7 @@ from rankmodels_app._common import (
 )
 
 MAX_VOTES = 10**8
-"""Largest ``mallows sample -n`` (the votes are held in memory: 8 n bytes each)."""
+"""Largest ``mallows sample -n`` (memory grows with the distinct ballots, time with the votes)."""
 
 
 @click.group("mallows", cls=OneLineGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -66,19 +65,6 @@ def _one_model(
     order = np.arange(len(names))
     model = Mallows(order, phi) if phi is not None else Mallows.from_theta(order, theta)
     return names, model.as_mixture()
-
-
-def _ballots(orders: np.ndarray, top: int | None, names: tuple[str, ...]) -> Profile:
-    """The histogram of the sampled orders, cut after ``top`` candidates (the rest unranked)."""
-    n = orders.shape[1]
-    if top is None or top >= n - 1:
-        return Profile.from_orders(orders, candidates=names)
-    head = orders[:, :top]
-    tail = np.sort(orders[:, top:], axis=1)  # unranked candidates in canonical (index) order
-    rows = np.concatenate([head, tail], axis=1)
-    unique, counts = np.unique(rows, axis=0, return_counts=True)
-    levels = np.broadcast_to(np.minimum(np.arange(n), top), unique.shape)
-    return Profile(names, unique, np.ascontiguousarray(levels), counts.astype(float))
 
 
 @mallows_group.command("sample")
@@ -132,20 +118,17 @@ def sample_command(
         raise BadInput(
             f"--top: expected at most {len(names)} (the number of candidates), got {top}"
         )
-    orders = model.sample(voters, np.random.default_rng(seed))
-    profile = _ballots(orders, top, names)
-    text = io.StringIO()
-    try:
-        write_votes_csv(profile, text)
-    except ValueError as err:
-        raise BadInput(f"{mixture or '--centre'}: {err}") from None
-    if output is None:
-        sys.stdout.write(text.getvalue())
-        return
-    if mixture is not None:
+    if output is not None and mixture is not None:
         refuse_to_overwrite(output, [mixture])
-    with atomic_output(output, "w") as handle:
-        handle.write(text.getvalue())
+    profile = model.sample_histogram(voters, np.random.default_rng(seed), names, top)
+    try:
+        if output is None:
+            write_votes_csv(profile, sys.stdout)
+            return
+        with atomic_output(output, "w") as handle:
+            write_votes_csv(profile, handle)
+    except ValueError as err:  # a name the CSV cannot hold, found before anything is written
+        raise BadInput(f"{mixture or '--centre'}: {err}") from None
     if not quiet:
         click.echo(f"wrote {voters} votes ({profile.weights.size} distinct) to {output}", err=True)
 

@@ -24,8 +24,10 @@ simulate-float``, seeds 1..N, drift / straight / spiral in turn) into a folder t
 in a command names, e.g. ``--command 'track-float {floats} --no-plots --workers 2'``; such
 commands also report floats per minute.
 
-Every variant runs every command once before timing (warm numba cache). Outputs go to a
-temporary folder (``--out`` is appended to each ``track-float`` command).
+Every variant runs every command once before timing (warm numba cache). ``--cold`` instead
+gives every run a fresh, empty numba cache (``NUMBA_CACHE_DIR``): the first run after an
+install, compile included. Outputs go to a temporary folder (``--out`` is appended to each
+``track-float`` command).
 """
 
 from __future__ import annotations
@@ -136,11 +138,19 @@ def simulate_floats(python: str, folder: Path, n: int, days: int) -> None:
 
 
 def timed(
-    variant: Variant, command: str, loaded: bool, workdir: Path, floats: Path | None = None
+    variant: Variant,
+    command: str,
+    loaded: bool,
+    workdir: Path,
+    floats: Path | None = None,
+    cold: bool = False,
 ) -> Run:
-    """Run ``command`` once; wall time and the child's user + system CPU time."""
+    """Run ``command`` once (``cold``: with an empty numba cache); wall time and the child's
+    user + system CPU time."""
     out = Path(tempfile.mkdtemp(dir=workdir))
     env = {**os.environ, **variant.env}
+    if cold:
+        env["NUMBA_CACHE_DIR"] = str(out / "numba-cache")
     load = os.getloadavg()[0]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
@@ -202,6 +212,7 @@ def main() -> None:
     parser.add_argument("--command", action="append", help="a command (repeatable)")
     parser.add_argument("--variant", action="append", type=parse_variant, help="NAME=SPEC")
     parser.add_argument("--no-warmup", action="store_true", help="skip the untimed first runs")
+    parser.add_argument("--cold", action="store_true", help="an empty numba cache for every run")
     parser.add_argument("--floats", type=int, default=0, help="simulated floats for {floats}")
     parser.add_argument("--days", type=int, default=120, help="days of each simulated float")
     args = parser.parse_args()
@@ -217,7 +228,7 @@ def main() -> None:
         floats = workdir / "floats" if args.floats else None
         if floats is not None:
             simulate_floats(variants[0].python, floats, args.floats, args.days)
-        if not args.no_warmup:
+        if not (args.no_warmup or args.cold):
             for variant in variants:
                 for command in commands:
                     timed(variant, command, False, workdir, floats)
@@ -226,7 +237,7 @@ def main() -> None:
                 with busy(args.busy) if loaded else contextlib.nullcontext():
                     for variant in variants:
                         for command in commands:
-                            run = timed(variant, command, loaded, workdir, floats)
+                            run = timed(variant, command, loaded, workdir, floats, args.cold)
                             runs.append(run)
                             print(
                                 f"{run.variant:>10} {'loaded' if loaded else 'quiet':>6} "

@@ -423,3 +423,27 @@ def test_exact_equals_enumeration_with_many_arrivals(rng):
         want, post = enumerate_associations(toa, predicted[n], model)
         assert res.loglik[n] == pytest.approx(want, rel=1e-13)
         np.testing.assert_allclose(res.association[n], post, atol=1e-13)
+
+
+def test_log_space_path_equals_the_scaled_path(rng):
+    """The slow path (run by ``exact`` only for particles whose scaled Z underflows) gives the
+    fast path's log-likelihood and posteriors on ordinary particles, the Poisson term included
+    (clutter rate > 0, so it is not 0)."""
+    from rankmodels.tracking.engines._common import bipartite_cycle, engine_output, prepare_cycle
+    from rankmodels.tracking.engines.exact import _exact_log_space
+
+    checked = 0
+    while checked < 20:
+        model, toa, predicted = random_case(rng, far=False)
+        model = SignalModel(sigma=model.sigma, p_detect=model.p_detect, clutter_rate=1.5,
+                            window=model.window)  # fmt: skip
+        fast = log_likelihood(toa, predicted, model, association=True)
+        cycle = prepare_cycle(toa, model)
+        out = engine_output(predicted.shape[0], cycle.m, predicted.shape[1], True)
+        c = bipartite_cycle(cycle, model)
+        if c.log_poisson == 0:  # the first arrival is before the window: nothing is late
+            continue
+        checked += 1
+        _exact_log_space(np.arange(predicted.shape[0]), c, predicted, out)
+        np.testing.assert_allclose(out.loglik, fast.loglik, rtol=1e-12)
+        np.testing.assert_allclose(out.assoc, fast.association, atol=1e-12)

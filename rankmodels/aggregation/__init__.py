@@ -8,20 +8,20 @@ axiom report for one profile; :mod:`.violation_search` searches small distributi
 axiom violations to show the thresholds are tight.
 """
 
-from rankmodels.aggregation.io import read_votes, write_abif, write_preflib, write_votes_csv
-from rankmodels.aggregation.profile import Profile
-from rankmodels.aggregation.result import Aggregation
-from rankmodels.aggregation.rules import RULES, RuleSpec, aggregate, score_vector
+from rankmodels._lazy import lazy_exports
 
-__all__ = [
-    "RULES",
-    "Aggregation",
-    "Profile",
-    "RuleSpec",
-    "aggregate",
-    "read_votes",
-    "score_vector",
-    "write_abif",
-    "write_preflib",
-    "write_votes_csv",
-]
+__getattr__, __all__ = lazy_exports(
+    __name__,
+    {
+        "Aggregation": ".result",
+        "Profile": ".profile",
+        "RULES": ".rules",
+        "RuleSpec": ".rules",
+        "aggregate": ".rules",
+        "read_votes": ".io",
+        "score_vector": ".rules",
+        "write_abif": ".io",
+        "write_preflib": ".io",
+        "write_votes_csv": ".io",
+    },
+)

@@ -38,6 +38,7 @@ import numba
 import numpy as np
 
 from rankmodels.aggregation.ballot_table import group_keys
+from rankmodels.aggregation.ballot_text import LineFormat, ballot_lines
 from rankmodels.aggregation.csv_common import DistinctValues, Names
 from rankmodels.aggregation.line_reader import (
     BALLOT,
@@ -405,14 +406,12 @@ def write_abif(profile: Profile, handle: TextIO, title: str = "") -> None:
         out.append("{" + f"title: {_quoted(title, bare=False)}" + "}")
     for token, name in zip(tokens, profile.candidates, strict=True):
         out.append(f"={token}:{_quoted(name, bare=False)}")
-    for groups, w in zip(profile.weak_orders(), profile.weights, strict=True):
-        if not float(w).is_integer():
-            raise ValueError("ABIF needs integer counts; this profile has fractional weights")
-        if len(groups) > 1 and len(groups[-1]) > 1:
-            groups = groups[:-1]
-        body = ">".join("=".join(tokens[x] for x in g) for g in groups)
-        out.append(f"{int(w)}:{body}")
+    if not np.all(profile.weights == np.floor(profile.weights)):
+        raise ValueError("ABIF needs integer counts; this profile has fractional weights")
     handle.write("\n".join(out) + "\n")
+    fmt = LineFormat(tokens, True, ":", ">", "=", drop_unranked=True)
+    for text in ballot_lines(profile, fmt):
+        handle.write(text)
 
 
 def _quoted(name: str, bare: bool) -> str:

@@ -10,14 +10,15 @@ problem raises :class:`rankmodels.errors.InputError` naming the file and the lin
 
 from __future__ import annotations
 
-import csv
-import io
 import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
+import numpy as np
+
 from rankmodels.aggregation.abif import read_abif, write_abif
+from rankmodels.aggregation.ballot_text import LineFormat, ballot_lines
 from rankmodels.aggregation.csv_common import first_record
 from rankmodels.aggregation.cvr import CvrConventions, rank_columns, read_cvr
 from rankmodels.aggregation.preflib import PREFLIB_TYPES, parse_preflib, read_preflib
@@ -90,51 +91,51 @@ def _looks_like_cvr(path: str | os.PathLike[str]) -> bool:
 
 
 def write_votes_csv(profile: Profile, handle: TextIO) -> None:
-    """Write ``profile`` as a votes CSV (every ballot lists all candidates, ties with '=')."""
+    """Write ``profile`` as a votes CSV (every ballot lists all candidates, ties with '='),
+    one row per ballot of the profile, in its order; the text is built and written in blocks
+    (:mod:`.ballot_text`)."""
     for name in profile.candidates:
         if not NAME_OK.match(name) or name != name.strip():
             raise ValueError(f"candidate name {name!r} cannot be written to a votes CSV")
-    writer = csv.writer(handle, lineterminator="\n")
-    writer.writerow(["ranking", "count"])
-    for groups, w in zip(profile.weak_orders(), profile.weights, strict=True):
-        text = ">".join("=".join(profile.candidates[x] for x in g) for g in groups)
-        writer.writerow([text, _format_count(w)])
-
-
-def _format_count(w: float) -> str:
-    return str(int(w)) if float(w).is_integer() else repr(float(w))
+    # Every row names every candidate: quote them all (as the csv module would) or none.
+    quote = '"' if any('"' in name for name in profile.candidates) else ""
+    tokens = [name.replace('"', '""') for name in profile.candidates]
+    fmt = LineFormat(tokens, False, ",", ">", "=", body_open=quote, body_close=quote)
+    handle.write("ranking,count\n")
+    for text in ballot_lines(profile, fmt):
+        handle.write(text)
 
 
 def write_preflib(profile: Profile, handle: TextIO, title: str = "") -> str:
     """Write ``profile`` in PrefLib format; return the data type used.
 
     ``soc`` when every ballot is strict and complete, ``soi`` when the only ties are the
-    unranked bottom groups, ``toi`` otherwise. The unranked bottom group is left out.
+    unranked bottom groups, ``toi`` otherwise. The unranked bottom group is left out; the
+    ballots are written by decreasing count (equal counts in the profile's order).
     """
-    ballots = profile.weak_orders()
-    bottom_only = all(len(b) > 1 and all(len(g) == 1 for g in b[:-1]) for b in ballots)
+    if not np.all(profile.weights == np.floor(profile.weights)):
+        raise ValueError("PrefLib needs integer counts; this profile has fractional weights")
+    last = profile.levels[:, -1:].astype(np.int64)
+    # Only the bottom group tied: every level is min(position, last level), over 2+ groups.
+    bottom_only = bool(
+        np.all(last > 0) and np.all(profile.levels == np.minimum(np.arange(profile.n), last))
+    )
     kind = "soc" if profile.is_strict else ("soi" if bottom_only else "toi")
-    out = io.StringIO()
-    out.write(f"# DATA TYPE: {kind}\n")
+    head = [f"# DATA TYPE: {kind}\n"]
     if title:
-        out.write(f"# TITLE: {title}\n")
-    out.write(f"# NUMBER ALTERNATIVES: {profile.n}\n")
-    out.write(f"# NUMBER VOTERS: {_format_count(profile.total)}\n")
-    out.write(f"# NUMBER UNIQUE ORDERS: {len(ballots)}\n")
-    for i, name in enumerate(profile.candidates, start=1):
-        out.write(f"# ALTERNATIVE NAME {i}: {name}\n")
-    order = sorted(range(len(ballots)), key=lambda j: -profile.weights[j])
-    for j in order:
-        groups = ballots[j]
-        if len(groups) > 1 and len(groups[-1]) > 1:
-            groups = groups[:-1]
-        cells = [
-            str(g[0] + 1) if len(g) == 1 else "{" + ",".join(str(x + 1) for x in g) + "}"
-            for g in groups
-        ]
-        w = profile.weights[j]
-        if not float(w).is_integer():
-            raise ValueError("PrefLib needs integer counts; this profile has fractional weights")
-        out.write(f"{int(w)}: {','.join(cells)}\n")
-    handle.write(out.getvalue())
+        head.append(f"# TITLE: {title}\n")
+    head.append(f"# NUMBER ALTERNATIVES: {profile.n}\n")
+    head.append(f"# NUMBER VOTERS: {_format_count(profile.total)}\n")
+    head.append(f"# NUMBER UNIQUE ORDERS: {profile.weights.size}\n")
+    head += [f"# ALTERNATIVE NAME {i}: {name}\n" for i, name in enumerate(profile.candidates, 1)]
+    handle.write("".join(head))
+    tokens = [str(x) for x in range(1, profile.n + 1)]
+    fmt = LineFormat(tokens, True, ": ", ",", ",", "{", "}", drop_unranked=True)
+    rows = np.argsort(-profile.weights, kind="stable")
+    for text in ballot_lines(profile, fmt, rows):
+        handle.write(text)
     return kind
+
+
+def _format_count(w: float) -> str:
+    return str(int(w)) if float(w).is_integer() else repr(float(w))

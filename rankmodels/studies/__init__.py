@@ -8,8 +8,16 @@ standard errors (:mod:`.results`). Studies: :mod:`.tracking_clutter` ([Pareek201
 Dask is imported only when a client is used (extra ``studies``).
 """
 
-from rankmodels.studies.results import StudyResult
-from rankmodels.studies.runner import dask_client, run_study
-from rankmodels.studies.study import Study, Task, integer_seed
+from rankmodels._lazy import lazy_exports
 
-__all__ = ["Study", "StudyResult", "Task", "dask_client", "integer_seed", "run_study"]
+__getattr__, __all__ = lazy_exports(
+    __name__,
+    {
+        "Study": ".study",
+        "StudyResult": ".results",
+        "Task": ".study",
+        "dask_client": ".runner",
+        "integer_seed": ".study",
+        "run_study": ".runner",
+    },
+)

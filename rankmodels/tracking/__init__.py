@@ -35,7 +35,15 @@ Quick use::
     track, summary = track_float(read_float("data/float767.nc"), TrackConfig(particles=10_000))
 """
 
-from rankmodels.tracking.pipeline import TrackConfig, track_float
-from rankmodels.tracking.records import read_float, validate_float, write_float
+from rankmodels._lazy import lazy_exports
 
-__all__ = ["TrackConfig", "read_float", "track_float", "validate_float", "write_float"]
+__getattr__, __all__ = lazy_exports(
+    __name__,
+    {
+        "TrackConfig": ".pipeline",
+        "read_float": ".records",
+        "track_float": ".pipeline",
+        "validate_float": ".records",
+        "write_float": ".records",
+    },
+)

@@ -13,42 +13,25 @@
 This package sits under :mod:`rankmodels.aggregation` because fitting uses its Kemeny solver.
 """
 
-from rankmodels.aggregation.mallows.fitting import (
-    MixtureFit,
-    TopKBallots,
-    fit_mallows,
-    fit_mixture,
-    select_components,
-)
-from rankmodels.aggregation.mallows.marginals import (
-    DistributionMarginals,
-    pair_positions,
-    pairwise_marginals,
-    positional_marginals,
-)
-from rankmodels.aggregation.mallows.model import (
-    Mallows,
-    MallowsMixture,
-    expected_distance,
-    log_normaliser,
-    theta_from_phi,
-)
-from rankmodels.aggregation.mallows.sampling import sample_orders
+from rankmodels._lazy import lazy_exports
 
-__all__ = [
-    "DistributionMarginals",
-    "Mallows",
-    "MallowsMixture",
-    "MixtureFit",
-    "TopKBallots",
-    "expected_distance",
-    "fit_mallows",
-    "fit_mixture",
-    "log_normaliser",
-    "pair_positions",
-    "pairwise_marginals",
-    "positional_marginals",
-    "sample_orders",
-    "select_components",
-    "theta_from_phi",
-]
+__getattr__, __all__ = lazy_exports(
+    __name__,
+    {
+        "DistributionMarginals": ".marginals",
+        "Mallows": ".model",
+        "MallowsMixture": ".model",
+        "MixtureFit": ".fitting",
+        "TopKBallots": ".fitting",
+        "expected_distance": ".model",
+        "fit_mallows": ".fitting",
+        "fit_mixture": ".fitting",
+        "log_normaliser": ".model",
+        "pair_positions": ".marginals",
+        "pairwise_marginals": ".marginals",
+        "positional_marginals": ".marginals",
+        "sample_orders": ".sampling",
+        "select_components": ".fitting",
+        "theta_from_phi": ".model",
+    },
+)

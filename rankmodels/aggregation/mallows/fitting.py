@@ -49,7 +49,6 @@ from typing import Any
 
 import numba
 import numpy as np
-from scipy.optimize import brentq
 
 from rankmodels.aggregation.distance import kemeny
 from rankmodels.aggregation.mallows.model import (
@@ -206,6 +205,8 @@ def _fit_theta(mean_discordance: float, length_freq: np.ndarray, n: int) -> floa
         return 0.0
     if excess(MAX_THETA) >= 0:
         return MAX_THETA
+    from scipy.optimize import brentq  # here: scipy is slow to import, `mallows sample` skips it
+
     return float(brentq(excess, 0.0, MAX_THETA, xtol=1e-13, rtol=1e-13))
 
 

@@ -29,8 +29,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import logsumexp
 
+from rankmodels.aggregation.mallows.histogram import sample_histogram
 from rankmodels.aggregation.mallows.marginals import (
     DistributionMarginals,
     pair_positions,
@@ -38,6 +38,7 @@ from rankmodels.aggregation.mallows.marginals import (
     positional_marginals,
 )
 from rankmodels.aggregation.mallows.sampling import sample_orders
+from rankmodels.aggregation.profile import Profile
 from rankmodels.permutations import as_permutation, inverse, kendall_distance
 
 __all__ = [
@@ -220,6 +221,8 @@ class MallowsMixture:
         return np.array([c.theta for c in self.components])
 
     def log_pmf(self, orders: np.ndarray) -> np.ndarray:
+        from scipy.special import logsumexp  # here: scipy is slow to import
+
         parts = np.stack([c.log_pmf(orders) for c in self.components], axis=-1)
         return logsumexp(parts, axis=-1, b=self.weights)
 
@@ -229,6 +232,18 @@ class MallowsMixture:
     def sample(self, size: int, rng: np.random.Generator) -> np.ndarray:
         """``(size, n)`` orders by repeated insertion (:func:`.sampling.sample_orders`)."""
         return sample_orders(self.centres, self.phis, self.weights, size, rng)
+
+    def sample_histogram(
+        self,
+        size: int,
+        rng: np.random.Generator,
+        candidates: Sequence[str],
+        top: int | None = None,
+    ) -> Profile:
+        """The profile of ``size`` draws (the draws of :meth:`sample` for the same ``rng``),
+        cut after the ``top`` best candidates, merged as they are drawn
+        (:func:`.histogram.sample_histogram`)."""
+        return sample_histogram(self.centres, self.phis, self.weights, size, rng, candidates, top)
 
     @property
     def positional_matrix(self) -> np.ndarray:

@@ -7,22 +7,31 @@ goes to slot ``j in {0..i}`` of the current list with probability
 
 (it makes ``i - j`` discordant pairs with ``W``, independently across ``i``), which yields an
 exact draw from ``P(sigma) ~ phi**d_K(sigma, W)``. For a mixture, each draw first picks its
-component from the weights. Randomness: one ``numpy.random.Generator``; the component labels
-(mixtures only) and then, per block of at most ``BLOCK`` draws, an ``(n, rows)`` array of
-uniforms whose row ``i`` picks the slots of ``W[i]`` by inverting the slot CDF.
+component from the weights. Randomness: one ``numpy.random.Generator``; per block of
+``rows = max(1, BLOCK // n)`` draws (fewer in the last), the component labels (mixtures only)
+and then an ``(n, rows)`` array of uniforms whose row ``i`` picks the slots of ``W[i]`` by
+inverting the slot CDF.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterator
 
 import numba
 import numpy as np
 
 from rankmodels.permutations import as_permutation
 
-__all__ = ["BLOCK", "sample_orders", "slot_cdfs"]
+__all__ = ["BLOCK", "block_rows", "sample_blocks", "sample_orders", "slot_cdfs"]
 
-BLOCK = 1 << 18
-"""Draws per block of uniforms (bounds the memory of a large batch: ``8 n BLOCK`` bytes)."""
+BLOCK = 1 << 20
+"""Uniforms per block of draws: a block holds ``BLOCK // n`` draws and takes about
+``16 BLOCK`` bytes (its uniforms and its orders) whatever ``n``."""
+
+
+def block_rows(n: int) -> int:
+    """Draws per block for ``n`` items (:data:`BLOCK`)."""
+    return max(1, BLOCK // max(n, 1))
 
 
 def slot_cdfs(phis: np.ndarray, n: int) -> np.ndarray:
@@ -56,15 +65,17 @@ def _insert(
             out[s, j] = centres[c, i]
 
 
-def sample_orders(
+def sample_blocks(
     centres: np.ndarray,
     phis: np.ndarray,
     weights: np.ndarray,
     size: int,
     rng: np.random.Generator,
-) -> np.ndarray:
-    """``(size, n)`` orders (best first) from the mixture ``sum_c weights[c]
-    Mallows(centres[c], phis[c])``; ``centres`` ``(C, n)``, ``phis`` and ``weights`` ``(C,)``."""
+) -> Iterator[np.ndarray]:
+    """``size`` orders (best first) from the mixture ``sum_c weights[c]
+    Mallows(centres[c], phis[c])`` in blocks ``(rows, n)`` of ``max(1, BLOCK // n)`` rows;
+    ``centres`` ``(C, n)``, ``phis`` and ``weights`` ``(C,)``. Arguments are checked before
+    the first block."""
     if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 0:
         raise ValueError(f"size must be a non-negative integer, got {size!r}")
     if not isinstance(rng, np.random.Generator):
@@ -77,14 +88,37 @@ def sample_orders(
         raise ValueError(f"phis must be {C} numbers in (0, 1], got {phis}")
     if weights.shape != (C,) or np.any(~(weights >= 0)) or not np.isclose(weights.sum(), 1):
         raise ValueError(f"weights must be {C} non-negative numbers summing to 1, got {weights}")
-    F = slot_cdfs(phis, n)
-    if C == 1:
-        labels = np.zeros(size, dtype=np.int64)
-    else:
-        labels = rng.choice(C, size=size, p=weights / weights.sum()).astype(np.int64)
-    out = np.empty((size, n), dtype=np.int64)
-    for start in range(0, size, BLOCK):
-        stop = min(start + BLOCK, size)
-        U = rng.random((n, stop - start))
-        _insert(centres, F, labels[start:stop], U, out[start:stop])
+    return _blocks(centres, slot_cdfs(phis, n), weights / weights.sum(), size, rng)
+
+
+def _blocks(
+    centres: np.ndarray, F: np.ndarray, p: np.ndarray, size: int, rng: np.random.Generator
+) -> Iterator[np.ndarray]:
+    C, n = centres.shape
+    for start in range(0, size, block_rows(n)):
+        rows = min(block_rows(n), size - start)
+        if C == 1:
+            labels = np.zeros(rows, dtype=np.int64)
+        else:
+            labels = rng.choice(C, size=rows, p=p).astype(np.int64)
+        out = np.empty((rows, n), dtype=np.int64)
+        _insert(centres, F, labels, rng.random((n, rows)), out)
+        yield out
+
+
+def sample_orders(
+    centres: np.ndarray,
+    phis: np.ndarray,
+    weights: np.ndarray,
+    size: int,
+    rng: np.random.Generator,
+) -> np.ndarray:
+    """``(size, n)`` orders (best first) from the mixture ``sum_c weights[c]
+    Mallows(centres[c], phis[c])``: the blocks of :func:`sample_blocks`, stacked."""
+    blocks = sample_blocks(centres, phis, weights, size, rng)  # checks the arguments
+    out = np.empty((size, np.shape(np.atleast_2d(centres))[1]), dtype=np.int64)
+    start = 0
+    for block in blocks:
+        out[start : start + block.shape[0]] = block
+        start += block.shape[0]
     return out

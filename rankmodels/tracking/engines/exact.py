@@ -302,12 +302,13 @@ def _log_space_rescaled(c, pred, buf, want, out):
 @njit(cache=True)
 def _exact_range(lo, hi, c, predicted, out):
     """Particles ``lo <= p < hi`` of ``predicted`` (N, s) into ``out``; association marginals
-    if ``out.want`` (NaN where the likelihood is 0)."""
+    if ``out.want`` (NaN where the likelihood is 0). A particle whose scaled ``Z`` underflows
+    gets ``loglik`` NaN, for :func:`_exact_log_space` (a kernel of its own, so that it is
+    compiled only when a run meets such a particle)."""
     buf = _scratch(predicted.shape[1], c.toa.shape[0])
     want, loglik, assoc = out.want, out.loglik, out.assoc
     for p in range(lo, hi):
-        pred = predicted[p]
-        offset = _scaled_weights(c, pred, buf)
+        offset = _scaled_weights(c, predicted[p], buf)
         if offset == -math.inf:
             loglik[p] = -math.inf
             if want:
@@ -318,11 +319,19 @@ def _exact_range(lo, hi, c, predicted, out):
             loglik[p] = math.log(z) + offset + c.log_poisson
             if want:
                 _marginals(buf, z, assoc[p])
-            continue
-        log_z = _log_space_rescaled(c, pred, buf, want, assoc_row(out, p))
-        loglik[p] = log_z + c.log_poisson
-        if want and log_z == -math.inf:
-            assoc[p, :, :] = np.nan
+        else:
+            loglik[p] = np.nan
+
+
+@njit(cache=True)
+def _exact_log_space(particles, c, predicted, out):
+    """The log-space slow path for ``particles`` (indices into ``predicted`` (N, s))."""
+    buf = _scratch(predicted.shape[1], c.toa.shape[0])
+    for p in particles:
+        log_z = _log_space_rescaled(c, predicted[p], buf, out.want, assoc_row(out, p))
+        out.loglik[p] = log_z + c.log_poisson
+        if out.want and log_z == -math.inf:
+            out.assoc[p, :, :] = np.nan
 
 
 @njit(cache=True, parallel=True)
@@ -362,6 +371,9 @@ def sum_over_associations(
         out,
         seconds_per_particle=particle_seconds("exact", s, cycle.m),
     )
+    slow = np.flatnonzero(np.isnan(out.loglik))
+    if slow.size:
+        _exact_log_space(slow, c, predicted, out)
     return out.result()
 
 
