@@ -86,6 +86,23 @@ def test_stv_by_hand():
     assert r1.transfers[0] == {1: Decimal("1.9998"), "residual surplus": Decimal("0.0002")}
     assert r3.elected == [2]
     assert [count.candidates[w] for w in count.winners] == ["A", "C"]
+    # RCTab's decimal strings: whole numbers until a transferred value goes in
+    assert [str(r2.tally[x]) for x in (1, 2, 0)] == ["2.9998", "3", "4"]
+    assert str(r2.inactive[Status.EXHAUSTED_CHOICES]) == "0"
+
+
+@pytest.mark.parametrize("places", [4, 12])
+def test_stv_by_hand_at_any_precision(places):
+    """The count above with ``d`` places: the fraction is ``0.33...3`` (``d`` threes), B
+    gets ``1 + 6 * 0.33...3 = 2.99...98`` and A's residual surplus is ``2 * 10**-d``. At 12
+    places a product of two values overflows 64-bit integers, so the count runs on Python
+    integers; both paths give the exact decimals."""
+    b = _ballots("ABC", [_strict(6, "A", "B"), _strict(3, "C"), _strict(1, "B")])
+    (count,) = tabulate(b, Rules(seats=2, mode="multi-seat", decimal_places=places))
+    r2 = count.rounds[1]
+    assert str(r2.tally[1]) == "2." + "9" * (places - 1) + "8"
+    assert r2.residual_surplus == 2 * Decimal(10) ** -places
+    assert [count.candidates[w] for w in count.winners] == ["A", "C"]
 
 
 def test_overvote_exhausts_only_while_two_marks_continue():
