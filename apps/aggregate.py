@@ -105,7 +105,11 @@ def _warn_reversed(h: list[float] | None) -> None:
 
 
 def _report(
-    profile: Profile, result: Aggregation, h: np.ndarray | None, top: int | None
+    profile: Profile,
+    result: Aggregation,
+    h: np.ndarray | None,
+    top: int | None,
+    until_one_left: bool = False,
 ) -> dict[str, Any]:
     names = profile.candidates
     ranking = [names[x] for x in result.ranking][:top]
@@ -127,29 +131,34 @@ def _report(
         "n_optimal": result.n_optimal,
         "n_optimal_at_least": result.n_optimal_at_least,
         "ties": [list(t) for t in ties] if not result.unique else [],
-        **_runoff(names, result),
+        **_runoff(names, result, until_one_left),
         "axioms": profile_axiom_report(profile, result, h),
     }
 
 
-def _runoff(names: tuple[str, ...], result: Aggregation) -> dict[str, Any]:
+def _runoff(names: tuple[str, ...], result: Aggregation, until_one_left: bool) -> dict[str, Any]:
     """``winners`` and ``rounds`` of the runoff rules (nothing for the other rules), and
-    Smith-IRV's ``smith_set``."""
+    Smith-IRV's ``smith_set``. The rounds stop where a candidate is elected (nobody is
+    eliminated in that round) unless ``until_one_left``."""
     if "rounds" not in result.details:
         return {}
     winners = result.details["winners"]
-    rounds = [
-        {
-            "round": i,
-            "votes": {names[x]: float(r.votes[x]) for x in r.continuing},
-            "exhausted": r.exhausted,
-            "eliminated": [names[x] for x in r.eliminated],
-            "tied": [names[x] for x in r.tied],
-            "batch": r.batch,
-            "elected": [names[x] for x in r.elected],
-        }
-        for i, r in enumerate(result.details["rounds"], start=1)
-    ]
+    rounds = []
+    for i, r in enumerate(result.details["rounds"], start=1):
+        stop = bool(r.elected) and not until_one_left
+        rounds.append(
+            {
+                "round": i,
+                "votes": {names[x]: float(r.votes[x]) for x in r.continuing},
+                "exhausted": r.exhausted,
+                "eliminated": [] if stop else [names[x] for x in r.eliminated],
+                "tied": [] if stop else [names[x] for x in r.tied],
+                "batch": r.batch and not stop,
+                "elected": [names[x] for x in r.elected],
+            }
+        )
+        if stop:
+            break
     smith = result.details.get("smith_set")
     return {
         "winners": None if winners is None else [names[x] for x in winners],
@@ -219,18 +228,21 @@ def _round_lines(report: dict[str, Any]) -> list[str]:
         return smith_line
     rounds = report["rounds"]
     shown = {name: printable(name) for name in report["ranking"]}
-    width = max(len(label) for label in [*shown.values(), "exhausted"])
+    causes = [f"  {cause}" for cause in rounds[0].get("inactive", {})]
+    width = max(len(label) for label in [*shown.values(), "exhausted", *causes])
     columns = []
     for r in rounds:
         cells = {
             n: _votes(v) + ("*" if n in r["eliminated"] else " ") for n, v in r["votes"].items()
         }
         cells["exhausted"] = _votes(r["exhausted"]) + " "
+        for cause, value in r.get("inactive", {}).items():
+            cells[f"  {cause}"] = _votes(value) + " "
         columns.append(cells)
     sizes = [max(len(f"{i}") + 1, *map(len, c.values())) for i, c in enumerate(columns, 1)]
     head = "".join(f"  {i:>{w - 1}} " for i, w in enumerate(sizes, start=1))
     lines = [*smith_line, f"{'round':<{width}}{head}".rstrip()]
-    for name in [*report["ranking"], "exhausted"]:
+    for name in [*report["ranking"], "exhausted", *causes]:
         label = shown.get(name, name)
         row = "".join(f"  {c.get(name, ''):>{w}}" for c, w in zip(columns, sizes, strict=True))
         lines.append(f"{label:<{width}}{row}".rstrip())
@@ -242,11 +254,23 @@ def _round_lines(report: dict[str, Any]) -> list[str]:
         elif r["batch"]:
             gone = ", ".join(printable(n) for n in r["eliminated"])
             lines.append(f"round {i}: batch elimination of {gone}")
-        if r["elected"]:
+        if r["elected"] and report["rule"] == "benham":
             lines.append(
                 f"round {i}: {printable(r['elected'][0])} beats every continuing candidate "
                 "head to head: elected"
             )
+        elif r["elected"]:
+            who = r["elected"][0]
+            counting = sum(r["votes"].values())
+            lines.append(
+                f"round {i}: {printable(who)} has a majority, {_votes(r['votes'][who])} of "
+                f"{_votes(counting)} votes counting: elected"
+            )
+    if "left_out" in report:
+        lines.append(
+            "ballots no round counts (no marks, or an overvote or skipped ranks first): "
+            f"{_votes(report['left_out'])}"
+        )
     winners = report["winners"]
     if winners is not None and len(winners) > 1:
         lines.append("winners over all tie-breakings: " + ", ".join(map(printable, winners)))
@@ -318,6 +342,13 @@ def _optimality_lines(report: dict[str, Any]) -> list[str]:
     is_flag=True,
     default=None,
     help="irv: drop at once every candidate that cannot catch up with the next one.",
+)
+@click.option(
+    "--until-one-left",
+    is_flag=True,
+    default=False,
+    help="irv, smith-irv: show every round until one candidate is left (default: stop at "
+    "the round where a candidate has a majority of the votes counting, as tabulators do).",
 )
 @click.option(
     "--format",
@@ -405,6 +436,7 @@ def aggregate_command(
     k: int | None,
     scores: str | None,
     batch_elimination: bool | None,
+    until_one_left: bool,
     fmt: str,
     top: int | None,
     max_ties: int,
@@ -458,6 +490,8 @@ def aggregate_command(
         rule = "scores" if vector is not None else "borda"
     batch = True if batch_elimination else None
     _check_options(rule, {"k": k, "scores": vector, "batch_elimination": batch})
+    if until_one_left and rule not in ("irv", "smith-irv"):
+        raise BadInput(f"--until-one-left is only for --rule irv, smith-irv, not --rule {rule}")
     names = _names(candidates)
     if names is not None and format_in == "auto" and votes.suffix.lower()[1:] in PREFLIB_TYPES:
         raise BadInput("--candidates is for CSV files; a PrefLib file names its candidates")
@@ -479,7 +513,11 @@ def aggregate_command(
         )
     except ValueError as err:
         raise BadInput(f"{votes}: --rule {rule}: {err}") from None
-    report = _report(profile, result, h, top)
+    report = _report(profile, result, h, top, until_one_left)
+    if rule == "irv":
+        from rankmodels_app.elections import inactive_causes
+
+        inactive_causes(report, votes, format_in, names, conventions)
     text = json.dumps(report, indent=2) + "\n" if fmt == "json" else _text(report)
     _write(text, output, [votes], quiet, lambda: _warn_reversed(vector))
 
