@@ -5,6 +5,7 @@ from __future__ import annotations
 from rankmodels.aggregation.elections.ballots import BallotCounter, CastBallots
 from rankmodels.aggregation.elections.cdf import read_cdf
 from rankmodels.aggregation.elections.config import Contest
+from rankmodels.aggregation.elections.dominion import read_dominion
 from rankmodels.aggregation.elections.ess import read_ess
 from rankmodels.aggregation.elections.names import CandidateNames
 
@@ -19,6 +20,8 @@ def read_ballots(contest: Contest) -> CastBallots:
     for source in contest.sources:
         if source.provider == "ess":
             read_ess(source, names, max_rankings, counter)
+        elif source.provider == "dominion":
+            read_dominion(source, names, counter)
         else:
             read_cdf(source, names, counter)
     return counter.ballots(names.names)

@@ -358,7 +358,7 @@ class _Tabulator:
         if mode in ("candidate-order", "permutation"):
             order = self.permutation if winner else self.permutation[::-1]
             return next(x for x in order if x in tied)
-        if mode == "previous-rounds-then-random":
+        if mode in ("previous-rounds-then-random", "previous-rounds-then-ask"):
             for earlier in reversed(self.rounds[: number - 1]):
                 votes = {x: earlier.tally.get(x) for x in tied}
                 pick = max if winner else min
@@ -366,6 +366,11 @@ class _Tabulator:
                 tied = java_hash_order([x for x in tied if votes[x] == best], names)
                 if len(tied) == 1:
                     return tied[0]
+        if mode in ("ask", "previous-rounds-then-ask"):
+            raise TabulationError(
+                f"round {number}: a tie between {', '.join(names[x] for x in tied)} needs an "
+                "operator's decision (tiebreakMode asks); choose a tiebreakMode that decides"
+            )
         assert self.random is not None
         return tied[int(self.random.next_double() * len(tied))]
 
