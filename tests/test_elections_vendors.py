@@ -1,7 +1,7 @@
-"""The Dominion reader on a small export written here: which sessions, cards, contests and
-marks count (checked ballot by ballot), the contest named by id or description, and bad
-folders refused with one line (exit 2). The real exports are in
-``test_elections_rctab.py``."""
+"""The vendor readers on small records written here -- Dominion (which sessions, cards,
+contests and marks count, checked ballot by ballot; the contest by id or description),
+Clear Ballot and Hart -- and bad records refused with one line (exit 2). The real records
+are in ``test_elections_rctab.py``."""
 
 from __future__ import annotations
 
@@ -150,3 +150,100 @@ def test_the_count_and_bad_folders(tmp_path):
     assert bad.exit_code == 2 and "not JSON" in bad.output
     bad = run("--rules", write_config(tmp_path, where="dominion/CvrExport.json"))
     assert bad.exit_code == 2 and "is a folder of CvrExport" in bad.output
+
+
+def _config(tmp_path, provider, file_path, contest, names, label=""):
+    config = {
+        "outputSettings": {"contestName": "Mayor"},
+        "cvrFileSources": [
+            {
+                "filePath": file_path,
+                "contestId": contest,
+                "provider": provider,
+                "undeclaredWriteInLabel": label,
+            }
+        ],
+        "candidates": [{"name": n, "aliases": [a]} for n, a in names],
+        "rules": {
+            "tiebreakMode": "useCandidateOrder",
+            "overvoteRule": "alwaysSkipToNextRank",
+            "winnerElectionMode": "singleWinnerMajority",
+            "numberOfWinners": "1",
+            "maxRankingsAllowed": "2",
+        },
+    }
+    path = tmp_path / f"{provider}_{len(names)}_config.json"
+    path.write_text(json.dumps(config))
+    return path
+
+
+BALLOT_COLUMNS = "RowNumber,BoxID,BoxPosition,BallotID,PrecinctID,BallotStyleID,"
+BALLOT_COLUMNS += "PrecinctStyleName,ScanComputerName,Status,Remade"
+
+
+def _choice(contest, rank, name):
+    return f'"Choice_1_1:{contest}:{rank}:Vote For 1:{name}:NON"'
+
+
+def test_clear_ballot(tmp_path):
+    """Columns: Ann and Bob at ranks 1 and 2 of "City, Mayor" (a comma inside the quoted
+    header), one column of another contest. Rows: Ann>Bob, Bob (and Dee of the other
+    contest), Ann+Bob at rank 1 (an
+    overvote), nothing (an undervote), Ann>Bob."""
+    cols = [_choice("City, Mayor", r, n) for n in ("Ann", "Bob") for r in (1, 2)]
+    cols.append(_choice("Council", 1, "Dee"))
+    rows = ["1,0,0,1,0", "0,0,1,0,1", "1,0,1,0,0", "0,0,0,0,0", "1,0,0,1,0"]
+    lines = [BALLOT_COLUMNS + "," + ",".join(cols)]
+    lines += [f"{i},b,1,id{i},1,1,p,s,0,0," + row for i, row in enumerate(rows)]
+    (tmp_path / "cb.csv").write_text("\n".join(lines) + "\n")
+    names = [("Ann", "Ann"), ("Bob", "Bob")]
+    ballots = read_ballots(
+        read_config(_config(tmp_path, "clearBallot", "cb.csv", "City, Mayor", names))
+    )
+    got = dict(zip(ballots.rankings, ballots.counts.tolist(), strict=True))
+    assert got == {
+        ((1, (0,)), (2, (1,))): 2,
+        ((1, (0, 1)),): 1,
+        (): 1,
+        ((1, (1,)),): 1,
+    }
+    bad = run("--rules", _config(tmp_path, "clearBallot", "cb.csv", "City, Mayor", names[:1]))
+    assert bad.exit_code == 2 and "'Bob' is not a candidate of the config" in bad.output
+    (tmp_path / "cb.csv").write_text(
+        "\n".join([lines[0], lines[1].replace(",1,0,0,1,0", ",2,0,0,1,0")])
+    )
+    bad = run("--rules", _config(tmp_path, "clearBallot", "cb.csv", "City, Mayor", names))
+    assert bad.exit_code == 2 and "line 2: a choice cell holds '2'" in bad.output
+    (tmp_path / "cb.csv").write_text(BALLOT_COLUMNS + "," + _choice("City, Mayor", 3, "Ann") + "\n")
+    bad = run("--rules", _config(tmp_path, "clearBallot", "cb.csv", "City, Mayor", names))
+    assert bad.exit_code == 2 and "rank 3 exceeds maxRankingsAllowed (2)" in bad.output
+
+
+def _sheet(contest, *options):
+    ns = 'xmlns="http://tempuri.org/CVRDesign.xsd"'
+    opts = "".join(f"<Option><Id>{i}</Id><Value>{v}</Value></Option>" for i, v in options)
+    return (
+        f'<?xml version="1.0" encoding="utf-8"?><Cvr {ns}><Contests><Contest><Name>M</Name>'
+        f"<Id>{contest}</Id><Options>{opts}</Options></Contest></Contests></Cvr>"
+    )
+
+
+def test_hart(tmp_path):
+    """Sheets: a>b (a's value 10, b's 01), b>a+w (an overvote with a write-in at rank 2),
+    a sheet of another contest, a sheet with no option marked."""
+    folder = tmp_path / "hart"
+    folder.mkdir()
+    (folder / "1.xml").write_text(_sheet("m1", ("a", "10"), ("b", "01")))
+    (folder / "2.xml").write_text(_sheet("m1", ("b", "10"), ("a", "01"), ("w", "01")))
+    (folder / "3.xml").write_text(_sheet("other", ("a", "10")))
+    (folder / "4.xml").write_text(_sheet("m1"))
+    names = [("Ann", "a"), ("Bob", "b")]
+    config = _config(tmp_path, "hart", "hart", "m1", names, label="w")
+    ballots = read_ballots(read_config(config))
+    got = dict(zip(ballots.rankings, ballots.counts.tolist(), strict=True))
+    assert got == {((1, (0,)), (2, (1,))): 1, ((1, (1,)), (2, (0, 2))): 1, (): 1}
+    bad = run("--rules", _config(tmp_path, "hart", "hart", "m1", names[:1], label="w"))
+    assert bad.exit_code == 2 and "option 'b' is not a candidate of the config" in bad.output
+    (folder / "5.xml").write_text("<Cvr><Contests>")
+    bad = run("--rules", config)
+    assert bad.exit_code == 2 and "5.xml: not XML" in bad.output
