@@ -358,6 +358,13 @@ def _optimality_lines(report: dict[str, Any]) -> list[str]:
     show_default=True,
     help="Output format (rctab-csv: RCTab's detailed report, with --rules or --rule stv).",
 )
+@click.option(
+    "--chart",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="With --rules or --rule stv: also write the rounds as a chart, FILE.png, or "
+    "FILE.html (the chart and the round tables in one self-contained page).",
+)
 @click.option("--top", type=click.IntRange(min=1), default=None, help="Show only the top K.")
 @click.option(
     "--max-ties",
@@ -438,6 +445,7 @@ def aggregate_command(
     batch_elimination: bool | None,
     until_one_left: bool,
     fmt: str,
+    chart: Path | None,
     top: int | None,
     max_ties: int,
     output: Path | None,
@@ -460,7 +468,7 @@ def aggregate_command(
     linear extensions (see docs/aggregation.md).
     """
     if rules_config is not None or rule == "stv":
-        text = _count(
+        text, counts, contest_name = _count(
             votes,
             rule,
             rules_config,
@@ -476,8 +484,18 @@ def aggregate_command(
                 cvr_skipped, cvr_overvote, cvr_write_in, True, count_column, contest=contest
             ),
         )
-        _write(text, output, [*votes, *([rules_config] if rules_config else [])], quiet)
+        inputs = [*votes, *([rules_config] if rules_config else [])]
+        if chart is not None:
+            from rankmodels_app.elections import write_chart
+
+            refuse_to_overwrite(chart, inputs)
+            write_chart(counts, contest_name, chart)
+        _write(text, output, inputs, quiet)
+        if chart is not None and not quiet:
+            click.echo(f"wrote {chart}", err=True)
         return
+    if chart is not None:
+        raise BadInput("--chart is only for --rules or --rule stv")
     if seats is not None:
         raise BadInput("--seats is only for --rule stv")
     if fmt == "rctab-csv":
@@ -552,8 +570,9 @@ def _count(
     overvote: str,
     skipped_ranks: str,
     conventions: CvrConventions,
-) -> str:
-    """The round report of a count by an RCTab config or by single transferable vote."""
+) -> tuple[str, list, str]:
+    """The round report of a count by an RCTab config or by single transferable vote, the
+    counts and the contest's name."""
     from rankmodels.aggregation.elections.rules import Rules
     from rankmodels_app.elections import config_count, render, stv_count
 
@@ -561,7 +580,7 @@ def _count(
         if rule is not None:
             raise BadInput("--rules gives the rules: leave out --rule")
         contest, counts = config_count(rules_config, votes)
-        return render(counts, contest.name, contest.info, fmt)
+        return render(counts, contest.name, contest.info, fmt), counts, contest.name
     if seats is None:
         raise BadInput("--rule stv needs --seats")
     if len(votes) != 1:
@@ -575,7 +594,7 @@ def _count(
         seed=seed,
     )
     counts = stv_count(votes[0], rules, names, format_in, conventions)
-    return render(counts, votes[0].stem, {}, fmt)
+    return render(counts, votes[0].stem, {}, fmt), counts, votes[0].stem
 
 
 def aggregate_main() -> None:

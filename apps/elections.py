@@ -23,9 +23,16 @@ from rankmodels.aggregation.elections.report import rctab_csv, rctab_json, text_
 from rankmodels.aggregation.elections.rules import Rules
 from rankmodels.aggregation.elections.tabulator import Count, Status, TabulationError, tabulate
 from rankmodels.aggregation.io import read_votes
-from rankmodels_app._common import BadInput
+from rankmodels_app._common import BadInput, atomic_output
 
-__all__ = ["config_count", "inactive_causes", "is_rank_column_cvr", "render", "stv_count"]
+__all__ = [
+    "config_count",
+    "inactive_causes",
+    "is_rank_column_cvr",
+    "render",
+    "stv_count",
+    "write_chart",
+]
 
 
 def config_count(config: Path, records: tuple[Path, ...]) -> tuple[Contest, list[Count]]:
@@ -130,6 +137,21 @@ def _tabulate(
         return tabulate(ballots, rules, order)
     except (TabulationError, ValueError) as err:
         raise BadInput(f"{where}: {err}") from None
+
+
+def write_chart(counts: list[Count], contest: str, path: Path) -> None:
+    """The rounds as a chart at ``path``: ``.png``, or ``.html`` (chart and tables)."""
+    suffix = path.suffix.lower()
+    if suffix not in (".png", ".html", ".htm"):
+        raise BadInput(f"--chart {path}: expected a .png or .html file name")
+    from rankmodels.plots.election_rounds import figure_png, rounds_figure, rounds_html
+
+    png = figure_png(rounds_figure(counts, contest))
+    with atomic_output(path, "wb") as handle:
+        if suffix == ".png":
+            handle.write(png)
+        else:
+            handle.write(rounds_html(counts, contest, png).encode("utf-8"))
 
 
 def render(counts: list[Count], contest: str, info: dict[str, str], fmt: str) -> str:
