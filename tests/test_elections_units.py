@@ -23,7 +23,7 @@ from rankmodels.aggregation.elections.cvr_csv import read_cvr_ballots
 from rankmodels.aggregation.elections.javarandom import JavaRandom, shuffle
 from rankmodels.aggregation.elections.records import read_ballots
 from rankmodels.aggregation.elections.rules import Rules
-from rankmodels.aggregation.elections.tabulator import Status, tabulate
+from rankmodels.aggregation.elections.tabulator import Status, TabulationError, tabulate
 from rankmodels.aggregation.irv import instant_runoff
 from rankmodels.aggregation.profile import Profile
 from rankmodels.errors import InputError
@@ -103,6 +103,18 @@ def test_stv_by_hand_at_any_precision(places):
     assert str(r2.tally[1]) == "2." + "9" * (places - 1) + "8"
     assert r2.residual_surplus == 2 * Decimal(10) ** -places
     assert [count.candidates[w] for w in count.winners] == ["A", "C"]
+
+
+def test_a_tie_that_asks_an_operator_stops_the_count():
+    """A 3, B 2, C 2: B and C tie for last; "ask" stops there naming them, and so does
+    "previous-rounds-then-ask" (no earlier round); without a tie both count."""
+    tied = _ballots("ABC", [_strict(3, "A"), _strict(2, "B", "A"), _strict(2, "C")])
+    for mode in ("ask", "previous-rounds-then-ask"):
+        with pytest.raises(TabulationError, match="round 1: a tie between B, C needs"):
+            tabulate(tied, Rules(tiebreak=mode))
+        clear = _ballots("ABC", [_strict(3, "A"), _strict(2, "B", "A"), _strict(1, "C")])
+        (count,) = tabulate(clear, Rules(tiebreak=mode))
+        assert [count.candidates[w] for w in count.winners] == ["A"]
 
 
 def test_overvote_exhausts_only_while_two_marks_continue():
@@ -216,10 +228,10 @@ def test_ess_csv_record_read_as_cast(tmp_path):
     ("change", "key"),
     [
         ({"rules__cutoff": True}, "rules.cutoff"),
-        ({"rules__tiebreakMode": "stopCountingAndAsk"}, "rules.tiebreakMode"),
+        ({"rules__tiebreakMode": "flipACoin"}, "rules.tiebreakMode"),
         ({"rules__overvoteRule": "sometimes"}, "rules.overvoteRule"),
         ({"cvrFileSources__filePath": "nowhere.xlsx"}, "cvrFileSources[0].filePath"),
-        ({"cvrFileSources__provider": "dominion"}, "cvrFileSources[0].provider"),
+        ({"cvrFileSources__provider": "genericCsv"}, "cvrFileSources[0].provider"),
         ({"rules__maxSkippedRanksAllowed": "-1"}, "rules.maxSkippedRanksAllowed"),
     ],
 )

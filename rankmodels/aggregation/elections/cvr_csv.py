@@ -98,7 +98,7 @@ def read_cvr_ballots(
     wanted = conv.count_column.strip().casefold()
     count_col = lowered.index(wanted) if wanted in lowered else None
     for row, times in rows:
-        if not any(cell.strip() for cell in row):
+        if not "".join(row).strip():
             continue
         if len(row) != len(header):
             raise InputError(
@@ -106,13 +106,16 @@ def read_cvr_ballots(
                 path=path,
                 field=_line_of(path, row),
             )
-        for col, rank, pairs in cells:
-            if row[col] not in pairs:
-                if row[col] not in marks_of:
-                    marks_of[row[col]] = mark(row[col], row, header[col].strip())
-                x = marks_of[row[col]]
-                pairs[row[col]] = None if x is None else shared.setdefault((rank, x), (rank, (x,)))
-        marked = tuple(p for p in (pairs[row[col]] for col, _, pairs in cells) if p is not None)
+        try:
+            marked = tuple(filter(None, [pairs[row[col]] for col, _, pairs in cells]))
+        except KeyError:  # a cell not seen before in its column
+            for col, rank, pairs in cells:
+                if row[col] not in pairs:
+                    if row[col] not in marks_of:
+                        marks_of[row[col]] = mark(row[col], row, header[col].strip())
+                    x = marks_of[row[col]]
+                    pairs[row[col]] = x if x is None else shared.setdefault((rank, x), (rank, (x,)))
+            marked = tuple(filter(None, [pairs[row[col]] for col, _, pairs in cells]))
         count = 1
         if count_col is not None:
             try:
@@ -139,7 +142,7 @@ def _distinct_rows(lines: Iterable[str]) -> Iterable[tuple[list[str], int]] | No
     once per distinct ballot. ``None`` when a quoted field spans lines (a line with an
     odd number of quotes)."""
     distinct = Counter(lines)
-    if any(line.count('"') % 2 for line in distinct):
+    if any(line.count('"') % 2 for line in [x for x in distinct if '"' in x]):
         return None
     return zip(csv.reader(distinct), distinct.values(), strict=True)
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import chain
+from operator import itemgetter
 
 import numba
 import numpy as np
@@ -57,13 +58,13 @@ class Packed:
 def pack(ballots: CastBallots) -> Packed:
     """The flat arrays of ``ballots``: ``O(total marks)``."""
     rankings = ballots.rankings
-    entries = list(chain.from_iterable(rankings))
-    marks = list(chain.from_iterable(codes for _, codes in entries))
+    entries = list(chain.from_iterable(rankings))  # (rank, codes) pairs, C-level loops only
+    codes = list(map(itemgetter(1), entries))
     return Packed(
         _offsets(map(len, rankings), len(rankings)),
-        np.fromiter((r for r, _ in entries), dtype=np.int64, count=len(entries)),
-        _offsets((len(codes) for _, codes in entries), len(entries)),
-        np.array(marks, dtype=np.int64),
+        np.fromiter(map(itemgetter(0), entries), dtype=np.int64, count=len(entries)),
+        _offsets(map(len, codes), len(entries)),
+        np.fromiter(chain.from_iterable(codes), dtype=np.int64),
         np.asarray(ballots.counts, dtype=np.int64),
     )
 
