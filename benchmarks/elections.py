@@ -56,21 +56,22 @@ def time_command(args: list[str]) -> str:
 
 def votekit_stv(path: Path, seats: int) -> str:
     """VoteKit's STV on the file's distinct ballots, timed from reading the CSV."""
-    from votekit.ballot import Ballot
+    from votekit import RankBallot, RankProfile
     from votekit.elections import STV
-    from votekit.pref_profile import PreferenceProfile
 
     start = time.perf_counter()
     with open(path) as handle:
         next(handle)
         distinct = Counter(tuple(c for c in line.rstrip("\n").split(",") if c) for line in handle)
-    profile = PreferenceProfile(
-        ballots=tuple(
-            Ballot(ranking=tuple(frozenset({c}) for c in r), weight=w) for r, w in distinct.items()
-        ),
-        candidates=tuple(CANDIDATES),
+    profile = RankProfile(
+        ballots=[
+            RankBallot(ranking=tuple(frozenset({c}) for c in r), weight=w)
+            for r, w in distinct.items()
+        ],
+        candidates=CANDIDATES,
+        max_ranking_length=RANKS,
     )
-    election = STV(profile, m=seats)
+    election = STV(profile, n_seats=seats)
     winners = election.get_elected()
     elapsed = time.perf_counter() - start
     return f"votekit STV: {elapsed:.1f} s in-process, elected {winners}"
