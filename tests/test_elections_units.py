@@ -155,6 +155,17 @@ def test_duplicates_exhaust_or_are_passed_over():
         assert count.rounds[1].inactive[Status.REPEATED_RANKINGS] == (1 if exhaust else 0)
 
 
+def test_an_unnamed_overvote_twice_is_a_repeated_ranking():
+    """RCTab reads an overvote marker as one more candidate: passed over at rank 1, met
+    again at rank 2, it is a repeat (with exhaust_on_duplicate) before A is reached."""
+    rows = [(1, [(1, OVERVOTE), (2, OVERVOTE), (3, "A")]), _strict(2, "A"), _strict(1, "B")]
+    for exhaust, a_votes in ((True, 2), (False, 3)):
+        rules = Rules(overvote="skip", exhaust_on_duplicate=exhaust)
+        (count,) = tabulate(_ballots("AB", rows), rules)
+        assert count.rounds[0].tally[0] == a_votes
+        assert count.rounds[0].inactive[Status.REPEATED_RANKINGS] == (1 if exhaust else 0)
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_single_seat_agrees_with_instant_runoff(seed):
     """Random complete strict ballots with distinct tallies: the eliminations of the
