@@ -105,7 +105,11 @@ def _warn_reversed(h: list[float] | None) -> None:
 
 
 def _report(
-    profile: Profile, result: Aggregation, h: np.ndarray | None, top: int | None
+    profile: Profile,
+    result: Aggregation,
+    h: np.ndarray | None,
+    top: int | None,
+    until_one_left: bool = False,
 ) -> dict[str, Any]:
     names = profile.candidates
     ranking = [names[x] for x in result.ranking][:top]
@@ -127,29 +131,34 @@ def _report(
         "n_optimal": result.n_optimal,
         "n_optimal_at_least": result.n_optimal_at_least,
         "ties": [list(t) for t in ties] if not result.unique else [],
-        **_runoff(names, result),
+        **_runoff(names, result, until_one_left),
         "axioms": profile_axiom_report(profile, result, h),
     }
 
 
-def _runoff(names: tuple[str, ...], result: Aggregation) -> dict[str, Any]:
+def _runoff(names: tuple[str, ...], result: Aggregation, until_one_left: bool) -> dict[str, Any]:
     """``winners`` and ``rounds`` of the runoff rules (nothing for the other rules), and
-    Smith-IRV's ``smith_set``."""
+    Smith-IRV's ``smith_set``. The rounds stop where a candidate is elected (nobody is
+    eliminated in that round) unless ``until_one_left``."""
     if "rounds" not in result.details:
         return {}
     winners = result.details["winners"]
-    rounds = [
-        {
-            "round": i,
-            "votes": {names[x]: float(r.votes[x]) for x in r.continuing},
-            "exhausted": r.exhausted,
-            "eliminated": [names[x] for x in r.eliminated],
-            "tied": [names[x] for x in r.tied],
-            "batch": r.batch,
-            "elected": [names[x] for x in r.elected],
-        }
-        for i, r in enumerate(result.details["rounds"], start=1)
-    ]
+    rounds = []
+    for i, r in enumerate(result.details["rounds"], start=1):
+        stop = bool(r.elected) and not until_one_left
+        rounds.append(
+            {
+                "round": i,
+                "votes": {names[x]: float(r.votes[x]) for x in r.continuing},
+                "exhausted": r.exhausted,
+                "eliminated": [] if stop else [names[x] for x in r.eliminated],
+                "tied": [] if stop else [names[x] for x in r.tied],
+                "batch": r.batch and not stop,
+                "elected": [names[x] for x in r.elected],
+            }
+        )
+        if stop:
+            break
     smith = result.details.get("smith_set")
     return {
         "winners": None if winners is None else [names[x] for x in winners],
@@ -219,18 +228,21 @@ def _round_lines(report: dict[str, Any]) -> list[str]:
         return smith_line
     rounds = report["rounds"]
     shown = {name: printable(name) for name in report["ranking"]}
-    width = max(len(label) for label in [*shown.values(), "exhausted"])
+    causes = [f"  {cause}" for cause in rounds[0].get("inactive", {})]
+    width = max(len(label) for label in [*shown.values(), "exhausted", *causes])
     columns = []
     for r in rounds:
         cells = {
             n: _votes(v) + ("*" if n in r["eliminated"] else " ") for n, v in r["votes"].items()
         }
         cells["exhausted"] = _votes(r["exhausted"]) + " "
+        for cause, value in r.get("inactive", {}).items():
+            cells[f"  {cause}"] = _votes(value) + " "
         columns.append(cells)
     sizes = [max(len(f"{i}") + 1, *map(len, c.values())) for i, c in enumerate(columns, 1)]
     head = "".join(f"  {i:>{w - 1}} " for i, w in enumerate(sizes, start=1))
     lines = [*smith_line, f"{'round':<{width}}{head}".rstrip()]
-    for name in [*report["ranking"], "exhausted"]:
+    for name in [*report["ranking"], "exhausted", *causes]:
         label = shown.get(name, name)
         row = "".join(f"  {c.get(name, ''):>{w}}" for c, w in zip(columns, sizes, strict=True))
         lines.append(f"{label:<{width}}{row}".rstrip())
@@ -242,11 +254,23 @@ def _round_lines(report: dict[str, Any]) -> list[str]:
         elif r["batch"]:
             gone = ", ".join(printable(n) for n in r["eliminated"])
             lines.append(f"round {i}: batch elimination of {gone}")
-        if r["elected"]:
+        if r["elected"] and report["rule"] == "benham":
             lines.append(
                 f"round {i}: {printable(r['elected'][0])} beats every continuing candidate "
                 "head to head: elected"
             )
+        elif r["elected"]:
+            who = r["elected"][0]
+            counting = sum(r["votes"].values())
+            lines.append(
+                f"round {i}: {printable(who)} has a majority, {_votes(r['votes'][who])} of "
+                f"{_votes(counting)} votes counting: elected"
+            )
+    if "left_out" in report:
+        lines.append(
+            "ballots no round counts (no marks, or an overvote or skipped ranks first): "
+            f"{_votes(report['left_out'])}"
+        )
     winners = report["winners"]
     if winners is not None and len(winners) > 1:
         lines.append("winners over all tie-breakings: " + ", ".join(map(printable, winners)))
@@ -320,12 +344,26 @@ def _optimality_lines(report: dict[str, Any]) -> list[str]:
     help="irv: drop at once every candidate that cannot catch up with the next one.",
 )
 @click.option(
+    "--until-one-left",
+    is_flag=True,
+    default=False,
+    help="irv, smith-irv: show every round until one candidate is left (default: stop at "
+    "the round where a candidate has a majority of the votes counting, as tabulators do).",
+)
+@click.option(
     "--format",
     "fmt",
     type=click.Choice(["text", "json", "rctab-csv"]),
     default="text",
     show_default=True,
     help="Output format (rctab-csv: RCTab's detailed report, with --rules or --rule stv).",
+)
+@click.option(
+    "--chart",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="With --rules or --rule stv: also write the rounds as a chart, FILE.png, or "
+    "FILE.html (the chart and the round tables in one self-contained page).",
 )
 @click.option("--top", type=click.IntRange(min=1), default=None, help="Show only the top K.")
 @click.option(
@@ -405,7 +443,9 @@ def aggregate_command(
     k: int | None,
     scores: str | None,
     batch_elimination: bool | None,
+    until_one_left: bool,
     fmt: str,
+    chart: Path | None,
     top: int | None,
     max_ties: int,
     output: Path | None,
@@ -428,7 +468,7 @@ def aggregate_command(
     linear extensions (see docs/aggregation.md).
     """
     if rules_config is not None or rule == "stv":
-        text = _count(
+        text, counts, contest_name = _count(
             votes,
             rule,
             rules_config,
@@ -444,8 +484,18 @@ def aggregate_command(
                 cvr_skipped, cvr_overvote, cvr_write_in, True, count_column, contest=contest
             ),
         )
-        _write(text, output, [*votes, *([rules_config] if rules_config else [])], quiet)
+        inputs = [*votes, *([rules_config] if rules_config else [])]
+        if chart is not None:
+            from rankmodels_app.elections import write_chart
+
+            refuse_to_overwrite(chart, inputs)
+            write_chart(counts, contest_name, chart)
+        _write(text, output, inputs, quiet)
+        if chart is not None and not quiet:
+            click.echo(f"wrote {chart}", err=True)
         return
+    if chart is not None:
+        raise BadInput("--chart is only for --rules or --rule stv")
     if seats is not None:
         raise BadInput("--seats is only for --rule stv")
     if fmt == "rctab-csv":
@@ -458,6 +508,8 @@ def aggregate_command(
         rule = "scores" if vector is not None else "borda"
     batch = True if batch_elimination else None
     _check_options(rule, {"k": k, "scores": vector, "batch_elimination": batch})
+    if until_one_left and rule not in ("irv", "smith-irv"):
+        raise BadInput(f"--until-one-left is only for --rule irv, smith-irv, not --rule {rule}")
     names = _names(candidates)
     if names is not None and format_in == "auto" and votes.suffix.lower()[1:] in PREFLIB_TYPES:
         raise BadInput("--candidates is for CSV files; a PrefLib file names its candidates")
@@ -479,7 +531,11 @@ def aggregate_command(
         )
     except ValueError as err:
         raise BadInput(f"{votes}: --rule {rule}: {err}") from None
-    report = _report(profile, result, h, top)
+    report = _report(profile, result, h, top, until_one_left)
+    if rule == "irv":
+        from rankmodels_app.elections import inactive_causes
+
+        inactive_causes(report, votes, format_in, names, conventions)
     text = json.dumps(report, indent=2) + "\n" if fmt == "json" else _text(report)
     _write(text, output, [votes], quiet, lambda: _warn_reversed(vector))
 
@@ -514,8 +570,9 @@ def _count(
     overvote: str,
     skipped_ranks: str,
     conventions: CvrConventions,
-) -> str:
-    """The round report of a count by an RCTab config or by single transferable vote."""
+) -> tuple[str, list, str]:
+    """The round report of a count by an RCTab config or by single transferable vote, the
+    counts and the contest's name."""
     from rankmodels.aggregation.elections.rules import Rules
     from rankmodels_app.elections import config_count, render, stv_count
 
@@ -523,7 +580,7 @@ def _count(
         if rule is not None:
             raise BadInput("--rules gives the rules: leave out --rule")
         contest, counts = config_count(rules_config, votes)
-        return render(counts, contest.name, contest.info, fmt)
+        return render(counts, contest.name, contest.info, fmt), counts, contest.name
     if seats is None:
         raise BadInput("--rule stv needs --seats")
     if len(votes) != 1:
@@ -537,7 +594,7 @@ def _count(
         seed=seed,
     )
     counts = stv_count(votes[0], rules, names, format_in, conventions)
-    return render(counts, votes[0].stem, {}, fmt)
+    return render(counts, votes[0].stem, {}, fmt), counts, votes[0].stem
 
 
 def aggregate_main() -> None:

@@ -7,19 +7,32 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
-from rankmodels.aggregation.cvr import CvrConventions, rank_columns
-from rankmodels.aggregation.elections.ballots import CastBallots, from_profile
+from rankmodels.aggregation.cvr import WRITE_IN, CvrConventions, rank_columns
+from rankmodels.aggregation.elections.ballots import (
+    UNDECLARED_WRITE_INS,
+    CastBallots,
+    from_profile,
+)
 from rankmodels.aggregation.elections.config import Contest, read_config
 from rankmodels.aggregation.elections.cvr_csv import read_cvr_ballots
+from rankmodels.aggregation.elections.inactive import inactive_by_round
 from rankmodels.aggregation.elections.records import read_ballots
 from rankmodels.aggregation.elections.report import rctab_csv, rctab_json, text_report
 from rankmodels.aggregation.elections.rules import Rules
-from rankmodels.aggregation.elections.tabulator import Count, TabulationError, tabulate
+from rankmodels.aggregation.elections.tabulator import Count, Status, TabulationError, tabulate
 from rankmodels.aggregation.io import read_votes
-from rankmodels_app._common import BadInput
+from rankmodels_app._common import BadInput, atomic_output
 
-__all__ = ["config_count", "render", "stv_count"]
+__all__ = [
+    "config_count",
+    "inactive_causes",
+    "is_rank_column_cvr",
+    "render",
+    "stv_count",
+    "write_chart",
+]
 
 
 def config_count(config: Path, records: tuple[Path, ...]) -> tuple[Contest, list[Count]]:
@@ -51,11 +64,7 @@ def stv_count(
     """Count a votes file by ``rules``: a rank-column cast-vote record is read as cast,
     the other formats through their profile (tie groups become overvotes)."""
     ballots: CastBallots
-    if (
-        format_in in ("auto", "cvr")
-        and votes.suffix.lower() in (".csv", ".txt")
-        and (format_in == "cvr" or _has_rank_columns(votes))
-    ):
+    if is_rank_column_cvr(votes, format_in):
         ballots = read_cvr_ballots(votes, names, conventions)
     else:
         profile = read_votes(votes, names, None, format_in, conventions)
@@ -64,6 +73,53 @@ def stv_count(
         except ValueError as err:
             raise BadInput(f"{votes}: {err}") from None
     return _tabulate(votes, ballots, rules, None)
+
+
+def is_rank_column_cvr(votes: Path, format_in: str) -> bool:
+    """Whether ``votes`` is read as a rank-column cast-vote record."""
+    return (
+        format_in in ("auto", "cvr")
+        and votes.suffix.lower() in (".csv", ".txt")
+        and (format_in == "cvr" or _has_rank_columns(votes))
+    )
+
+
+def inactive_causes(
+    report: dict[str, Any],
+    votes: Path,
+    format_in: str,
+    names: list[str] | None,
+    conventions: CvrConventions,
+) -> None:
+    """Add to an instant-runoff ``report`` of a rank-column cast-vote record each round's
+    exhausted ballots by cause (``inactive``: overvotes, skipped rankings, exhausted
+    choices) and ``left_out``, the ballots no round counts (no marks, or an overvote or
+    too many skipped ranks before the first candidate). Other inputs: unchanged."""
+    if not is_rank_column_cvr(votes, format_in):
+        return
+    ballots = read_cvr_ballots(votes, names, conventions)
+    continuing = [
+        [UNDECLARED_WRITE_INS if x == WRITE_IN else x for x in r["votes"]] for r in report["rounds"]
+    ]
+    found = inactive_by_round(
+        ballots,
+        continuing,
+        "exhaust" if conventions.overvote_exhausts else "skip",
+        conventions.max_skipped_ranks,
+    )
+    if not found:
+        return
+    first = found[0]  # ballots inactive before any candidate: the profile left them out
+    report["left_out"] = sum(first.values())
+    for r, causes in zip(report["rounds"], found, strict=True):
+        r["inactive"] = {label: causes[status] - first[status] for label, status in _CAUSES.items()}
+
+
+_CAUSES = {
+    "overvotes": Status.OVERVOTE,
+    "skipped rankings": Status.SKIPPED_RANKINGS,
+    "exhausted choices": Status.EXHAUSTED_CHOICES,
+}
 
 
 def _has_rank_columns(path: Path) -> bool:
@@ -81,6 +137,21 @@ def _tabulate(
         return tabulate(ballots, rules, order)
     except (TabulationError, ValueError) as err:
         raise BadInput(f"{where}: {err}") from None
+
+
+def write_chart(counts: list[Count], contest: str, path: Path) -> None:
+    """The rounds as a chart at ``path``: ``.png``, or ``.html`` (chart and tables)."""
+    suffix = path.suffix.lower()
+    if suffix not in (".png", ".html", ".htm"):
+        raise BadInput(f"--chart {path}: expected a .png or .html file name")
+    from rankmodels.plots.election_rounds import figure_png, rounds_figure, rounds_html
+
+    png = figure_png(rounds_figure(counts, contest))
+    with atomic_output(path, "wb") as handle:
+        if suffix == ".png":
+            handle.write(png)
+        else:
+            handle.write(rounds_html(counts, contest, png).encode("utf-8"))
 
 
 def render(counts: list[Count], contest: str, info: dict[str, str], fmt: str) -> str:

@@ -186,9 +186,10 @@ def test_cli_prints_the_rounds(tmp_path):
     assert lines[1].split() == ["1", "A"]
     table = lines[lines.index(next(x for x in lines if x.startswith("round"))) :]
     assert table[1].split() == ["A", "35", "67"]
-    assert table[2].split() == ["B", "33", "33*"]
+    assert table[2].split() == ["B", "33", "33"]  # A's majority ends the count
     assert table[3].split() == ["C", "32*"]
     assert table[4].split() == ["exhausted", "0", "0"]
+    assert "round 2: A has a majority, 67 of 100 votes counting: elected" in table
     assert "Condorcet winner: C (ranked first: NO)" in result.output
 
 

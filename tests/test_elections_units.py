@@ -23,7 +23,7 @@ from rankmodels.aggregation.elections.cvr_csv import read_cvr_ballots
 from rankmodels.aggregation.elections.javarandom import JavaRandom, shuffle
 from rankmodels.aggregation.elections.records import read_ballots
 from rankmodels.aggregation.elections.rules import Rules
-from rankmodels.aggregation.elections.tabulator import Status, tabulate
+from rankmodels.aggregation.elections.tabulator import Status, TabulationError, tabulate
 from rankmodels.aggregation.irv import instant_runoff
 from rankmodels.aggregation.profile import Profile
 from rankmodels.errors import InputError
@@ -86,6 +86,35 @@ def test_stv_by_hand():
     assert r1.transfers[0] == {1: Decimal("1.9998"), "residual surplus": Decimal("0.0002")}
     assert r3.elected == [2]
     assert [count.candidates[w] for w in count.winners] == ["A", "C"]
+    # RCTab's decimal strings: whole numbers until a transferred value goes in
+    assert [str(r2.tally[x]) for x in (1, 2, 0)] == ["2.9998", "3", "4"]
+    assert str(r2.inactive[Status.EXHAUSTED_CHOICES]) == "0"
+
+
+@pytest.mark.parametrize("places", [4, 12])
+def test_stv_by_hand_at_any_precision(places):
+    """The count above with ``d`` places: the fraction is ``0.33...3`` (``d`` threes), B
+    gets ``1 + 6 * 0.33...3 = 2.99...98`` and A's residual surplus is ``2 * 10**-d``. At 12
+    places a product of two values overflows 64-bit integers, so the count runs on Python
+    integers; both paths give the exact decimals."""
+    b = _ballots("ABC", [_strict(6, "A", "B"), _strict(3, "C"), _strict(1, "B")])
+    (count,) = tabulate(b, Rules(seats=2, mode="multi-seat", decimal_places=places))
+    r2 = count.rounds[1]
+    assert str(r2.tally[1]) == "2." + "9" * (places - 1) + "8"
+    assert r2.residual_surplus == 2 * Decimal(10) ** -places
+    assert [count.candidates[w] for w in count.winners] == ["A", "C"]
+
+
+def test_a_tie_that_asks_an_operator_stops_the_count():
+    """A 3, B 2, C 2: B and C tie for last; "ask" stops there naming them, and so does
+    "previous-rounds-then-ask" (no earlier round); without a tie both count."""
+    tied = _ballots("ABC", [_strict(3, "A"), _strict(2, "B", "A"), _strict(2, "C")])
+    for mode in ("ask", "previous-rounds-then-ask"):
+        with pytest.raises(TabulationError, match="round 1: a tie between B, C needs"):
+            tabulate(tied, Rules(tiebreak=mode))
+        clear = _ballots("ABC", [_strict(3, "A"), _strict(2, "B", "A"), _strict(1, "C")])
+        (count,) = tabulate(clear, Rules(tiebreak=mode))
+        assert [count.candidates[w] for w in count.winners] == ["A"]
 
 
 def test_overvote_exhausts_only_while_two_marks_continue():
@@ -124,6 +153,17 @@ def test_duplicates_exhaust_or_are_passed_over():
         (count,) = tabulate(_ballots("ABC", rows), Rules(exhaust_on_duplicate=exhaust))
         assert count.rounds[1].tally[0] == a_votes
         assert count.rounds[1].inactive[Status.REPEATED_RANKINGS] == (1 if exhaust else 0)
+
+
+def test_an_unnamed_overvote_twice_is_a_repeated_ranking():
+    """RCTab reads an overvote marker as one more candidate: passed over at rank 1, met
+    again at rank 2, it is a repeat (with exhaust_on_duplicate) before A is reached."""
+    rows = [(1, [(1, OVERVOTE), (2, OVERVOTE), (3, "A")]), _strict(2, "A"), _strict(1, "B")]
+    for exhaust, a_votes in ((True, 2), (False, 3)):
+        rules = Rules(overvote="skip", exhaust_on_duplicate=exhaust)
+        (count,) = tabulate(_ballots("AB", rows), rules)
+        assert count.rounds[0].tally[0] == a_votes
+        assert count.rounds[0].inactive[Status.REPEATED_RANKINGS] == (1 if exhaust else 0)
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -199,10 +239,10 @@ def test_ess_csv_record_read_as_cast(tmp_path):
     ("change", "key"),
     [
         ({"rules__cutoff": True}, "rules.cutoff"),
-        ({"rules__tiebreakMode": "stopCountingAndAsk"}, "rules.tiebreakMode"),
+        ({"rules__tiebreakMode": "flipACoin"}, "rules.tiebreakMode"),
         ({"rules__overvoteRule": "sometimes"}, "rules.overvoteRule"),
         ({"cvrFileSources__filePath": "nowhere.xlsx"}, "cvrFileSources[0].filePath"),
-        ({"cvrFileSources__provider": "dominion"}, "cvrFileSources[0].provider"),
+        ({"cvrFileSources__provider": "genericCsv"}, "cvrFileSources[0].provider"),
         ({"rules__maxSkippedRanksAllowed": "-1"}, "rules.maxSkippedRanksAllowed"),
     ],
 )

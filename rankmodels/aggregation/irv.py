@@ -20,6 +20,14 @@ Conventions (documented for users in ``docs/aggregation.md``)
       winners are all candidates some tie-breaking elects). The listed first ranking
       eliminates, among tied candidates, the one with the highest index. Candidates with no
       votes change no tally when eliminated, so they go all at once (all their orders).
+    * Undeclared write-ins (the candidate :data:`.cvr.WRITE_IN` that a cast-vote record's
+      write-in markers count for) are eliminated alone in the first round, whatever their
+      votes, as certified tabulators (RCTab) do; the other rounds are unchanged.
+    * The count runs until one candidate is left (the ranking needs the whole elimination
+      order); the round in which a candidate first has a majority of the votes counting
+      (more than half of the ballots not exhausted) records it as ``elected``, where a
+      tabulator stops (two candidates left with equal votes: no such round). A round that
+      eliminates the write-ins elects nobody.
     * ``batch_elimination``: in a round where the lowest ``k >= 2`` candidates together
       have fewer votes than the next one, they are eliminated together (they could never
       overtake it); within the batch the ranking orders them by their votes, equal votes
@@ -67,6 +75,7 @@ import numpy as np
 
 from rankmodels.aggregation.condorcet import MARGIN_TOL, condorcet_winner
 from rankmodels.aggregation.counting import DEFAULT_MAX_TIES, Count, transitive_closure
+from rankmodels.aggregation.cvr import WRITE_IN
 from rankmodels.aggregation.profile import Profile
 from rankmodels.aggregation.result import Aggregation
 
@@ -134,7 +143,9 @@ class Round:
     (several at once in a batch or when they have no votes); ``tied``: the candidates tied
     for the fewest votes when there was a choice (else empty); ``batch``: whether this was
     a batch elimination; ``elected``: Benham's Condorcet winner of the continuing
-    candidates, elected in this round (the count stops), else empty.
+    candidates, elected in this round (the count stops); instant runoff's and Smith-IRV's
+    majority winner, first in this round (the count goes on to rank the others; see the
+    module docstring); else empty.
     """
 
     continuing: tuple[int, ...]
@@ -165,12 +176,16 @@ class _Move:
 
 class _Search:
     """The states (bit masks of continuing candidates) reachable under every tie-breaking;
-    ``condorcet``: elect a Condorcet winner of the continuing candidates first (Benham)."""
+    ``condorcet``: elect a Condorcet winner of the continuing candidates first (Benham);
+    ``first_out``: a candidate eliminated alone as soon as it has votes (write-ins)."""
 
-    def __init__(self, profile: Profile, batch: bool, condorcet: bool = False) -> None:
+    def __init__(
+        self, profile: Profile, batch: bool, condorcet: bool = False, first_out: int | None = None
+    ) -> None:
         self.profile = profile
         self.batch = batch
         self.condorcet = condorcet
+        self.first_out = first_out
         self.tol = _RTOL * profile.total
         self.rounds: dict[int, tuple[np.ndarray, float]] = {}
         self.moves: dict[int, list[_Move]] = {}
@@ -208,6 +223,9 @@ class _Search:
         mask[members] = True
         votes, exhausted = tallies(self.profile, mask)
         self.rounds[state] = (votes, exhausted)
+        out = self.first_out
+        if out is not None and state >> out & 1 and votes[out] > self.tol:
+            return [_Move(((out,),), _without(state, [out]))]
         if self.condorcet:
             winner = condorcet_winner(self.profile.pairwise[np.ix_(members, members)])
             if winner is not None:
@@ -323,7 +341,9 @@ def instant_runoff(
     candidate indices elected by some tie-breaking) and ``states`` (sets of continuing
     candidates visited).
     """
-    search = _Search(profile, batch_elimination)
+    names = profile.candidates
+    write_ins = names.index(WRITE_IN) if WRITE_IN in names else None
+    search = _Search(profile, batch_elimination, first_out=write_ins)
     return _count("irv", search, [list(range(profile.n))], max_ties)
 
 
@@ -381,17 +401,17 @@ def _count(rule: str, search: _Search, groups: list[list[int]], max_ties: int) -
         ties=ties,
         count=total,
         details={
-            "rounds": _rounds(search, starts[0]),
+            "rounds": _rounds(search, starts[0], majority=not search.condorcet),
             "winners": sorted(winners.get(starts[0], ())) if exact else None,
             "states": len(search.moves),
         },
     )
 
 
-def _rounds(search: _Search, start: int) -> list[Round]:
+def _rounds(search: _Search, start: int, majority: bool) -> list[Round]:
     """The rounds along the first listed ranking, up to the election of a Condorcet winner
-    (Benham)."""
-    rounds = []
+    (Benham); with ``majority``, the majority winner marked elected (module docstring)."""
+    rounds: list[Round] = []
     state = start
     while search.moves.get(state):
         move = search.moves[state][0]
@@ -406,6 +426,13 @@ def _rounds(search: _Search, start: int) -> list[Round]:
             tied = tuple(sorted(m.groups[0][0] for m in moves))
         else:  # candidates without votes go together; a batch's equal votes are ties too
             tied = gone if not move.batch and len(gone) > 1 else ()
-        rounds.append(Round(members, votes, float(exhausted), gone, tied, move.batch))
+        elected: tuple[int, ...] = ()
+        out = search.first_out
+        write_ins_go = out in members and votes[out] > search.tol
+        if majority and not any(r.elected for r in rounds) and not write_ins_go:
+            top = max(members, key=lambda x: votes[x])
+            if 2 * votes[top] - votes[list(members)].sum() > search.tol:
+                elected = (top,)
+        rounds.append(Round(members, votes, float(exhausted), gone, tied, move.batch, elected))
         state = move.state
     return rounds

@@ -21,7 +21,7 @@ from rankmodels.errors import InputError
 
 __all__ = ["PROVIDERS", "Candidate", "Contest", "Source", "read_config"]
 
-PROVIDERS = ("ess", "cdf")
+PROVIDERS = ("ess", "cdf", "dominion", "clearBallot", "hart")
 """CVR providers with a reader (RCTab's names)."""
 
 _TOP = {"tabulatorVersion", "outputSettings", "cvrFileSources", "candidates", "rules"}
@@ -81,6 +81,8 @@ _TIEBREAKS = {
     "previousRoundCountsThenRandom": "previous-rounds-then-random",
     "useCandidateOrder": "candidate-order",
     "generatePermutation": "permutation",
+    "stopCountingAndAsk": "ask",
+    "previousRoundCountsThenAsk": "previous-rounds-then-ask",
 }
 _OVERVOTES = {
     "exhaustImmediately": "exhaust",
@@ -309,7 +311,7 @@ class _Reader:
 
         tiebreak = self.choice(raw.get("tiebreakMode"), key("tiebreakMode"), _TIEBREAKS)
         seed = self.integer(raw.get("randomSeed"), key("randomSeed"), -(2**47), default=None)
-        if seed is None and tiebreak != "candidate-order":
+        if seed is None and tiebreak in ("random", "previous-rounds-then-random", "permutation"):
             raise self.fail(key("randomSeed"), f"tiebreakMode {tiebreak} needs a randomSeed")
         percentage = self.text(
             raw.get("multiSeatBottomsUpPercentageThreshold"),

@@ -7,14 +7,18 @@ case-insensitively after stripping spaces): an empty cell or a skipped marker is
 unmarked rank, an overvote marker an :data:`~.ballots.OVERVOTE` mark, a write-in marker a
 vote for :data:`~.ballots.UNDECLARED_WRITE_INS`, anything else a candidate (new names are
 added in order of appearance, or must be among ``candidates``). The optional count column
-gives each row's number of ballots (a positive integer).
+gives each row's number of ballots (a positive integer). Equal lines are merged before
+they are parsed: memory and parsing grow with the distinct ballots; the whole file streams
+by once (twice when a quoted field spans lines; once more to name the line of an error).
 """
 
 from __future__ import annotations
 
 import csv
 import os
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from itertools import pairwise
 from pathlib import Path
 
 from rankmodels.aggregation.cvr import CvrConventions, contests
@@ -44,9 +48,9 @@ def read_cvr_ballots(
     names: list[str] = list(candidates or [])
     code = {name: i for i, name in enumerate(names)}
     counter = BallotCounter()
-    marks_of: dict[str, int | None] = {}
+    marks_of: dict[str, int | None] = {}  # cell -> its mark
 
-    def mark(text: str, line: int, column: str) -> int | None:
+    def mark(text: str, row: Sequence[str], column: str) -> int | None:
         key = text.strip().casefold()
         if key in skipped:
             return None
@@ -58,63 +62,98 @@ def read_cvr_ballots(
                 raise InputError(
                     f"unknown candidate {name!r} in column {column!r}",
                     path=path,
-                    field=f"line {line}",
+                    field=_line_of(path, row),
                 )
             code[name] = len(names)
             names.append(name)
         return code[name]
 
     with open(path, newline="", encoding="utf-8-sig") as handle:
-        reader = csv.reader(handle)
-        header = next(reader, None)
+        header = next(csv.reader(handle), None)
         if header is None:
             raise InputError("empty file: expected a header with rank columns", path=path)
-        found = contests(header)
-        if conv.contest is not None:
-            found = [c for c in found if conv.contest.strip().casefold() in c.label.casefold()]
-        if len(found) != 1:
+        rows = _distinct_rows(handle)
+    if rows is None:  # a quoted field spans lines: merge parsed rows instead
+        with open(path, newline="", encoding="utf-8-sig") as handle:
+            reader = csv.reader(handle)
+            next(reader)
+            rows = Counter(map(tuple, reader)).items()
+    found = contests(header)
+    if conv.contest is not None:
+        found = [c for c in found if conv.contest.strip().casefold() in c.label.casefold()]
+    if len(found) != 1:
+        raise InputError(
+            f"expected the rank columns of one contest, found {len(found)}"
+            + ("" if conv.contest else " (name one with --contest)"),
+            path=path,
+            field="line 1",
+        )
+    columns = found[0].columns
+    increasing = all(a[1] < b[1] for a, b in pairwise(columns))
+    # per rank column, cell -> its (rank, marks) pair, one object per pair: the rankings
+    # share them, so a distinct ballot costs little more than its tuple
+    cells = [(col, rank, {}) for col, rank in columns]
+    shared: dict[tuple[int, int], tuple[int, tuple[int]]] = {}
+    lowered = [h.strip().casefold() for h in header]
+    wanted = conv.count_column.strip().casefold()
+    count_col = lowered.index(wanted) if wanted in lowered else None
+    for row, times in rows:
+        if not "".join(row).strip():
+            continue
+        if len(row) != len(header):
             raise InputError(
-                f"expected the rank columns of one contest, found {len(found)}"
-                + ("" if conv.contest else " (name one with --contest)"),
+                f"{len(row)} fields where the header has {len(header)}",
                 path=path,
-                field="line 1",
+                field=_line_of(path, row),
             )
-        columns = found[0].columns
-        lowered = [h.strip().casefold() for h in header]
-        wanted = conv.count_column.strip().casefold()
-        count_col = lowered.index(wanted) if wanted in lowered else None
-        for line, row in enumerate(reader, start=2):
-            if not any(cell.strip() for cell in row):
-                continue
-            if len(row) != len(header):
+        try:
+            marked = tuple(filter(None, [pairs[row[col]] for col, _, pairs in cells]))
+        except KeyError:  # a cell not seen before in its column
+            for col, rank, pairs in cells:
+                if row[col] not in pairs:
+                    if row[col] not in marks_of:
+                        marks_of[row[col]] = mark(row[col], row, header[col].strip())
+                    x = marks_of[row[col]]
+                    pairs[row[col]] = x if x is None else shared.setdefault((rank, x), (rank, (x,)))
+            marked = tuple(filter(None, [pairs[row[col]] for col, _, pairs in cells]))
+        count = 1
+        if count_col is not None:
+            try:
+                count = int(row[count_col])
+            except ValueError:
+                count = 0
+            if count < 1:
                 raise InputError(
-                    f"{len(row)} fields where the header has {len(header)}",
+                    f"count must be a positive integer, got {row[count_col]!r}",
                     path=path,
-                    field=f"line {line}",
+                    field=_line_of(path, row),
                 )
-            marks = []
-            for col, rank in columns:
-                cell = row[col]
-                if cell not in marks_of:
-                    marks_of[cell] = mark(cell, line, header[col].strip())
-                if marks_of[cell] is not None:
-                    marks.append((rank, marks_of[cell]))
-            count = 1
-            if count_col is not None:
-                try:
-                    count = int(row[count_col])
-                except ValueError:
-                    count = 0
-                if count < 1:
-                    raise InputError(
-                        f"count must be a positive integer, got {row[count_col]!r}",
-                        path=path,
-                        field=f"line {line}",
-                    )
-            counter.add(ranking_from_marks(marks), count)
+        if not increasing:  # two columns of one rank: marks merged at their rank
+            marked = ranking_from_marks((rank, xs[0]) for rank, xs in marked)
+        counter.add(marked, count * times)
     if UNDECLARED_WRITE_INS in code and code[UNDECLARED_WRITE_INS] != len(names) - 1:
         return _write_ins_last(counter.ballots(names))
     return counter.ballots(names)
+
+
+def _distinct_rows(lines: Iterable[str]) -> Iterable[tuple[list[str], int]] | None:
+    """The distinct rows of ``lines`` (a header's followers), each with how often it
+    occurs: equal lines are merged before they are parsed, so a large record is parsed
+    once per distinct ballot. ``None`` when a quoted field spans lines (a line with an
+    odd number of quotes)."""
+    distinct = Counter(lines)
+    if any(line.count('"') % 2 for line in [x for x in distinct if '"' in x]):
+        return None
+    return zip(csv.reader(distinct), distinct.values(), strict=True)
+
+
+def _line_of(path: Path, row: Sequence[str]) -> str:
+    """``line N``: where ``row`` first occurs in the record (to name a bad row)."""
+    with open(path, newline="", encoding="utf-8-sig") as handle:
+        for line, other in enumerate(csv.reader(handle), start=1):
+            if line > 1 and other == list(row):
+                return f"line {line}"
+    return "a row"
 
 
 def _write_ins_last(ballots: CastBallots) -> CastBallots:

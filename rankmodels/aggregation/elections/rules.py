@@ -30,12 +30,21 @@ OVERVOTE_RULES = ("exhaust", "skip", "exhaust-if-multiple")
 """An overvote ends the ballot; is passed over; ends it only if two or more of its
 candidates are continuing (none: passed over; one: the vote goes to that one)."""
 
-TIEBREAKS = ("random", "previous-rounds-then-random", "candidate-order", "permutation")
+TIEBREAKS = (
+    "random",
+    "previous-rounds-then-random",
+    "candidate-order",
+    "permutation",
+    "ask",
+    "previous-rounds-then-ask",
+)
 """Ties: Java's ``Random(seed)`` draws among the tied candidates sorted by name; the tied
 candidate with the most (winner) / fewest (loser) votes in the latest earlier round that
 separates them, else random; the config's candidate order (a winner is the earliest, a
 loser the latest); a permutation of the names (sorted, then shuffled by
-``Random(seed)``) used the same way."""
+``Random(seed)``) used the same way; an operator decides (the count stops with an error
+naming the tied candidates, as it needs one), directly or when earlier rounds do not
+separate them."""
 
 
 @dataclass(frozen=True)

@@ -25,8 +25,10 @@ its ballots (the *surplus fraction* ``(votes - threshold) / votes`` moves on wit
 ballot: Gregory's weighted inclusive method, every product and quotient rounded down to
 ``decimal_places``); what rounding leaves above the threshold is the *residual surplus*.
 
-Cost: a round re-reads only the ballots whose candidate left the count, so a count is
-``O(m R)`` for ``m`` distinct ballots of ``R`` marked ranks, plus ``O(n)`` per round.
+The per-ballot work is compiled (:mod:`.kernels`) with votes as integers scaled by
+``10**decimal_places``, exact; the per-candidate decisions stay in ``Decimal``. Cost: a
+round passes over the ``m`` distinct ballots and re-reads only those whose candidate left
+the count, so a count is ``O(m R)`` for ``R`` marked ranks, plus ``O(m + n^2)`` per round.
 """
 
 from __future__ import annotations
@@ -37,12 +39,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from decimal import ROUND_DOWN, ROUND_UP, Decimal
 
-from rankmodels.aggregation.elections.ballots import (
-    OVERVOTE,
-    UNDECLARED_WRITE_INS,
-    CastBallots,
-)
+import numpy as np
+
+from rankmodels.aggregation.elections.ballots import UNDECLARED_WRITE_INS, CastBallots
 from rankmodels.aggregation.elections.javarandom import JavaRandom, shuffle
+from rankmodels.aggregation.elections.kernels import BallotStates, Packed, fits_int64, pack
 from rankmodels.aggregation.elections.rules import Rules
 
 __all__ = ["EXHAUSTED", "RESIDUAL", "Count", "Round", "Status", "TabulationError", "tabulate"]
@@ -126,13 +127,15 @@ def tabulate(ballots: CastBallots, rules: Rules, order: Sequence[str] | None = N
     order (tie-breaks by candidate order and permutations use it; default: the ballots'
     candidates). Returns one :class:`Count`, or one per seat in ``sequential`` mode."""
     order = list(order) if order is not None else _declared(ballots.candidates)
+    packed = pack(ballots)
     if rules.mode != "sequential":
-        return [_Tabulator(ballots, rules, order).run()]
+        return [_Tabulator(ballots, packed, rules, order).run()]
     counts: list[Count] = []
     excluded = set(rules.excluded)
     for _ in range(rules.seats):  # one single-seat count per seat, earlier winners excluded
         single = replace(rules, seats=1, mode="single", excluded=frozenset(excluded))
-        counts.append(replace(_Tabulator(ballots, single, order).run(), contest_seats=rules.seats))
+        count = _Tabulator(ballots, packed, single, order).run()
+        counts.append(replace(count, contest_seats=rules.seats))
         excluded.update(ballots.candidates[w] for w in counts[-1].winners)
     return counts
 
@@ -173,7 +176,9 @@ def java_hash_order(codes: list[int], names: Sequence[str], grown: bool = False)
 class _Tabulator:
     """One count (RCTab's ``Tabulator``) over distinct ballots with counts."""
 
-    def __init__(self, ballots: CastBallots, rules: Rules, order: list[str]) -> None:
+    def __init__(
+        self, ballots: CastBallots, packed: Packed, rules: Rules, order: list[str]
+    ) -> None:
         self.ballots = ballots
         self.rules = rules
         names = ballots.candidates
@@ -194,12 +199,9 @@ class _Tabulator:
                 perm = sorted(order)
                 shuffle(perm, self.random)
                 self.permutation = [self.code[x] for x in perm if x in self.code]
-        m = len(ballots.rankings)
-        self.counts = [Decimal(int(c)) for c in ballots.counts]
-        self.recipient: list[int | None] = [None] * m
-        self.status = [Status.ACTIVE] * m
-        self.value = [Decimal(1)] * m  # per ballot, what is not yet kept by winners
-        self.kept: list[dict[int, Decimal]] = [{} for _ in range(m)]
+        exact = not fits_int64(ballots.total, rules.decimal_places)
+        self.states = BallotStates(packed, rules.decimal_places, exact)
+        self.kept: dict[int, Decimal] = {}  # what each winner's ballots kept
         self.rounds: list[Round] = []
 
     # -- candidates' states ------------------------------------------------------------
@@ -209,78 +211,43 @@ class _Tabulator:
         return x not in self.won or self.rules.continue_until_two
 
     # -- one round's tally -------------------------------------------------------------
+    def decimal(self, scaled, touched) -> Decimal:
+        """A scaled sum as RCTab's ``BigDecimal`` holds it: whole until a value that a
+        surplus transfer touched went into it, then ``decimal_places`` places."""
+        if touched:
+            return Decimal(int(scaled)).scaleb(-self.rules.decimal_places, _CONTEXT)
+        return Decimal(int(scaled) // self.states.scale)
+
     def tally_round(self, number: int) -> Round:
-        tally = {x: Decimal(0) for x in range(len(self.names)) if self.continuing(x)}
-        inactive = {s: Decimal(0) for s in Status if s != Status.ACTIVE}
+        n = len(self.names)
+        continuing = np.array([self.continuing(x) for x in range(n)], dtype=np.bool_)
+        rules = self.rules
+        try:
+            sums = self.states.tally(
+                continuing,
+                -1 if self.max_skip is None else self.max_skip,
+                rules.exhaust_on_duplicate,
+                rules.overvote,
+                rules.transfers_surplus and len(self.won) == rules.seats,
+            )
+        except ValueError as err:
+            raise TabulationError(str(err)) from None
+        tally = {
+            x: self.decimal(sums.votes[x], sums.votes_touched[x]) for x in range(n) if continuing[x]
+        }
+        inactive = {
+            s: self.decimal(sums.inactive[s], sums.inactive_touched[s])
+            for s in Status
+            if s != Status.ACTIVE
+        }
         moves: dict[int, dict[int | str, Decimal]] = {}
-        for j, ranking in enumerate(self.ballots.rankings):
-            weight = self.counts[j] * self.value[j]
-            if self.status[j] != Status.ACTIVE:
-                inactive[self.status[j]] += weight
-                continue
-            current = self.recipient[j]
-            if current is not None and self.continuing(current):
-                tally[current] += weight
-                continue
-            chosen, status = self.read(ranking)
-            if weight > 0 and current is not None:
-                to = EXHAUSTED if chosen is None else chosen
-                dest = moves.setdefault(current, {})
-                dest[to] = dest.get(to, Decimal(0)) + weight
-            self.recipient[j] = chosen
-            if chosen is None:
-                self.status[j] = status
-                inactive[status] += weight
-            else:
-                tally[chosen] += weight
+        for x, to in zip(*np.nonzero(sums.moves), strict=True):
+            dest = moves.setdefault(int(x), {})
+            key = EXHAUSTED if to == n else int(to)
+            dest[key] = self.decimal(sums.moves[x, to], sums.moves_touched[x, to])
         if self.rounds:
             self.rounds[-1].transfers = moves
         return Round(number, tally, Decimal(0), inactive)
-
-    def read(self, ranking) -> tuple[int | None, Status]:
-        """The candidate a ballot counts for now, or ``None`` and why it is inactive."""
-        if not ranking:
-            return None, Status.UNDERVOTE
-        if self.rules.transfers_surplus and len(self.won) == self.rules.seats:
-            return None, Status.FINAL_ROUND_SURPLUS  # the count is over: surplus stays
-        last_seen = 0
-        seen: set[int] = set()
-        last_rank = ranking[-1][0]
-        for rank, marks in ranking:
-            if self.max_skip is not None and rank - last_seen > self.max_skip + 1:
-                return None, Status.SKIPPED_RANKINGS
-            last_seen = rank
-            if self.rules.exhaust_on_duplicate:
-                for x in marks:
-                    if x in seen:
-                        return None, Status.REPEATED_RANKINGS
-                    seen.add(x)
-            decision = self.overvote(marks)
-            if decision == "exhaust":
-                return None, Status.OVERVOTE
-            if decision == "skip":
-                if rank == last_rank:
-                    return None, Status.EXHAUSTED_CHOICES
-                continue
-            for x in marks:
-                if self.continuing(x):
-                    return x, Status.ACTIVE
-        return None, Status.EXHAUSTED_CHOICES
-
-    def overvote(self, marks: tuple[int, ...]) -> str | None:
-        rule = self.rules.overvote
-        if OVERVOTE in marks:
-            if rule == "exhaust-if-multiple":
-                raise TabulationError(
-                    "an overvote that does not name its candidates cannot be counted by "
-                    "exhaust-if-multiple"
-                )
-            return "exhaust" if rule == "exhaust" else "skip"
-        if len(marks) <= 1:
-            return None
-        if rule != "exhaust-if-multiple":
-            return rule
-        return "exhaust" if sum(map(self.continuing, marks)) >= 2 else None
 
     # -- thresholds, winners, eliminations ---------------------------------------------
     def threshold(self, active: Decimal) -> Decimal:
@@ -391,7 +358,7 @@ class _Tabulator:
         if mode in ("candidate-order", "permutation"):
             order = self.permutation if winner else self.permutation[::-1]
             return next(x for x in order if x in tied)
-        if mode == "previous-rounds-then-random":
+        if mode in ("previous-rounds-then-random", "previous-rounds-then-ask"):
             for earlier in reversed(self.rounds[: number - 1]):
                 votes = {x: earlier.tally.get(x) for x in tied}
                 pick = max if winner else min
@@ -399,6 +366,11 @@ class _Tabulator:
                 tied = java_hash_order([x for x in tied if votes[x] == best], names)
                 if len(tied) == 1:
                     return tied[0]
+        if mode in ("ask", "previous-rounds-then-ask"):
+            raise TabulationError(
+                f"round {number}: a tie between {', '.join(names[x] for x in tied)} needs an "
+                "operator's decision (tiebreakMode asks); choose a tiebreakMode that decides"
+            )
         assert self.random is not None
         return tied[int(self.random.next_double() * len(tied))]
 
@@ -410,11 +382,9 @@ class _Tabulator:
                 votes = rnd.tally[w]
                 extra = votes - rnd.threshold
                 fraction = (extra / votes).quantize(unit, ROUND_DOWN) if extra > 0 else Decimal(0)
-                for j, current in enumerate(self.recipient):
-                    if current == w and self.status[j] == Status.ACTIVE:
-                        moved = (self.value[j] * fraction).quantize(unit, ROUND_DOWN)
-                        self.kept[j][w] = self.value[j] - moved
-                        self.value[j] = moved
+                scaled = int(fraction.scaleb(self.rules.decimal_places))
+                kept, found = self.states.surplus(w, scaled)
+                self.kept[w] = self.decimal(kept, True) if found else Decimal(0)
 
     def winner_tallies(self, rnd: Round) -> None:
         """Add the earlier winners to the round's tally; winners of the previous round
@@ -427,9 +397,7 @@ class _Tabulator:
             if r < rnd.number - 1 and previous is not None:
                 rnd.tally[w] = previous.tally[w]
         for w in fresh:
-            kept = sum(
-                (self.counts[j] * k[w] for j, k in enumerate(self.kept) if w in k), Decimal(0)
-            )
+            kept = self.kept.get(w, Decimal(0))
             residual = kept - rnd.threshold
             rnd.tally[w] = kept
             if residual > 0:

@@ -1,0 +1,279 @@
+"""The per-ballot work of a count, compiled: who each distinct ballot counts for in a round,
+and the surplus transfer of a winner.
+
+Ballots are packed once (:func:`pack`) into flat arrays: for ballot ``j`` its marked ranks
+are entries ``start[j]:start[j+1]``, entry ``e`` has rank ``rank[e]`` and marks
+``marks[mstart[e]:mstart[e+1]]`` (candidate codes, :data:`~.ballots.OVERVOTE` for an
+overvote marker). Votes are *scaled integers*: a ballot's value is ``value / 10**d`` of a
+vote for ``d`` decimal places, so RCTab's arithmetic (every product and quotient rounded
+down to ``d`` places) is exact integer arithmetic: ``floor(v * f / 10**d)``.
+
+Decimal strings keep the exponent RCTab's ``BigDecimal`` gives them: a whole number until a
+value that went through a surplus transfer (``touched``) is added in, then ``d`` places. So
+every sum comes with a flag saying whether such a value went into it.
+
+The kernels run compiled on ``int64`` arrays when no sum or product can overflow
+(:func:`fits_int64`); otherwise the same functions run as Python (``.py_func``) on object
+arrays of Python integers, exactly and slowly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from itertools import chain
+from operator import itemgetter
+
+import numba
+import numpy as np
+
+from rankmodels.aggregation.elections.ballots import OVERVOTE, CastBallots
+
+__all__ = ["OVERVOTE_CODES", "BallotStates", "Packed", "Tally", "fits_int64", "pack"]
+
+OVERVOTE_CODES = {"exhaust": 0, "skip": 1, "exhaust-if-multiple": 2}
+"""Codes of the overvote rules in the kernels."""
+
+# ballot states, as :class:`.tabulator.Status`
+_ACTIVE, _UNDERVOTE, _OVERVOTE, _SKIPPED, _REPEATED, _EXHAUSTED, _FINAL = range(7)
+_INT64_LIMIT = 2**62
+
+
+@dataclass(frozen=True)
+class Packed:
+    """Distinct ballots as flat arrays (see the module docstring); ``counts``: ``(m,)``."""
+
+    start: np.ndarray
+    rank: np.ndarray
+    mstart: np.ndarray
+    marks: np.ndarray
+    counts: np.ndarray
+
+    @property
+    def m(self) -> int:
+        """Number of distinct ballots."""
+        return self.counts.size
+
+
+def pack(ballots: CastBallots) -> Packed:
+    """The flat arrays of ``ballots``: ``O(total marks)``."""
+    rankings = ballots.rankings
+    entries = list(chain.from_iterable(rankings))  # (rank, codes) pairs, C-level loops only
+    codes = list(map(itemgetter(1), entries))
+    return Packed(
+        _offsets(map(len, rankings), len(rankings)),
+        np.fromiter(map(itemgetter(0), entries), dtype=np.int64, count=len(entries)),
+        _offsets(map(len, codes), len(entries)),
+        np.fromiter(chain.from_iterable(codes), dtype=np.int64),
+        np.asarray(ballots.counts, dtype=np.int64),
+    )
+
+
+def _offsets(lengths: Iterable[int], size: int) -> np.ndarray:
+    """``[0, l0, l0 + l1, ...]``: ``(size + 1,)``."""
+    out = np.zeros(size + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(lengths, dtype=np.int64, count=size), out=out[1:])
+    return out
+
+
+def fits_int64(total: int, decimal_places: int) -> bool:
+    """Whether a count of ``total`` ballots at ``decimal_places`` stays below ``2**62`` in
+    every sum (``total * 10**d``) and product of a value and a fraction (``10**(2d)``)."""
+    scale = 10**decimal_places
+    return total * scale < _INT64_LIMIT and scale * scale < _INT64_LIMIT
+
+
+@numba.njit(cache=True)
+def _read(
+    p_start, p_rank, p_mstart, p_marks, j, continuing, max_skip, duplicate_exhausts,
+    overvote_rule, count_over, seen, stamp,
+):  # pragma: no cover  # fmt: skip
+    """``(candidate, state)`` ballot ``j`` counts for (candidate ``-1`` when inactive;
+    state ``-1`` when an unnamed overvote meets exhaust-if-multiple)."""
+    first, end = p_start[j], p_start[j + 1]
+    if first == end:
+        return -1, _UNDERVOTE
+    if count_over:
+        return -1, _FINAL
+    last_seen = 0
+    last_rank = p_rank[end - 1]
+    for e in range(first, end):
+        r = p_rank[e]
+        if max_skip >= 0 and r - last_seen > max_skip + 1:
+            return -1, _SKIPPED
+        last_seen = r
+        lo, hi = p_mstart[e], p_mstart[e + 1]
+        if duplicate_exhausts:
+            for q in range(lo, hi):
+                x = p_marks[q]
+                k = x if x >= 0 else seen.shape[0] - 1  # an unnamed overvote repeats too
+                if seen[k] == stamp:
+                    return -1, _REPEATED
+                seen[k] = stamp
+        # the overvote decision: 0 exhaust, 1 skip, 2 read the marks
+        decision = 2
+        named = True
+        for q in range(lo, hi):
+            if p_marks[q] == OVERVOTE:
+                named = False
+        if not named:
+            if overvote_rule == 2:
+                return -1, -1
+            decision = 0 if overvote_rule == 0 else 1
+        elif hi - lo > 1:
+            if overvote_rule == 2:
+                alive = 0
+                for q in range(lo, hi):
+                    alive += continuing[p_marks[q]]
+                decision = 0 if alive >= 2 else 2
+            else:
+                decision = overvote_rule
+        if decision == 0:
+            return -1, _OVERVOTE
+        if decision == 1:
+            if r == last_rank:
+                return -1, _EXHAUSTED
+            continue
+        for q in range(lo, hi):
+            if continuing[p_marks[q]]:
+                return p_marks[q], _ACTIVE
+    return -1, _EXHAUSTED
+
+
+@numba.njit(cache=True)
+def _tally(
+    p_start, p_rank, p_mstart, p_marks, counts, recipient, status, value, touched,
+    continuing, max_skip, duplicate_exhausts, overvote_rule, count_over,
+    votes, votes_touched, inactive, inactive_touched, moves, moves_touched, seen,
+):  # pragma: no cover  # fmt: skip
+    m = counts.shape[0]
+    n = continuing.shape[0]
+    for j in range(m):
+        weight = counts[j] * value[j]
+        if status[j] != _ACTIVE:
+            inactive[status[j]] += weight
+            inactive_touched[status[j]] |= touched[j]
+            continue
+        current = recipient[j]
+        if current >= 0 and continuing[current]:
+            votes[current] += weight
+            votes_touched[current] |= touched[j]
+            continue
+        chosen, state = _read(
+            p_start, p_rank, p_mstart, p_marks, j, continuing, max_skip,
+            duplicate_exhausts, overvote_rule, count_over, seen, j + 1,
+        )  # fmt: skip
+        if state < 0:
+            return j
+        if weight > 0 and current >= 0:
+            to = n if chosen < 0 else chosen
+            moves[current, to] += weight
+            moves_touched[current, to] |= touched[j]
+        recipient[j] = chosen
+        if chosen < 0:
+            status[j] = state
+            inactive[state] += weight
+            inactive_touched[state] |= touched[j]
+        else:
+            votes[chosen] += weight
+            votes_touched[chosen] |= touched[j]
+    return -1
+
+
+@numba.njit(cache=True)
+def _surplus(
+    counts, recipient, status, value, touched, winner, fraction, scale
+):  # pragma: no cover
+    kept = 0
+    found = False
+    for j in range(counts.shape[0]):
+        if recipient[j] == winner and status[j] == _ACTIVE:
+            moved = value[j] * fraction // scale
+            kept += counts[j] * (value[j] - moved)
+            value[j] = moved
+            touched[j] = True
+            found = True
+    return kept, found
+
+
+@dataclass(frozen=True)
+class Tally:
+    """One round's sums (scaled), each with its ``*_touched`` flags: ``votes`` ``(n,)``;
+    ``inactive`` ``(7,)`` by ballot state; ``moves`` ``(n, n+1)`` from a ballot's old
+    candidate to its new one (column ``n``: inactive)."""
+
+    votes: np.ndarray
+    votes_touched: np.ndarray
+    inactive: np.ndarray
+    inactive_touched: np.ndarray
+    moves: np.ndarray
+    moves_touched: np.ndarray
+
+
+class BallotStates:
+    """Each distinct ballot's state during a count: the candidate it counts for
+    (``recipient``, ``-1`` none), its ``status`` (``0`` active, else the cause, as
+    :class:`.tabulator.Status`), its ``value`` (scaled; starts at one vote) and whether
+    a surplus transfer ``touched`` it. ``exact``: Python integers instead of ``int64``
+    (when the count could overflow)."""
+
+    def __init__(self, packed: Packed, decimal_places: int, exact: bool) -> None:
+        m = packed.m
+        self.packed = packed
+        self.scale = 10**decimal_places
+        self.exact = exact
+        self.counts = packed.counts.astype(object) if exact else packed.counts
+        self.recipient = np.full(m, -1, dtype=np.int64)
+        self.status = np.zeros(m, dtype=np.int64)
+        self.value = np.full(m, self.scale, dtype=object if exact else np.int64)
+        self.touched = np.zeros(m, dtype=np.bool_)
+
+    def _zeros(self, shape) -> np.ndarray:
+        out = np.zeros(shape, dtype=object if self.exact else np.int64)
+        if self.exact:
+            out.fill(0)  # Python integers, not numpy's
+        return out
+
+    def tally(
+        self,
+        continuing: np.ndarray,
+        max_skip: int,
+        duplicate_exhausts: bool,
+        overvote: str,
+        count_over: bool,
+    ) -> Tally:
+        """One round over every ballot (``continuing``: ``(n,)`` bool): a ballot whose
+        candidate left the count is read again from the top, by the rules (``max_skip``:
+        ``-1`` unlimited; ``count_over``: every seat is filled, nothing moves on). Raises
+        ``ValueError`` for an unnamed overvote under exhaust-if-multiple."""
+        n = continuing.size
+        p = self.packed
+        out = Tally(
+            self._zeros(n), np.zeros(n, dtype=np.bool_),
+            self._zeros(7), np.zeros(7, dtype=np.bool_),
+            self._zeros((n, n + 1)), np.zeros((n, n + 1), dtype=np.bool_),
+        )  # fmt: skip
+        kernel = _tally.py_func if self.exact else _tally
+        error = kernel(
+            p.start, p.rank, p.mstart, p.marks, self.counts,
+            self.recipient, self.status, self.value, self.touched,
+            continuing.astype(np.int64), max_skip, duplicate_exhausts,
+            OVERVOTE_CODES[overvote], count_over,
+            out.votes, out.votes_touched, out.inactive, out.inactive_touched,
+            out.moves, out.moves_touched, np.zeros(n + 1, dtype=np.int64),
+        )  # fmt: skip
+        if error >= 0:
+            raise ValueError(
+                "an overvote that does not name its candidates cannot be counted by "
+                "exhaust-if-multiple"
+            )
+        return out
+
+    def surplus(self, winner: int, fraction: int) -> tuple[int, bool]:
+        """Move ``fraction / scale`` of each of ``winner``'s active ballots on (rounded
+        down to a whole scaled unit); returns what its ballots keep, scaled, and whether
+        it had any."""
+        kernel = _surplus.py_func if self.exact else _surplus
+        kept, found = kernel(self.counts, self.recipient, self.status, self.value,
+                             self.touched, winner, fraction, self.scale)  # fmt: skip
+        return int(kept), bool(found)
