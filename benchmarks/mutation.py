@@ -1,0 +1,251 @@
+"""One-line mutation testing by hand: plant one small bug at a time, run the focused tests.
+
+Each mutant changes one token of a target module: a comparison (``<`` <-> ``<=``, ``>`` <->
+``>=``, ``==`` <-> ``!=``), a sign (``+`` <-> ``-``, ``+=`` <-> ``-=``, a unary minus
+dropped), a boolean connective (``and`` <-> ``or``) or an integer inside a subscript
+(``x[k]`` -> ``x[k + 1]``'s literal form: ``0`` -> ``1``, ``1`` -> ``2``). Strings (so
+docstrings and messages) and comments are never touched. For every mutant the module is
+rewritten in a scratch copy of the package, the target's focused test files run there
+(``pytest -x -q -p no:cacheprovider``, the copy first on ``PYTHONPATH``, so the worktree is
+never modified), and the mutant is *caught* when they fail (or exceed the timeout).
+
+Targets and their focused tests are :data:`TARGETS`; ``pipeline.py`` is restricted to the
+calibration EM (the rest of it is the tracker, covered by the tracking tests at large).
+
+    python benchmarks/mutation.py [--only irv,boost] [--list] [--out /tmp/mutants.jsonl]
+        [--timeout 300]
+
+Results are appended one JSON line per mutant to ``--out`` (a rerun skips the mutants
+already there); the summary printed at the end counts mutants, caught and survived per
+target. Survivors are then judged by hand: equivalent (no input can tell them apart from the
+original) or a missing test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import tokenize
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+#: name -> (module path, functions to mutate (None: all code), focused pytest arguments).
+TARGETS: dict[str, tuple[str, tuple[str, ...] | None, tuple[str, ...]]] = {
+    "calibration": (
+        "rankmodels/tracking/calibration.py",
+        None,
+        (
+            "tests/test_tracking_em_pinned.py",
+            "tests/test_tracking_calibration.py::test_m_step_recovers_noise_free_parameters_up_to_the_stated_confounding",
+            "tests/test_tracking_calibration.py::test_m_step_keeps_what_it_does_not_estimate_and_ignores_zero_weights",
+            "tests/test_tracking_calibration.py::test_m_step_refuses_the_unidentifiable_and_the_malformed",
+            "tests/test_tracking_calibration.py::test_calibrate_params_are_parsed_strictly",
+            "tests/test_tracking_calibration.py::test_m_step_over_identical_trajectories_is_the_one_track_solve",
+            "tests/test_tracking_calibration.py::test_standard_errors_include_the_offsets_held_at_their_written_values",
+            "tests/test_tracking_calibration.py::test_direct_path_share_is_the_share_of_direct_arrivals_by_residual",
+            "tests/test_tracking_calibration.py::test_m_step_pairs_drop_delayed_arrivals_only_with_multipath_in_the_model",
+        ),
+    ),
+    "pipeline": (
+        "rankmodels/tracking/pipeline.py",
+        ("em_passes", "_em_step", "calibrate"),
+        ("tests/test_tracking_em_pinned.py",),
+    ),
+    "quality": (
+        "rankmodels/tracking/quality.py",
+        None,
+        (
+            "tests/test_tracking_quality_pinned.py",
+            "tests/test_tracking_quality_thresholds.py",
+        ),
+    ),
+    "irv": (
+        "rankmodels/aggregation/irv.py",
+        None,
+        ("tests/test_aggregation_irv_pinned.py", "tests/test_aggregation_irv.py"),
+    ),
+    "boost": (
+        "rankmodels/ltr/boost.py",
+        None,
+        ("tests/test_ltr_boost_pinned.py", "tests/test_ltr_boost.py"),
+    ),
+    "rerank": (
+        "rankmodels/ltr/rerank.py",
+        None,
+        ("tests/test_ltr_rerank_pinned.py", "tests/test_ltr_rerank.py"),
+    ),
+}
+
+_SWAPS = {
+    "<": "<=", "<=": "<", ">": ">=", ">=": ">", "==": "!=", "!=": "==",
+    "+": "-", "-": "+", "+=": "-=", "-=": "+=", "and": "or", "or": "and",
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Mutant:
+    target: str
+    line: int
+    col: int
+    before: str
+    after: str
+    text: str  # the mutated line
+
+
+def _code_lines(source: str, functions: tuple[str, ...] | None) -> set[int]:
+    """Lines of ``functions``' bodies (every line without a restriction)."""
+    if functions is None:
+        return set(range(1, source.count("\n") + 2))
+    lines: set[int] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.FunctionDef) and node.name in functions:
+            lines.update(range(node.lineno, node.end_lineno + 1))
+    return lines
+
+
+def mutants(target: str) -> list[Mutant]:
+    """Every one-token mutant of ``target`` (module docstring)."""
+    path, functions, _ = TARGETS[target]
+    source = (ROOT / path).read_text()
+    allowed = _code_lines(source, functions)
+    lines = source.splitlines()
+    tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
+    out = []
+    brackets: list[bool] = []  # per open "[": whether it is a subscript
+    prev = None
+    for tok in tokens:
+        if tok.type == tokenize.OP and tok.string == "[":
+            brackets.append(
+                prev is not None
+                and (prev.type == tokenize.NAME or prev.string in (")", "]"))
+                and prev.string not in ("in", "return", "and", "or", "not", "else", "if")
+            )
+        elif tok.type == tokenize.OP and tok.string == "]" and brackets:
+            brackets.pop()
+        row, col = tok.start
+        replacement = None
+        if row in allowed and tok.type in (tokenize.OP, tokenize.NAME):
+            replacement = _SWAPS.get(tok.string)
+            if tok.string == "-" and prev is not None and _unary(prev):
+                replacement = ""  # drop a unary minus
+            if tok.string == "+" and prev is not None and _unary(prev):
+                replacement = None
+        elif row in allowed and tok.type == tokenize.NUMBER and brackets and brackets[-1]:
+            if tok.string.isdigit():
+                replacement = str(int(tok.string) + 1)
+        if replacement is not None:
+            text = lines[row - 1]
+            end = tok.end[1]
+            out.append(
+                Mutant(target, row, col, tok.string, replacement,
+                       text[:col] + replacement + text[end:])
+            )  # fmt: skip
+        if tok.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT):
+            prev = tok
+    return out
+
+
+def _unary(prev: tokenize.TokenInfo) -> bool:
+    """Whether a ``+``/``-`` after ``prev`` is unary."""
+    if prev.type == tokenize.OP:
+        return prev.string not in (")", "]", "}")
+    return prev.type == tokenize.NAME and prev.string in (
+        "return", "in", "and", "or", "not", "if", "else", "yield", "lambda",
+    )  # fmt: skip
+
+
+def _scratch() -> Path:
+    """A copy of the package (numba caches included) and the tests to mutate and run in."""
+    scratch = Path(tempfile.mkdtemp(prefix="rankmodels-mutation-"))
+    for name in ("rankmodels", "tests"):
+        shutil.copytree(ROOT / name, scratch / name, symlinks=True)
+    shutil.copy2(ROOT / "pyproject.toml", scratch / "pyproject.toml")
+    return scratch
+
+
+def run(mutant: Mutant, scratch: Path, timeout: float) -> tuple[str, float]:
+    """``("caught" | "survived" | "timeout", seconds)`` of the focused tests on ``mutant``."""
+    path, _, tests = TARGETS[mutant.target]
+    file = scratch / path
+    original = file.read_text()
+    stat = file.stat()
+    lines = original.split("\n")
+    lines[mutant.line - 1] = mutant.text
+    file.write_text("\n".join(lines))
+    env = {**os.environ, "PYTHONPATH": str(scratch), "PYTHONDONTWRITEBYTECODE": "1"}
+    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests]
+    start = time.perf_counter()
+    try:
+        res = subprocess.run(
+            cmd, cwd=scratch, env=env, capture_output=True, timeout=timeout, check=False
+        )
+        status = "survived" if res.returncode == 0 else "caught"
+    except subprocess.TimeoutExpired:
+        status = "timeout"
+    finally:
+        file.write_text(original)
+        os.utime(file, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    return status, time.perf_counter() - start
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", default=",".join(TARGETS), help="comma-separated targets")
+    parser.add_argument("--list", action="store_true", help="list the mutants, run nothing")
+    parser.add_argument("--out", default="/tmp/rankmodels-mutants.jsonl")
+    parser.add_argument("--timeout", type=float, default=300.0)
+    args = parser.parse_args(argv)
+    targets = [t for t in args.only.split(",") if t]
+    unknown = set(targets) - set(TARGETS)
+    if unknown:
+        parser.error(f"unknown targets {sorted(unknown)}; choose from {list(TARGETS)}")
+    todo = [m for t in targets for m in mutants(t)]
+    if args.list:
+        for m in todo:
+            print(f"{TARGETS[m.target][0]}:{m.line}: {m.before!r} -> {m.after!r}: {m.text.strip()}")
+        print(f"{len(todo)} mutants")
+        return
+    out = Path(args.out)
+    done = set()
+    if out.exists():
+        done = {
+            (r["target"], r["line"], r["col"], r["after"])
+            for r in map(json.loads, out.read_text().splitlines())
+        }
+    scratch = _scratch()
+    try:
+        with out.open("a") as fh:
+            for m in todo:
+                if (m.target, m.line, m.col, m.after) in done:
+                    continue
+                status, seconds = run(m, scratch, args.timeout)
+                fh.write(json.dumps({**asdict(m), "status": status, "seconds": seconds}) + "\n")
+                fh.flush()
+                print(f"{status:8s} {TARGETS[m.target][0]}:{m.line}: {m.text.strip()}", flush=True)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    summarise(out, targets)
+
+
+def summarise(out: Path, targets: list[str]) -> None:
+    """Per target: mutants, caught (failing tests or timeout), survived."""
+    rows = [r for r in map(json.loads, out.read_text().splitlines()) if r["target"] in targets]
+    print("| target | mutants | caught | survived |\n|---|---|---|---|")
+    for t in targets:
+        mine = [r for r in rows if r["target"] == t]
+        caught = sum(r["status"] != "survived" for r in mine)
+        print(f"| {t} | {len(mine)} | {caught} | {len(mine) - caught} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,350 @@
+"""The calibration EM's control flow and M-step, pinned step by step.
+
+:func:`rankmodels.tracking.pipeline.calibrate` is driven here by a scripted filter: every
+pass returns the next log-likelihood of a list the test chooses, and every M-step returns a
+new calibration whose sound speed numbers it (1481, 1482, ... m/s), so the test can trace
+which pass is kept, which iterate each M-step starts from and with which parameters, and
+when each stage and the loop end. The M-step itself (:func:`m_step`) is checked against
+the closed-form mode of its penalised least squares, priors included, from a start away
+from the priors' centres, and :func:`geometry_log_prior` against its formula.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+import pytest
+
+from rankmodels.tracking import pipeline
+from rankmodels.tracking.calibration import (
+    CLOCK_OFFSET_PRIOR_STD,
+    DRIFT_PRIOR_STD,
+    OFFSET_PRIOR_STD,
+    SPEED_PRIOR_STD,
+    Calibration,
+    calibration_stages,
+    geometry_log_prior,
+    m_step,
+)
+from rankmodels.tracking.config import TrackConfig
+from rankmodels.tracking.model_fit import Estimate, StatisticalModel
+from rankmodels.tracking.pipeline import MIN_GAIN, calibrate, em_passes
+from rankmodels.tracking.simulate import dimes_float767
+
+NOMINAL = 1480.0  # the simulated record's sound speed
+
+
+@pytest.fixture(scope="module")
+def record():
+    return dimes_float767(seed=5, days=4)[0]
+
+
+@dataclass
+class FakePass:
+    """What calibrate reads of a pass: its log-likelihood (and a number to trace it by)."""
+
+    number: int
+    loglik: float
+
+
+class Script:
+    """A scripted EM: pass ``n`` returns ``logliks[n]``; M-step ``n`` returns ``steps[n]``
+    (a Calibration, or a (Calibration, StatisticalModel), or an exception to raise)."""
+
+    def __init__(self, logliks, steps=None):
+        self.logliks = list(logliks)
+        self.steps = steps
+        self.passes = []  # (speed used, sigma used) per pass
+        self.m_steps = []  # (start speed, params, from pass number, sigma) per M-step
+
+    def track_pass(self, run, progress=None):
+        n = len(self.passes)
+        self.passes.append((round(run.cycles.km_per_s * 1000.0, 6), run.config.sigma))
+        return FakePass(n, self.logliks[n])
+
+    def em_step(self, run, this, start, params, stats_start=None):
+        n = len(self.m_steps)
+        self.m_steps.append((start.sound_speed, frozenset(params), this.number, run.config.sigma))
+        step = self.steps[n] if self.steps is not None else None
+        if isinstance(step, Exception):
+            raise step
+        if callable(step):
+            return step(run)
+        if step is None:
+            step = Calibration.nominal(12, NOMINAL + 1 + n)
+        if isinstance(step, tuple):
+            return step
+        return step, run.statistical_model()
+
+
+def _calibrate(monkeypatch, record, script, **config):
+    monkeypatch.setattr(pipeline, "track_pass", script.track_pass)
+    monkeypatch.setattr(pipeline, "_em_step", script.em_step)
+    done = []
+    result, best = calibrate(record, TrackConfig(calibrate=True, **config), progress=done.append)
+    return result, best, done
+
+
+def test_two_stages_end_at_min_gain_and_keep_the_first_of_equal_passes(monkeypatch, record):
+    """Speed and offsets: two stages. Passes (at sigma 5 from the third on): the file's
+    values 0, the annealed estimate +1.5 (a small gain does not end the stage: the annealed
+    pass is not an M-step of it), then +8.5, then exactly +MIN_GAIN (kept, and the stage
+    ends), then a tie in the second stage (not kept; the loop ends)."""
+    script = Script([-100.0, -50.0, 0.0, 1.5, 10.0, 10.0 + MIN_GAIN, 10.0 + MIN_GAIN])
+    result, best, _ = _calibrate(
+        monkeypatch, record, script, calibrate_params="speed,offsets", calibration_iterations=3
+    )
+    speed, offsets = frozenset({"speed"}), frozenset({"offsets"})
+    assert script.passes == [
+        (1480.0, 20.0), (1481.0, 10.0), (1480.0, 5.0), (1482.0, 5.0), (1483.0, 5.0),
+        (1484.0, 5.0), (1485.0, 5.0),
+    ]  # fmt: skip
+    assert script.m_steps == [
+        (1480.0, speed, 0, 20.0), (1481.0, speed, 1, 10.0),  # annealing: first stage's geometry
+        (1482.0, speed, 3, 5.0), (1483.0, speed, 4, 5.0),  # from the best pass so far
+        (1484.0, offsets, 5, 5.0),  # second stage from the pass kept at MIN_GAIN
+    ]  # fmt: skip
+    assert result.start == 2 and result.best == 5 and best.number == 5
+    assert result.stop == "no longer rising"
+    assert result.loglik == tuple(script.logliks)
+    assert result.sigma == (20.0, 10.0, 5.0, 5.0, 5.0, 5.0, 5.0)
+    assert [c.sound_speed for c in result.trace] == [1480, 1481, 1480, 1482, 1483, 1484, 1485]
+    assert result.calibration.sound_speed == 1484.0 and not result.kept_file_values
+
+
+def test_a_gain_just_above_min_gain_keeps_the_stage_going(monkeypatch, record):
+    """One stage (speed and drift), at most 2 M-steps: gains above MIN_GAIN never end it, so
+    the loop ends at the iteration limit with the last pass kept."""
+    script = Script([-9.0, -8.0, 0.0, 10.0, 10.0 + MIN_GAIN + 1e-9, 20.0])
+    result, best, _ = _calibrate(
+        monkeypatch, record, script, calibrate_params="speed,drift", calibration_iterations=2
+    )
+    both = frozenset({"speed", "drift"})
+    assert [m[:3] for m in script.m_steps] == [
+        (1480.0, both, 0), (1481.0, both, 1), (1482.0, both, 3), (1483.0, both, 4),
+    ]  # fmt: skip
+    assert result.stop == "iteration limit" and result.best == 5 and best.number == 5
+    assert len(result.loglik) == 6
+
+
+def test_iteration_limit_moves_on_to_the_next_stage(monkeypatch, record):
+    """Two stages of one M-step each: the first ends at its limit (gains large), the
+    second starts from the best pass, and the loop ends at the second's limit."""
+    script = Script([-9.0, -8.0, 0.0, 10.0, 20.0, 15.0])
+    result, _, _ = _calibrate(
+        monkeypatch, record, script, calibrate_params="speed,offsets", calibration_iterations=1
+    )
+    assert [m[:3] for m in script.m_steps] == [
+        (1480.0, {"speed"}, 0), (1481.0, {"speed"}, 1), (1482.0, {"speed"}, 3),
+        (1483.0, {"offsets"}, 4),
+    ]  # fmt: skip
+    assert result.stop == "no longer rising" and result.best == 4
+
+
+def test_nothing_beats_the_file_values(monkeypatch, record):
+    """Every M-step lowers the likelihood: the file's values (pass ``start``) are kept."""
+    script = Script([-9.0, -8.0, 0.0, -1.0, -0.5])
+    result, best, _ = _calibrate(
+        monkeypatch, record, script, calibrate_params="drift", calibration_iterations=4
+    )
+    assert [m[2] for m in script.m_steps] == [0, 1, 2]  # M-steps from the file's pass
+    assert result.best == result.start == 2 and best.number == 2 and result.kept_file_values
+    assert result.stop == "no longer rising"
+
+
+def test_an_m_step_that_cannot_solve_ends_the_loop_with_its_reason(monkeypatch, record):
+    steps = [None, None, None, ValueError("not identifiable: too few")]
+    script = Script([-9.0, -8.0, 0.0, 5.0, 12.0], steps)
+    result, best, _ = _calibrate(
+        monkeypatch, record, script, calibrate_params="speed", calibration_iterations=5
+    )
+    assert result.stop == "not identifiable: too few" and result.best == 4 and best.number == 4
+    assert len(result.trace) == len(result.loglik) == 5
+
+
+def test_annealing_that_cannot_solve_starts_from_the_file_values(monkeypatch, record):
+    """The first annealing M-step fails: no annealed passes, the loop starts at pass 0 at
+    the configured sigma; the progress left over counts the passes not run."""
+    steps = [ValueError("no"), Calibration.nominal(12, 1481.0), Calibration.nominal(12, 1482.0)]
+    script = Script([-9.0, 0.0, 10.0, 10.5], steps)
+    config = {"calibrate_params": "speed", "calibration_iterations": 5}
+    result, best, done = _calibrate(monkeypatch, record, script, **config)
+    assert result.start == 0 and result.sigma == (5.0, 5.0, 5.0)
+    assert script.passes == [(1480.0, 20.0), (1480.0, 5.0), (1481.0, 5.0), (1482.0, 5.0)]
+    assert [m[:3] for m in script.m_steps] == [
+        (1480.0, {"speed"}, 0), (1480.0, {"speed"}, 1), (1481.0, {"speed"}, 2),
+    ]  # fmt: skip
+    # the failed annealing pass leaves no entry; the last M-step gained 0.5: kept, then stop
+    assert result.loglik == (0.0, 10.0, 10.5) and result.best == 2 and best.number == 3
+    assert result.stop == "no longer rising"
+    n_steps = 2 * record.sizes["cycle"] + 1  # filter steps (recovery included) and association
+    assert sum(done) == (em_passes(TrackConfig(calibrate=True, **config)) - 3) * n_steps
+
+
+@pytest.mark.parametrize(
+    ("params", "iterations", "passes"),
+    [("speed", 5, 2 + 2 + 5 + 1), ("speed,offsets", 3, 2 + 2 + 2 * 3 + 2),
+     ("drift,speed,offsets,sigma", 2, 2 + 2 + 2 * 2 + 3), ("sigma", 4, 2 + 2 + 4)],
+)  # fmt: skip
+def test_em_passes_counts_annealing_start_stages_and_checks(params, iterations, passes):
+    config = TrackConfig(calibrate=True, calibrate_params=params, calibration_iterations=iterations)
+    assert em_passes(config) == passes
+
+
+def _estimated(speed, drift, c0=0.0):
+    """A calibration with speed and clock estimated (finite standard errors)."""
+    cal = Calibration.nominal(12, speed)
+    return replace(cal, clock_offset=c0, clock_drift=drift, sound_speed_std=1.0,
+                   clock_offset_std=0.5, clock_drift_std=0.01)  # fmt: skip
+
+
+def test_likelihood_ratio_check_puts_back_groups_the_record_does_not_determine(monkeypatch, record):
+    """The kept iterate (pass 4) estimates speed (1490 m/s: log prior -0.5) and drift
+    (0.05 s/day: -0.5), penalised 10 - 1 = 9. Put back to the file's speed (the drift's
+    prior stays) the penalised log-likelihood is 8.5 - 0.5 = 8, 1 below (<= MIN_GAIN: the
+    speed goes back); then with no drift either it is 6, exactly MIN_GAIN below (the drift
+    goes back too). The speed is tested before the drift, each from what is kept so far."""
+    kept = _estimated(1490.0, 0.05)
+    steps = [Calibration.nominal(12, s) for s in (1481.0, 1482.0)] + [
+        kept, Calibration.nominal(12, 1491.0),
+    ]  # fmt: skip
+    script = Script([-9.0, -8.0, 0.0, 5.0, 10.0, 4.0, 8.5, 8.0 - MIN_GAIN], steps)
+    result, best, _ = _calibrate(
+        monkeypatch, record, script, calibrate_params="speed,drift", calibration_iterations=5
+    )
+    assert geometry_log_prior(kept, NOMINAL) == pytest.approx(-1.0)
+    assert [c.sound_speed for c in result.trace[:6]] == [1480, 1481, 1480, 1482, 1490, 1491]
+    assert result.stop == "no longer rising"
+    reduced = result.trace[6:]
+    assert reduced[0].sound_speed == NOMINAL and reduced[0].clock_drift == 0.05
+    assert reduced[1].sound_speed == NOMINAL and reduced[1].clock_drift == 0.0
+    assert not reduced[1].estimates("drift") and not reduced[1].estimates("speed")
+    assert result.best == 7 and best.number == 7 and result.calibration is reduced[1]
+    assert result.loglik == tuple(script.logliks)
+
+
+def test_likelihood_ratio_check_keeps_a_group_worth_more_than_min_gain(monkeypatch, record):
+    """The kept iterate estimates speed (log prior -0.5) and a drift of 0 (no penalty):
+    penalised 9.5. The file's speed is MIN_GAIN + 0.25 worse after the priors (the speed
+    stays); no drift (the speed kept: prior -0.5) is 5 worse (the drift stays)."""
+    kept = _estimated(1490.0, 0.0)
+    steps = [Calibration.nominal(12, s) for s in (1481.0, 1482.0)] + [
+        kept, Calibration.nominal(12, 1491.0),
+    ]  # fmt: skip
+    script = Script([-9.0, -8.0, 0.0, 5.0, 10.0, 4.0, 9.5 - MIN_GAIN - 0.25, 5.0], steps)
+    result, best, _ = _calibrate(
+        monkeypatch, record, script, calibrate_params="speed,drift", calibration_iterations=5
+    )
+    assert [c.sound_speed for c in result.trace[6:]] == [NOMINAL, 1490.0]
+    assert result.trace[7].clock_drift_std != result.trace[7].clock_drift_std  # NaN: put back
+    assert result.best == 4 and best.number == 4 and result.calibration is kept
+
+
+def test_the_statistical_priors_count_in_the_gain(monkeypatch, record):
+    """An M-step raising the likelihood by 2.4 with a fitted sigma one prior width (0.5 in
+    log sigma) from its start (log prior -0.5): a penalised gain of 1.9 <= MIN_GAIN ends the
+    (only) stage; the pass is still kept (1.9 > 0), and its model's sigma is the pass's."""
+    sigma = 5.0 * math.exp(0.5)
+
+    def fitted(run):
+        now = run.statistical_model()
+        est = Estimate(sigma, 0.1, now.signal.sigma, True, 3.0)
+        model = StatisticalModel(replace(now.signal, sigma=sigma), now.process_noise,
+                                 (("sigma", est),))  # fmt: skip
+        assert model.log_prior(now) == pytest.approx(-0.5)
+        return Calibration.nominal(12, 1483.0), model
+
+    script = Script([-9.0, -8.0, 0.0, 10.0, 12.4], [None, None, fitted])
+    result, _, _ = _calibrate(
+        monkeypatch, record, script, calibrate_params="speed,sigma", calibration_iterations=5
+    )
+    assert result.stop == "no longer rising" and result.best == 4
+    assert result.sigma[4] == sigma == script.passes[4][1]
+    assert result.statistical_model.signal.sigma == sigma
+
+
+# --- the M-step against the closed-form mode of its penalised least squares ---
+
+
+def _design(rng, n=800, s=16):
+    dist = rng.uniform(200.0, 1500.0, n)
+    day = rng.uniform(0.0, 300.0, n)
+    src = rng.integers(0, s, n)
+    delta = np.linspace(-2.0, 3.0, s)
+    y = dist * 1000.0 / 1490.0 + 1.2 + 0.03 * day + delta[src] + rng.normal(0.0, 5.0, n)
+    return dist, day, src, y
+
+
+def _mode(dist, day, src, y, w, s, sigma, nominal):
+    """``argmax -sum w (y - A theta)^2 / (2 sigma^2) - sum (theta - m)^2 / (2 p^2)`` over
+    ``theta = (u, c0, c1, delta)``: the priors' stds as m_step states them (the speed's on the
+    slowness by the delta method)."""
+    a = np.zeros((y.size, 3 + s))
+    a[:, 0], a[:, 1], a[:, 2] = dist, 1.0, day
+    a[np.arange(y.size), 3 + src] = 1.0
+    u0 = 1000.0 / nominal
+    m = np.r_[u0, 0.0, 0.0, np.zeros(s)]
+    p = np.r_[u0**2 * SPEED_PRIOR_STD / 1000.0, CLOCK_OFFSET_PRIOR_STD, DRIFT_PRIOR_STD,
+              np.full(s, OFFSET_PRIOR_STD)]  # fmt: skip
+    info = a.T @ (a * w[:, None]) / sigma**2 + np.diag(p**-2.0)
+    theta = np.linalg.solve(info, a.T @ (w * y) / sigma**2 + m / p**2)
+
+    def objective(t):
+        return -0.5 * np.sum(w * (y - a @ t) ** 2) / sigma**2 - 0.5 * np.sum(((t - m) / p) ** 2)
+
+    return theta, objective, np.sqrt(np.diag(np.linalg.inv(info)))
+
+
+def test_m_step_from_any_start_is_the_penalised_mode(rng):
+    """One track: the log posterior is quadratic, so the Newton step lands on its mode from
+    any start -- here 20 m/s, 3 s, 0.1 s/day and 2 s per source away from the priors'
+    centres (16 sources: with the priors every entry is determined, none held), so that a wrong sign on the prior's pull in the gradient moves the result.
+    The finite-difference gradient of the penalised objective vanishes there."""
+    s, nominal = 16, 1480.0
+    dist, day, src, y = _design(rng)
+    w = rng.uniform(0.2, 1.0, y.size)
+    start = replace(Calibration.nominal(s, 1500.0), clock_offset=3.0, clock_drift=0.1,
+                    source_offset_correction=np.full(s, 2.0))  # fmt: skip
+    cal = m_step(
+        dist, day, src, y, w, n_sources=s, sound_speed=nominal, sigma=5.0,
+        offset_prior_std=OFFSET_PRIOR_STD, start=start, speed_prior_std=SPEED_PRIOR_STD,
+        clock_prior_std=CLOCK_OFFSET_PRIOR_STD, drift_prior_std=DRIFT_PRIOR_STD,
+    )  # fmt: skip
+    theta, objective, std = _mode(dist, day, src, y, w, s, 5.0, nominal)
+    got = np.r_[1000.0 / cal.sound_speed, cal.clock_offset, cal.clock_drift,
+                cal.source_offset_correction]  # fmt: skip
+    np.testing.assert_allclose(got, theta, rtol=1e-9, atol=1e-9)
+    for j in range(theta.size):
+        h = np.zeros_like(theta)
+        h[j] = 1e-4 * max(abs(theta[j]), 1e-2)
+        fd = (objective(got + h) - objective(got - h)) / (2 * h[j])
+        assert abs(fd * std[j]) < 1e-4, j  # in units of the posterior's spread
+    assert cal.sound_speed_std == pytest.approx(1000.0 * std[0] / theta[0] ** 2, rel=1e-6)
+    np.testing.assert_allclose(
+        [cal.clock_offset_std, cal.clock_drift_std, *cal.source_offset_correction_std],
+        std[1:], rtol=1e-6,
+    )  # fmt: skip
+
+
+def test_geometry_log_prior_sums_the_estimated_groups_only():
+    cal = replace(
+        Calibration.nominal(3, 1495.0),
+        clock_offset=2.0, clock_drift=-0.1, source_offset_correction=np.array([4.0, -2.0, 6.0]),
+        sound_speed_std=1.0, clock_offset_std=math.nan, clock_drift_std=0.01,
+        source_offset_correction_std=np.array([0.5, 0.5, math.nan]),
+    )  # fmt: skip
+    expected = -0.5 * (
+        (15.0 / SPEED_PRIOR_STD) ** 2 + (0.1 / DRIFT_PRIOR_STD) ** 2
+        + (4.0 / OFFSET_PRIOR_STD) ** 2 + (2.0 / OFFSET_PRIOR_STD) ** 2
+    )  # fmt: skip
+    assert geometry_log_prior(cal, 1480.0) == pytest.approx(expected, rel=1e-12)
+    assert geometry_log_prior(Calibration.nominal(3, 1495.0), 1480.0) == 0.0
+
+
+def test_calibration_stages_fit_speed_before_offsets():
+    everything = frozenset({"speed", "offsets", "drift", "sigma"})
+    assert calibration_stages(everything) == (everything - {"offsets"}, everything - {"speed"})
+    assert calibration_stages(frozenset({"speed", "drift"})) == ({"speed", "drift"},)
+    assert calibration_stages(frozenset({"offsets"})) == ({"offsets"},)
