@@ -300,7 +300,8 @@ def _mode(dist, day, src, y, w, s, sigma, nominal):
 def test_m_step_from_any_start_is_the_penalised_mode(rng):
     """One track: the log posterior is quadratic, so the Newton step lands on its mode from
     any start -- here 20 m/s, 3 s, 0.1 s/day and 2 s per source away from the priors'
-    centres (16 sources: with the priors every entry is determined, none held), so that a wrong sign on the prior's pull in the gradient moves the result.
+    centres (16 sources: with the priors every entry is determined, none held), so that
+    a wrong sign on the prior's pull in the gradient moves the result.
     The finite-difference gradient of the penalised objective vanishes there."""
     s, nominal = 16, 1480.0
     dist, day, src, y = _design(rng)
