@@ -1,0 +1,101 @@
+"""Instant runoff's tolerance on tallies, pinned: tallies that differ only by rounding
+(fractional weights, split ballots) tie for last place; a real difference, however small
+beside the tallies, does not.
+
+The tolerance is ``1e-9`` times the total weight (module docstring of
+:mod:`rankmodels.aggregation.irv`): ``0.1 + 0.2`` and ``0.3`` differ by one unit in the last
+place, far below it; ``1e-6`` is far above it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rankmodels.aggregation import Profile, aggregate
+from rankmodels.aggregation.irv import _RTOL, tallies
+
+A, B, C, D = range(4)
+
+
+def _rankings(result) -> set[tuple[int, ...]]:
+    return {tuple(int(x) for x in order) for order in result.ties}
+
+
+def _rounding_profile(extra: float = 0.0) -> Profile:
+    """A: 0.1 + 0.2 first choices (two ballots), B: 0.3 + ``extra``, C: 1."""
+    return Profile.from_orders(
+        np.array([[A, B, C], [A, C, B], [B, A, C], [C, A, B]]),
+        np.array([0.1, 0.2, 0.3 + extra, 1.0]),
+    )
+
+
+def test_tallies_equal_up_to_rounding_tie_for_last_place():
+    """A's 0.1 + 0.2 is one ulp above B's 0.3: a tie. Eliminating B first (the higher index,
+    listed first) sends 0.3 to A, then C wins; eliminating A first sends 0.1 to B and 0.2
+    to C: both orders are optimal."""
+    profile = _rounding_profile()
+    votes, _ = tallies(profile, np.ones(3, dtype=bool))
+    assert 0 < votes[A] - votes[B] < _RTOL * profile.total  # unequal floats, within tolerance
+    result = aggregate(profile, "irv")
+    assert result.n_optimal == 2
+    assert _rankings(result) == {(C, A, B), (C, B, A)}
+    first = result.details["rounds"][0]
+    assert first.tied == (A, B) and first.eliminated == (B,)
+    assert result.ranking.tolist() == [C, A, B]
+
+
+def test_a_real_difference_below_one_vote_is_not_a_tie():
+    """B at 0.300001: 1e-6 above A, far above the tolerance (1.6e-9): B is not tied and A
+    goes out first, alone."""
+    result = aggregate(_rounding_profile(1e-6), "irv")
+    assert result.n_optimal == 1 and result.ranking.tolist() == [C, B, A]
+    assert result.details["rounds"][0].tied == ()
+
+
+def test_split_ballots_give_fractional_tallies_that_tie():
+    """A: 0.1 plus half of the ballot "A = D > B > C" (0.4), i.e. 0.1 + 0.2; B: 0.3; D: the
+    other half plus 0.5 = 0.7; C: 1. A and B tie for last place up to rounding."""
+    ballots = [
+        [[A], [B], [C], [D]],
+        [[A, D], [B], [C]],
+        [[B], [A], [C], [D]],
+        [[C], [A], [B], [D]],
+        [[D], [A], [B], [C]],
+    ]
+    profile = Profile.from_weak_orders(ballots, [0.1, 0.4, 0.3, 1.0, 0.5], 4)
+    votes, _ = tallies(profile, np.ones(4, dtype=bool))
+    assert votes[D] == 0.7 and votes[C] == 1.0
+    assert 0 < abs(votes[A] - votes[B]) < _RTOL * profile.total
+    result = aggregate(profile, "irv")
+    first = result.details["rounds"][0]
+    assert first.tied == (A, B)
+    assert {order[-1] for order in _rankings(result)} == {A, B}
+
+
+def test_batch_elimination_orders_near_equal_tallies_every_way():
+    """A (0.1 + 0.2) and B (0.3) together are below C (5): one batch. Within it equal votes
+    (up to rounding) are ordered every way: two optimal rankings; with B 1e-6 above A, one
+    (B above A)."""
+    orders = np.array([[A, B, C], [A, C, B], [B, A, C], [C, A, B]])
+    tied = Profile.from_orders(orders, np.array([0.1, 0.2, 0.3, 5.0]))
+    result = aggregate(tied, "irv", batch_elimination=True)
+    first = result.details["rounds"][0]
+    assert first.batch and set(first.eliminated) == {A, B}
+    assert result.n_optimal == 2 and _rankings(result) == {(C, A, B), (C, B, A)}
+    apart = Profile.from_orders(orders, np.array([0.1, 0.2, 0.300001, 5.0]))
+    result = aggregate(apart, "irv", batch_elimination=True)
+    assert result.details["rounds"][0].batch
+    assert result.n_optimal == 1 and result.ranking.tolist() == [C, B, A]
+
+
+def test_batch_needs_fewer_votes_together_than_the_next_one():
+    """A (1) and B (2) together tie with C (3), and A, B, C (6) with D (6): not fewer, so
+    no batch; one at a time. With D at 6.5, A, B and C go together."""
+    orders = np.array([[A, B, C, D], [B, A, C, D], [C, A, B, D], [D, C, A, B]])
+    profile = Profile.from_orders(orders, np.array([1.0, 2.0, 3.0, 6.0]))
+    result = aggregate(profile, "irv", batch_elimination=True)
+    first = result.details["rounds"][0]
+    assert not first.batch and first.eliminated == (A,)
+    profile = Profile.from_orders(orders, np.array([1.0, 2.0, 3.0, 6.5]))
+    first = aggregate(profile, "irv", batch_elimination=True).details["rounds"][0]
+    assert first.batch and first.eliminated == (C, B, A)
