@@ -1,0 +1,68 @@
+"""The re-ranker's choice of ``l2``, pinned: validation NDCGs scripted per ``l2`` decide
+which is kept; ties go to the larger ``l2`` (the grid is tried largest first, whatever
+order it is given in), and each ``l2`` is fitted with its own penalty."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rankmodels.ltr.rerank import RerankedRanker, fit_reranker
+from rankmodels.ltr.synthetic import synthetic_letor
+from rankmodels.ltr.train import fit_linear_ranker
+
+
+@pytest.fixture(scope="module")
+def setting():
+    data, _ = synthetic_letor(n_queries=8, n_features=3, docs=(3, 6), seed=4)
+    base = fit_linear_ranker(data, "listnet", max_iter=10)
+    return data, base
+
+
+def _scripted(monkeypatch, table):
+    """RerankedRanker.ndcg answers ``table[l2]``; returns the order the l2 were asked in."""
+    asked = []
+
+    def ndcg(self, data, k=10):
+        asked.append(self.l2)
+        return table[self.l2]
+
+    monkeypatch.setattr(RerankedRanker, "ndcg", ndcg)
+    return asked
+
+
+@pytest.mark.parametrize(
+    ("grid", "table", "chosen"),
+    [
+        ((1.0, 0.1, 0.01, 0.0), {1.0: 0.5, 0.1: 0.7, 0.01: 0.7, 0.0: 0.6}, 0.1),
+        ((0.0, 0.01, 0.1, 1.0), {1.0: 0.5, 0.1: 0.7, 0.01: 0.7, 0.0: 0.6}, 0.1),
+        ((0.0, 2.0, 0.5), {0.0: 0.9, 2.0: 0.9, 0.5: 0.9}, 2.0),
+        ((0.0, 2.0, 0.5), {0.0: 0.9, 2.0: 0.1, 0.5: 0.2}, 0.0),
+    ],
+)
+def test_the_best_validation_ndcg_wins_and_ties_go_to_the_larger_l2(
+    monkeypatch, setting, grid, table, chosen
+):
+    data, base = setting
+    asked = _scripted(monkeypatch, table)
+    ranker = fit_reranker(data, base, "listnet", data, l2_grid=grid, max_iter=3)
+    assert asked == sorted(grid, reverse=True)  # tried largest first
+    assert ranker.l2 == chosen and dict(ranker.valid_ndcg) == table
+
+
+def test_each_l2_is_fitted_with_its_own_penalty(monkeypatch, setting):
+    """The kept weights are those fitted with the chosen l2 alone (not a neighbour's)."""
+    data, base = setting
+    _scripted(monkeypatch, {10.0: 0.2, 0.0: 0.9})
+    both = fit_reranker(data, base, "listnet", data, l2_grid=(10.0, 0.0), max_iter=20)
+    alone = fit_reranker(data, base, "listnet", data, l2_grid=(0.0,), max_iter=20)
+    strong = fit_reranker(data, base, "listnet", data, l2_grid=(10.0,), max_iter=20)
+    np.testing.assert_array_equal(both.weights, alone.weights)
+    assert np.linalg.norm(strong.weights) < np.linalg.norm(alone.weights)
+
+
+@pytest.mark.parametrize("grid", [(), (1.0, -0.1), (np.inf,)])
+def test_a_bad_grid_is_refused(setting, grid):
+    data, base = setting
+    with pytest.raises(ValueError, match="non-empty grid of finite l2 >= 0"):
+        fit_reranker(data, base, "listnet", data, l2_grid=grid)
