@@ -9,16 +9,21 @@ rewritten in a scratch copy of the package, the target's focused test files run 
 (``pytest -x -q -p no:cacheprovider``, the copy first on ``PYTHONPATH``, so the worktree is
 never modified), and the mutant is *caught* when they fail (or exceed the timeout).
 
+Besides these, :data:`PLANTED` lists hand-written one-line bugs of the kinds a token swap
+cannot make (``any`` for ``all``, a tolerance dropped, a grid tried in the other order, a
+unit's divisor, a count off by one), in these modules and in the float export and the batch
+summary.
+
 Targets and their focused tests are :data:`TARGETS`; ``pipeline.py`` is restricted to the
 calibration EM (the rest of it is the tracker, covered by the tracking tests at large).
 
     python benchmarks/mutation.py [--only irv,boost] [--list] [--out /tmp/mutants.jsonl]
-        [--timeout 300]
+        [--timeout 300] [--retry]
 
 Results are appended one JSON line per mutant to ``--out`` (a rerun skips the mutants
-already there); the summary printed at the end counts mutants, caught and survived per
-target. Survivors are then judged by hand: equivalent (no input can tell them apart from the
-original) or a missing test.
+already there; ``--retry`` runs the survivors again, e.g. after adding tests); the summary
+printed at the end counts mutants, caught and survived per target. Survivors are then judged
+by hand: equivalent (no input can tell them apart from the original) or a missing test.
 """
 
 from __future__ import annotations
@@ -39,7 +44,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-#: name -> (module path, functions to mutate (None: all code), focused pytest arguments).
+#: name -> (module path, functions to mutate (None: all code; () none: planted bugs only),
+#: focused pytest arguments).
 TARGETS: dict[str, tuple[str, tuple[str, ...] | None, tuple[str, ...]]] = {
     "calibration": (
         "rankmodels/tracking/calibration.py",
@@ -84,7 +90,42 @@ TARGETS: dict[str, tuple[str, tuple[str, ...] | None, tuple[str, ...]]] = {
         None,
         ("tests/test_ltr_rerank_pinned.py", "tests/test_ltr_rerank.py"),
     ),
+    "tables": (
+        "rankmodels/tracking/tables.py",
+        (),
+        ("tests/test_tracking_tables_times.py",),
+    ),
+    "batch": (
+        "rankmodels/tracking/batch.py",
+        (),
+        ("tests/test_tracking_batch.py::test_summary_says_which_failed_and_matches_the_tracks",),
+    ),
 }
+
+#: Hand-written one-line bugs: (target, text on one line, its replacement).
+PLANTED: tuple[tuple[str, str, str], ...] = (
+    ("quality", "clutter, total = _expected_clutter(inputs, recorded.any(axis=1))",
+     "clutter, total = _expected_clutter(inputs, recorded.all(axis=1))"),
+    ("quality", "    with_data = recorded.any(axis=1)\n    cycles =",
+     "    with_data = recorded.all(axis=1)\n    cycles ="),
+    ("quality", "confident = (source_prob >= CONFIDENT).any(axis=(1, 2))",
+     "confident = (source_prob >= CONFIDENT).all(axis=(1, 2))"),
+    ("irv", "self.tol = _RTOL * profile.total", "self.tol = 0.0"),
+    ("irv", "votes[out[-1][0]] - votes[x] <= tol", "votes[out[-1][0]] - votes[x] <= 0.0"),
+    ("boost", "if new_value <= value - ARMIJO", "if new_value >= value - ARMIJO"),
+    ("boost", "step /= 2", "step /= 3"),
+    ("rerank", "sorted(l2_grid, reverse=True)", "sorted(l2_grid, reverse=False)"),
+    ("rerank", "key=lambda r: tried[r.l2])", "key=lambda r: (tried[r.l2], -r.l2))"),
+    ("calibration", "grad = score.mean(axis=0) - prior[estimated]",
+     "grad = score.mean(axis=0) + prior[estimated]"),
+    ("pipeline", "for g in TESTED_GROUPS if", "for g in reversed(TESTED_GROUPS) if"),
+    ("tables", '("ms", 10**6)', '("ms", 10**5)'),
+    ("tables", '("us", 10**3)', '("us", 10**2)'),
+    ("tables", "if (ns % step == 0).all()", "if (ns % step == 0).any()"),
+    ("batch", "collapsed_cycles=len(summary.collapsed_cycles)",
+     "collapsed_cycles=len(summary.collapsed_cycles) + 1"),
+    ("batch", "quality_failed=len(failed)", "quality_failed=len(summary.quality) - len(failed)"),
+)  # fmt: skip
 
 _SWAPS = {
     "<": "<=", "<=": "<", ">": ">=", ">=": ">", "==": "!=", "!=": "==",
@@ -152,6 +193,18 @@ def mutants(target: str) -> list[Mutant]:
             )  # fmt: skip
         if tok.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT):
             prev = tok
+    for name, before, after in PLANTED:
+        if name != target:
+            continue
+        if source.count(before) != 1:
+            raise ValueError(f"planted bug {before!r} does not match {path} exactly once")
+        row = source[: source.index(before)].count("\n") + before.count("\n") + 1
+        col = len(before.rsplit("\n", 1)[-1]) - len(before.rsplit("\n", 1)[-1].lstrip())
+        text = lines[row - 1].replace(before.rsplit("\n", 1)[-1], after.rsplit("\n", 1)[-1])
+        if before.count("\n"):  # the context's earlier lines unchanged: mutate the last
+            row = source[: source.index(before)].count("\n") + 1
+            text = lines[row - 1].replace(before.split("\n")[0], after.split("\n")[0])
+        out.append(Mutant(target, row, -1 - col, before, after, text))
     return out
 
 
@@ -204,6 +257,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--list", action="store_true", help="list the mutants, run nothing")
     parser.add_argument("--out", default="/tmp/rankmodels-mutants.jsonl")
     parser.add_argument("--timeout", type=float, default=300.0)
+    parser.add_argument("--retry", action="store_true", help="run the survivors again")
     args = parser.parse_args(argv)
     targets = [t for t in args.only.split(",") if t]
     unknown = set(targets) - set(TARGETS)
@@ -218,10 +272,11 @@ def main(argv: list[str] | None = None) -> None:
     out = Path(args.out)
     done = set()
     if out.exists():
-        done = {
-            (r["target"], r["line"], r["col"], r["after"])
-            for r in map(json.loads, out.read_text().splitlines())
-        }
+        rows = [json.loads(line) for line in out.read_text().splitlines()]
+        if args.retry:
+            rows = [r for r in rows if r["status"] != "survived"]
+            out.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        done = {(r["target"], r["line"], r["col"], r["after"]) for r in rows}
     scratch = _scratch()
     try:
         with out.open("a") as fh:

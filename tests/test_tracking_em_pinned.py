@@ -349,3 +349,70 @@ def test_calibration_stages_fit_speed_before_offsets():
     assert calibration_stages(everything) == (everything - {"offsets"}, everything - {"speed"})
     assert calibration_stages(frozenset({"speed", "drift"})) == ({"speed", "drift"},)
     assert calibration_stages(frozenset({"offsets"})) == ({"offsets"},)
+
+
+def test_predicted_shift_and_putting_groups_back():
+    cal = replace(
+        Calibration.nominal(3, 1480.0),
+        sound_speed=1490.0, clock_offset=2.0, clock_drift=0.1,
+        source_offset_correction=np.array([1.0, -3.0, 0.5]),
+        sound_speed_std=1.0, clock_offset_std=0.2, clock_drift_std=0.01,
+        source_offset_correction_std=np.array([0.3, 0.3, 0.3]),
+    )  # fmt: skip
+    day, source = np.array([0.0, 10.0, 20.0]), np.array([2, 0, 1])
+    np.testing.assert_allclose(cal.predicted_shift(day, source), [2.5, 4.0, 1.0], rtol=1e-14)
+    speed = cal.without("speed", 1480.0)
+    assert speed.sound_speed == 1480.0 and not speed.estimates("speed")
+    assert speed.estimates("drift") and speed.estimates("offsets") and speed.clock_drift == 0.1
+    drift = cal.without("drift", 1480.0)
+    assert (drift.clock_offset, drift.clock_drift) == (0.0, 0.0) and not drift.estimates("drift")
+    assert drift.sound_speed == 1490.0 and drift.estimates("offsets")
+    offsets = cal.without("offsets", 1480.0)
+    assert not offsets.source_offset_correction.any() and not offsets.estimates("offsets")
+    assert offsets.estimates("speed") and offsets.estimates("drift")
+    with pytest.raises(ValueError, match="group must be one of drift, speed, offsets"):
+        cal.without("sigma", 1480.0)
+
+
+def test_m_step_refuses_pairs_of_unequal_length(rng):
+    dist, day, src, y = _design(rng, n=50)
+    with pytest.raises(ValueError, match=r"must be \(K,\) alike"):
+        m_step(dist, day[:-1], src, y, np.ones(50), n_sources=16, sound_speed=1480.0,
+               sigma=5.0, offset_prior_std=2.0)  # fmt: skip
+    with pytest.raises(ValueError, match=r"must be \(K,\) alike"):
+        m_step(np.ones((2, 3, 50)), day, src, y, np.ones(50), n_sources=16,
+               sound_speed=1480.0, sigma=5.0, offset_prior_std=2.0)  # fmt: skip
+
+
+def test_m_step_holds_an_entry_the_record_does_not_determine(rng):
+    """Four sources: the clock offset is confounded with the offset corrections, its
+    posterior variance above half its prior's (the rule: held). It stays at the start's 3 s
+    with no standard error, and the rest is the penalised mode with it fixed there."""
+    s, nominal = 4, 1480.0
+    dist, day, src, y = _design(rng, n=800, s=s)
+    w = np.ones(y.size)
+    kw = {"n_sources": s, "sound_speed": nominal, "sigma": 5.0}
+    priors = {"speed_prior_std": SPEED_PRIOR_STD, "clock_prior_std": CLOCK_OFFSET_PRIOR_STD,
+              "drift_prior_std": DRIFT_PRIOR_STD}  # fmt: skip
+    start = replace(Calibration.nominal(s, nominal), clock_offset=3.0)
+    cal = m_step(dist, day, src, y, w, offset_prior_std=OFFSET_PRIOR_STD, start=start,
+                 **kw, **priors)  # fmt: skip
+    _, _, std = _mode(dist, day, src, y, w, s, 5.0, nominal)
+    prior_var = np.r_[(1000.0 / nominal) ** 4 * SPEED_PRIOR_STD**2 / 1e6,
+                      CLOCK_OFFSET_PRIOR_STD**2, DRIFT_PRIOR_STD**2,
+                      np.full(s, OFFSET_PRIOR_STD**2)]  # fmt: skip
+    ratio = 2.0 * std**2 / prior_var  # (1 + MIN_DATA_TO_PRIOR) posterior / prior variance
+    assert ratio[1] > 1.0 and np.all(np.delete(ratio, 1) < 1.0)
+    assert cal.clock_offset == 3.0 and np.isnan(cal.clock_offset_std)
+    # the others: the mode with c0 fixed at 3 (the residuals shifted, c0's column dropped)
+    keep = [0, 2, *range(3, 3 + s)]
+    a = np.zeros((y.size, 3 + s))
+    a[:, 0], a[:, 1], a[:, 2] = dist, 1.0, day
+    a[np.arange(y.size), 3 + src] = 1.0
+    a = a[:, keep]
+    m = np.r_[1000.0 / nominal, 0.0, np.zeros(s)]
+    p2 = prior_var[keep]
+    info = a.T @ a / 25.0 + np.diag(1.0 / p2)
+    theta = np.linalg.solve(info, a.T @ (y - 3.0) / 25.0 + m / p2)
+    got = np.r_[1000.0 / cal.sound_speed, cal.clock_drift, cal.source_offset_correction]
+    np.testing.assert_allclose(got, theta, rtol=1e-8, atol=1e-9)
