@@ -73,6 +73,22 @@ TARGETS: dict[str, tuple[str, tuple[str, ...] | None, tuple[str, ...]]] = {
         (
             "tests/test_tracking_quality_pinned.py",
             "tests/test_tracking_quality_thresholds.py",
+            *(
+                f"tests/test_tracking_quality.py::{name}"
+                for name in (
+                    "test_expected_recorded_matches_a_monte_carlo_of_the_model",
+                    "test_expected_recorded_without_sources_is_a_truncated_poisson_mean",
+                    "test_recovery_distance_is_the_mahalanobis_distance_of_the_fix",
+                    "test_recovery_check_without_a_fix_is_not_computed",
+                    "test_clutter_excess_is_one_for_the_true_labels_and_large_when_all_is_clutter",
+                    "test_clutter_excess_not_computed_without_clutter_or_with_few_arrivals",
+                    "test_innovation_rms_of_gaussian_innovations",
+                    "test_innovation_rms_weights_sources_by_their_posterior_and_ignores_clutter",
+                    "test_innovation_rms_not_computed_with_few_matched_arrivals",
+                    "test_unassociated_run_counts_unconfident_and_empty_cycles",
+                    "test_checks_round_trip_through_netcdf",
+                )
+            ),
         ),
     ),
     "irv": (
