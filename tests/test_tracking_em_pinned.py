@@ -416,3 +416,73 @@ def test_m_step_holds_an_entry_the_record_does_not_determine(rng):
     theta = np.linalg.solve(info, a.T @ (y - 3.0) / 25.0 + m / p2)
     got = np.r_[1000.0 / cal.sound_speed, cal.clock_drift, cal.source_offset_correction]
     np.testing.assert_allclose(got, theta, rtol=1e-8, atol=1e-9)
+
+
+def test_m_step_refuses_a_parameter_nothing_informs():
+    """The drift without a prior on a record of one day (``t = 0`` throughout): no
+    information at all about it, refused as not identifiable."""
+    rng = np.random.default_rng(2)
+    dist, _, src, y = _design(rng, n=50, s=2)
+    with pytest.raises(ValueError, match="not identifiable"):
+        m_step(dist, np.zeros(50), src, y, np.ones(50), n_sources=2, sound_speed=1480.0,
+               sigma=5.0, offset_prior_std=2.0, params=frozenset({"drift"}))  # fmt: skip
+
+
+def test_em_step_feeds_the_pass_to_both_m_steps(monkeypatch, record):
+    """One real pass (few particles) with a calibration in use: the geometry M-step gets the
+    E-step pairs of the smoothed trajectories' distances at the run's sigma and the stated
+    priors; the statistical M-step gets TOAs predicted along each trajectory with the
+    calibration (``d / v + o_i + c_0 + c_1 t + delta_i``) and the trajectories' steps."""
+    from rankmodels.tracking.calibration import m_step_pairs
+    from rankmodels.tracking.geometry import great_circle_km, tangent_offsets
+
+    config = TrackConfig(particles=200, ensemble=20, seed=1, calibrate=True)
+    run = pipeline.prepare(record, config)
+    cal = replace(
+        Calibration.nominal(12, NOMINAL), sound_speed=1490.0, clock_offset=1.0,
+        clock_drift=0.1, source_offset_correction=np.linspace(-1.0, 1.0, 12),
+    )  # fmt: skip
+    run.cycles.calibrate(cal)
+    this = pipeline.track_pass(run)
+    calls = {}
+    monkeypatch.setattr(pipeline, "m_step", lambda **kw: calls.setdefault("m_step", kw) and cal)
+    monkeypatch.setattr(
+        pipeline, "fit_statistics",
+        lambda *a: calls.setdefault("fit", a) and a[1],
+    )  # fmt: skip
+    stats = run.statistical_model()
+    pipeline._em_step(run, this, cal, frozenset({"speed", "drift", "sigma"}), stats)
+    cycles = run.cycles
+    ens = this.ensembles  # (T, M, 2)
+    dist = great_circle_km(
+        ens[:, :, 0, None], ens[:, :, 1, None],
+        record["source_lat"].values, record["source_lon"].values,
+    ).transpose(1, 0, 2)  # fmt: skip
+    dist[:, ~cycles.active] = np.nan
+    kw = calls["m_step"]
+    pairs = m_step_pairs(cycles.toa, this.assoc.posterior, dist, cycles.day, cycles.offset,
+                         this.assoc.predicted_toa, cycles.model)  # fmt: skip
+    for name, value in pairs.items():
+        np.testing.assert_allclose(kw[name], value, rtol=1e-9, err_msg=name)
+    assert kw["params"] == {"speed", "drift"} and kw["start"] is cal
+    assert kw["sigma"] == cycles.model.sigma and kw["sound_speed"] == NOMINAL
+    assert (kw["offset_prior_std"], kw["speed_prior_std"], kw["clock_prior_std"],
+            kw["drift_prior_std"]) == (OFFSET_PRIOR_STD, SPEED_PRIOR_STD,
+                                       CLOCK_OFFSET_PRIOR_STD, DRIFT_PRIOR_STD)  # fmt: skip
+    inputs, current, start, params = calls["fit"]
+    assert params == {"sigma"} and start is stats
+    shift = 1.0 + 0.1 * cycles.day[:, None] + np.linspace(-1.0, 1.0, 12)[None, :]
+    expected = dist * 1000.0 / 1490.0 + cycles.offset + shift
+    np.testing.assert_allclose(inputs.predicted, expected, rtol=1e-9)
+    assert inputs.posterior is this.assoc.posterior and inputs.toa is cycles.toa
+    lat = np.vstack([np.full((1, ens.shape[1]), run.x0[0]), ens[:, :, 0]])
+    lon = np.vstack([np.full((1, ens.shape[1]), run.x0[1]), ens[:, :, 1]])
+    east, north = tangent_offsets(lat[:-1], lon[:-1], lat[1:], lon[1:])
+    np.testing.assert_allclose(inputs.steps_km[..., 0], east.T, rtol=1e-12)
+    np.testing.assert_allclose(inputs.steps_km[..., 1], north.T, rtol=1e-12)
+    np.testing.assert_array_equal(inputs.dt, run.dt[: run.n_cycles])
+    # without the priors' centres, or without a statistical parameter: geometry only
+    calls.clear()
+    pipeline._em_step(run, this, cal, frozenset({"speed", "sigma"}))
+    pipeline._em_step(run, this, cal, frozenset({"speed"}), stats)
+    assert "fit" not in calls
