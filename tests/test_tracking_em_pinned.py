@@ -486,3 +486,80 @@ def test_em_step_feeds_the_pass_to_both_m_steps(monkeypatch, record):
     pipeline._em_step(run, this, cal, frozenset({"speed", "sigma"}))
     pipeline._em_step(run, this, cal, frozenset({"speed"}), stats)
     assert "fit" not in calls
+
+
+def test_louis_observed_information_in_one_dimension(rng):
+    """The speed alone (no priors, the rest held exactly): with M trajectories the step is
+    ``u0 + mean(S_m) / I_obs``, ``I_obs = I_c - var(S_m)`` (floored at 0.3 ``I_c``), and
+    the standard error ``1 / sqrt(I_obs)`` -- the complete-data information less what the
+    unknown positions take away, by hand."""
+    n, m = 300, 40
+    base = rng.uniform(200.0, 1500.0, n)
+    day, src = np.zeros(n), np.zeros(n, dtype=int)
+    y = base * 1000.0 / 1490.0 + rng.normal(0.0, 5.0, n)
+    w = rng.uniform(0.5, 1.0, n)
+    u0 = 1000.0 / 1480.0
+    for spread, floored in ((3.0, False), (60.0, True)):
+        dist = base + rng.normal(0.0, spread, (m, n))
+        cal = m_step(dist, day, src, y, w, n_sources=1, sound_speed=1480.0, sigma=5.0,
+                     offset_prior_std=math.inf, params=frozenset({"speed"}))  # fmt: skip
+        scores = (w * (y - dist * u0) * dist).sum(axis=1) / 25.0
+        complete = (w * dist**2).sum(axis=1).mean() / 25.0
+        observed = complete - np.var(scores, ddof=1)
+        assert bool(observed < 0.3 * complete) is floored
+        observed = max(observed, 0.3 * complete)
+        u = u0 + scores.mean() / observed
+        assert cal.sound_speed == pytest.approx(1000.0 / u, rel=1e-10)
+        assert cal.sound_speed_std == pytest.approx(1000.0 / math.sqrt(observed) / u**2, rel=1e-8)
+
+
+def test_held_parameters_add_their_uncertainty_to_the_estimated_ones(rng):
+    """One track; the drift estimated, the speed held at a start with a standard error of
+    2 m/s and the offset corrections held (prior tau): the drift's variance is the inverse
+    information plus ``S C_phi S^T`` with ``S = I_ee^-1 I_eh`` (the consider covariance),
+    ``C_phi`` the held slowness's variance (delta method) and ``tau^2`` per offset."""
+    s, n = 3, 400
+    dist = rng.uniform(200.0, 1500.0, n)
+    day = rng.uniform(0.0, 300.0, n)
+    src = rng.integers(0, s, n)
+    y = dist * 1000.0 / 1480.0 + 0.05 * day + rng.normal(0.0, 5.0, n)
+    w = np.ones(n)
+    start = replace(Calibration.nominal(s, 1480.0), sound_speed_std=2.0)
+    cal = m_step(dist, day, src, y, w, n_sources=s, sound_speed=1480.0, sigma=5.0,
+                 offset_prior_std=2.0, params=frozenset({"drift"}), start=start)  # fmt: skip
+    a = np.zeros((n, 3 + s))
+    a[:, 0], a[:, 1], a[:, 2] = dist, 1.0, day
+    a[np.arange(n), 3 + src] = 1.0
+    info = a.T @ a / 25.0
+    est, held = [1, 2], [0, 3, 4, 5]
+    i_ee = info[np.ix_(est, est)]
+    sens = np.linalg.solve(i_ee, info[np.ix_(est, held)])
+    u = 1000.0 / 1480.0
+    c_phi = np.diag([(u**2 * 2.0 / 1000.0) ** 2, 4.0, 4.0, 4.0])
+    cov = np.linalg.inv(i_ee) + sens @ c_phi @ sens.T
+    assert cal.clock_drift_std == pytest.approx(math.sqrt(cov[1, 1]), rel=1e-9)
+    assert cal.clock_offset_std == pytest.approx(math.sqrt(cov[0, 0]), rel=1e-9)
+    assert cal.sound_speed == 1480.0 and cal.sound_speed_std == 2.0  # held, as it was
+
+
+def test_m_step_pairs_weights_offsets_and_single_track():
+    """Pairs at exactly MIN_PAIR_WEIGHT are kept; residuals are the TOA less the file's
+    offset of the pair's source; one trajectory (M = 1) and no model are accepted, and a
+    model without multipath needs no predictions."""
+    from rankmodels.tracking.calibration import MIN_PAIR_WEIGHT, m_step_pairs
+    from rankmodels.tracking.signal_model import SignalModel
+
+    toa = np.array([[100.0, 160.0], [130.0, np.nan]])
+    posterior = np.array([
+        [[MIN_PAIR_WEIGHT, 0.6, 0.4 - MIN_PAIR_WEIGHT], [0.0, 0.5, 0.5]],
+        [[0.9, np.nextafter(MIN_PAIR_WEIGHT, 0.0), 0.1], [np.nan] * 3],
+    ])  # fmt: skip
+    dist = np.array([[[150.0, 300.0], [151.0, np.nan]]])  # M = 1; source 1 off in cycle 1
+    offset = np.array([10.0, 20.0])
+    for model in (None, SignalModel(multipath=0.0)):
+        pairs = m_step_pairs(toa, posterior, dist, np.array([1.0, 2.0]), offset, None, model)
+        assert pairs["source"].tolist() == [0, 1, 1, 0]
+        np.testing.assert_array_equal(pairs["residual_toa"], [90.0, 80.0, 140.0, 120.0])
+        np.testing.assert_array_equal(pairs["weight"], [MIN_PAIR_WEIGHT, 0.6, 0.5, 0.9])
+        np.testing.assert_array_equal(pairs["distance_km"], [[150.0, 300.0, 300.0, 151.0]])
+        np.testing.assert_array_equal(pairs["day"], [1.0, 1.0, 1.0, 2.0])
