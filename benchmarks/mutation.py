@@ -113,6 +113,11 @@ TARGETS: dict[str, tuple[str, tuple[str, ...] | None, tuple[str, ...]]] = {
         None,
         ("tests/test_ltr_rerank_pinned.py", "tests/test_ltr_rerank.py"),
     ),
+    "model_fit": (
+        "rankmodels/tracking/model_fit.py",
+        None,
+        ("tests/test_tracking_model_fit_pinned.py", "tests/test_tracking_model_fit.py"),
+    ),
     "tables": (
         "rankmodels/tracking/tables.py",
         (),
