@@ -265,6 +265,33 @@ def test_the_statistical_priors_count_in_the_gain(monkeypatch, record):
     assert result.statistical_model.signal.sigma == sigma
 
 
+def test_likelihood_ratio_check_counts_the_kept_models_prior(monkeypatch, record):
+    """The kept pass (4) has a speed of 1490 m/s (log prior -0.5) and a fitted sigma (log
+    prior -0.5): penalised 10 - 1 = 9. With the file's speed and the same model the
+    penalised log-likelihood is 7.25 - 0.5 = 6.75, MIN_GAIN + 0.25 below: the speed stays
+    (the model's prior is in both; counted with the wrong sign it would be 1.25 below)."""
+    sigma = 5.0 * math.exp(0.5)
+
+    def fitted(speed, std):
+        def step(run):
+            now = run.statistical_model()
+            est = Estimate(sigma, 0.1, 5.0, True, 3.0)
+            model = StatisticalModel(replace(now.signal, sigma=sigma), now.process_noise,
+                                     (("sigma", est),))  # fmt: skip
+            cal = replace(Calibration.nominal(12, speed), sound_speed_std=std)
+            return cal, model
+
+        return step
+
+    steps = [None, None, fitted(1490.0, 1.0), fitted(1491.0, math.nan)]
+    script = Script([-9.0, -8.0, 0.0, 5.0, 10.0, 4.0, 7.25], steps)
+    result, best, _ = _calibrate(
+        monkeypatch, record, script, calibrate_params="speed,sigma", calibration_iterations=5
+    )
+    assert result.trace[6].sound_speed == NOMINAL and result.models[6] is result.models[4]
+    assert result.best == 4 and best.number == 4
+
+
 # --- the M-step against the closed-form mode of its penalised least squares ---
 
 
