@@ -292,6 +292,23 @@ def test_likelihood_ratio_check_counts_the_kept_models_prior(monkeypatch, record
     assert result.best == 4 and best.number == 4
 
 
+def test_progress_is_topped_up_only_for_passes_not_run(monkeypatch, record):
+    """Every pass of em_passes run (one M-step, both checks): nothing to top up, so no call
+    at all (the scripted passes report none themselves); without a progress callback an
+    early stop tops up nothing."""
+    kept = _estimated(1490.0, 0.05)
+    script = Script([-9.0, -8.0, 0.0, 5.0, 10.0, 0.0, 0.0], [None, None, kept])
+    config = {"calibrate_params": "speed,drift", "calibration_iterations": 1}
+    result, _, done = _calibrate(monkeypatch, record, script, **config)
+    assert len(result.loglik) == em_passes(TrackConfig(calibrate=True, **config)) == 7
+    assert done == [] and result.stop == "iteration limit"
+    script = Script([-9.0, -8.0, 0.0, -1.0, -0.5])
+    monkeypatch.setattr(pipeline, "track_pass", script.track_pass)
+    monkeypatch.setattr(pipeline, "_em_step", script.em_step)
+    result, _ = calibrate(record, TrackConfig(calibrate=True, calibrate_params="drift"))
+    assert result.kept_file_values and len(result.loglik) == 5
+
+
 # --- the M-step against the closed-form mode of its penalised least squares ---
 
 
