@@ -99,3 +99,26 @@ def test_batch_needs_fewer_votes_together_than_the_next_one():
     profile = Profile.from_orders(orders, np.array([1.0, 2.0, 3.0, 6.5]))
     first = aggregate(profile, "irv", batch_elimination=True).details["rounds"][0]
     assert first.batch and first.eliminated == (C, B, A)
+
+
+def test_a_ballot_ranking_nobody_is_exhausted_even_with_two_candidates():
+    """Two candidates: "A = B" ranks nobody (its last tie group is all of it): exhausted
+    from the start, not split between them."""
+    profile = Profile.from_weak_orders([[[A], [B]], [[A, B]]], [2.0, 1.0], 2)
+    votes, exhausted = tallies(profile, np.ones(2, dtype=bool))
+    assert votes.tolist() == [2.0, 0.0] and exhausted == 1.0
+
+
+def test_the_state_limit_is_the_number_of_states_explored(monkeypatch):
+    """Four candidates in a cycle, all tied in the first round: exploring every
+    tie-breaking visits N = 15 sets of continuing candidates; a limit of N suffices (the count is exact), a
+    limit of N - 1 does not (a lower bound only)."""
+    cyclic = np.array([[A, B, C, D], [B, C, D, A], [C, D, A, B], [D, A, B, C]])
+    profile = Profile.from_orders(cyclic)
+    full = aggregate(profile, "irv")
+    n_states = full.details["states"]
+    assert full.n_optimal == 12 and n_states == 15
+    monkeypatch.setattr("rankmodels.aggregation.irv.MAX_STATES", n_states)
+    assert aggregate(profile, "irv").n_optimal == 12
+    monkeypatch.setattr("rankmodels.aggregation.irv.MAX_STATES", n_states - 1)
+    assert aggregate(profile, "irv").n_optimal is None
