@@ -111,8 +111,8 @@ def test_a_ballot_ranking_nobody_is_exhausted_even_with_two_candidates():
 
 def test_the_state_limit_is_the_number_of_states_explored(monkeypatch):
     """Four candidates in a cycle, all tied in the first round: exploring every
-    tie-breaking visits N = 15 sets of continuing candidates; a limit of N suffices (the count is exact), a
-    limit of N - 1 does not (a lower bound only)."""
+    tie-breaking visits N = 15 sets of continuing candidates; a limit of N suffices (the
+    count is exact), a limit of N - 1 does not (a lower bound only)."""
     cyclic = np.array([[A, B, C, D], [B, C, D, A], [C, D, A, B], [D, A, B, C]])
     profile = Profile.from_orders(cyclic)
     full = aggregate(profile, "irv")
@@ -122,3 +122,13 @@ def test_the_state_limit_is_the_number_of_states_explored(monkeypatch):
     assert aggregate(profile, "irv").n_optimal == 12
     monkeypatch.setattr("rankmodels.aggregation.irv.MAX_STATES", n_states - 1)
     assert aggregate(profile, "irv").n_optimal is None
+
+
+def test_a_lone_candidate_without_votes_joins_the_batch():
+    """A has no first choices, B 1, C 1.5, D 10: A, B and C together (2.5) are below D, so
+    they go out as one batch; A's zero alone does not make a round of its own."""
+    orders = np.array([[B, A, C, D], [C, A, B, D], [D, C, B, A]])
+    profile = Profile.from_orders(orders, np.array([1.0, 1.5, 10.0]))
+    first = aggregate(profile, "irv", batch_elimination=True).details["rounds"][0]
+    assert first.votes.tolist() == [0.0, 1.0, 1.5, 10.0]
+    assert first.batch and first.eliminated == (C, B, A)
