@@ -132,3 +132,16 @@ def test_a_lone_candidate_without_votes_joins_the_batch():
     first = aggregate(profile, "irv", batch_elimination=True).details["rounds"][0]
     assert first.votes.tolist() == [0.0, 1.0, 1.5, 10.0]
     assert first.batch and first.eliminated == (C, B, A)
+
+
+def test_a_pairwise_margin_of_rounding_size_is_a_tie_in_the_smith_set():
+    """A over B: 0.1 + 0.2; B over A: 0.3 -- equal up to rounding, so A and B are not
+    beaten by each other and form the Smith set together; both beat C."""
+    from rankmodels.aggregation.irv import majority_components
+
+    orders = np.array([[A, B, C], [A, C, B], [B, A, C]])
+    profile = Profile.from_orders(orders, np.array([0.1, 0.2, 0.3]))
+    assert 0 < abs(profile.pairwise[B, A] - profile.pairwise[A, B]) < 1e-15  # unequal floats
+    assert majority_components(profile) == [[A, B], [C]]
+    result = aggregate(profile, "smith-irv")
+    assert result.details["smith_set"] == [A, B] and result.n_optimal == 2
