@@ -286,11 +286,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", default="/tmp/rankmodels-mutants.jsonl")
     parser.add_argument("--timeout", type=float, default=300.0)
     parser.add_argument("--retry", action="store_true", help="run the survivors again")
+    parser.add_argument("--summary", action="store_true", help="summarise --out, run nothing")
     args = parser.parse_args(argv)
     targets = [t for t in args.only.split(",") if t]
     unknown = set(targets) - set(TARGETS)
     if unknown:
         parser.error(f"unknown targets {sorted(unknown)}; choose from {list(TARGETS)}")
+    if args.summary:
+        summarise(Path(args.out), targets)
+        return
     todo = [m for t in targets for m in mutants(t)]
     if args.list:
         for m in todo:
@@ -320,14 +324,59 @@ def main(argv: list[str] | None = None) -> None:
     summarise(out, targets)
 
 
+#: Survivors judged equivalent: the mutated line (stripped) -> why no input tells it apart.
+EQUIVALENT: dict[str, str] = {
+    "undetermined = np.diag(cov) * prior[estimated] * (1.0 + MIN_DATA_TO_PRIOR) >= 1.0":
+        "differs only for a posterior variance of exactly half the prior's",
+    "if not np.all(scale > 0) or np.linalg.cond(info / np.outer(scale, scale)) >= 1e12:":
+        "differs only at a condition number of exactly 1e12",
+    "held = ~estimated & (held_var >= 0)":
+        "a held entry of variance 0 adds S 0 S^T = 0 to the covariance",
+    "trailing_tie = n >= 2 or levels[j, n - 2] == last":
+        "a last group of one is reached only when every other candidate is out (all "
+        "candidates are on every ballot), i.e. never in a round of two or more",
+    "while end <= n and levels[j, end] == level:":
+        "the scan reaches the end only inside the last group, which is exhausted (a tie) "
+        "or never reached (one candidate)",
+    "tied = [x for x in members if votes[x] < low + self.tol]":
+        "differs only for a tally of exactly the lowest plus the tolerance",
+    "if low < self.tol and len(tied) > 1 and not self.condorcet:":
+        "differs only for a lowest tally of exactly the tolerance",
+    "if below[k - 1] <= votes[by_votes[k]] - self.tol:":
+        "differs only when the batch's sum is exactly the next tally less the tolerance",
+    "if out and votes[out[-1][0]] - votes[x] < tol:":
+        "differs only for tallies exactly the tolerance apart",
+    "reach = transitive_closure((P - P.T > -MARGIN_TOL) | np.eye(profile.n, dtype=bool))":
+        "differs only for a margin of exactly -MARGIN_TOL",
+}  # fmt: skip
+
+
 def summarise(out: Path, targets: list[str]) -> None:
-    """Per target: mutants, caught (failing tests or timeout), survived."""
+    """Per target: mutants, caught (failing tests or timeout), equivalent survivors
+    (:data:`EQUIVALENT`), other survivors, and the share caught of the non-equivalent ones;
+    then the survivors, each with its verdict."""
     rows = [r for r in map(json.loads, out.read_text().splitlines()) if r["target"] in targets]
-    print("| target | mutants | caught | survived |\n|---|---|---|---|")
+    print("| target | mutants | caught | equivalent | survived | caught of non-equivalent |")
+    print("|---|---|---|---|---|---|")
+    totals = [0, 0, 0, 0]
     for t in targets:
         mine = [r for r in rows if r["target"] == t]
         caught = sum(r["status"] != "survived" for r in mine)
-        print(f"| {t} | {len(mine)} | {caught} | {len(mine) - caught} |")
+        same = sum(r["status"] == "survived" and r["text"].strip() in EQUIVALENT for r in mine)
+        left = len(mine) - caught - same
+        for k, v in enumerate((len(mine), caught, same, left)):
+            totals[k] += v
+        print(f"| {t} | {len(mine)} | {caught} | {same} | {left} | {_share(caught, left)} |")
+    n, caught, same, left = totals
+    print(f"| all | {n} | {caught} | {same} | {left} | {_share(caught, left)} |\n")
+    for r in rows:
+        if r["status"] == "survived":
+            why = EQUIVALENT.get(r["text"].strip(), "NOT CAUGHT")
+            print(f"- `{TARGETS[r['target']][0]}:{r['line']}` `{r['text'].strip()}`: {why}")
+
+
+def _share(caught: int, left: int) -> str:
+    return f"{100 * caught / (caught + left):.0f} %" if caught + left else "-"
 
 
 if __name__ == "__main__":
