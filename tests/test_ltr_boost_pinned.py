@@ -114,3 +114,60 @@ def test_no_descent_direction_means_no_step(monkeypatch, data):
     model = fit_boosted_ranker(data, "scripted", valid=data, n_trees=2, shrinkage=1.0)
     # the start, then the gains tree's risk; no trial step in either round
     assert len(risk.calls) == 2 and model.gains_start and len(model.trees) == 1
+
+
+def test_a_trial_exactly_at_the_armijo_bound_is_accepted(monkeypatch, data):
+    """The first trial's risk is exactly ``J(f) - c alpha <d, h> / B`` (computed as the line
+    search computes it, from the same tree): sufficient decrease allows equality."""
+    from rankmodels.ltr.trees import fit_tree, quantile_edges
+
+    grad = _gradient(data)
+    mask = data.mask
+    direction = -grad[mask]
+    tree = fit_tree(data.features[mask], direction, quantile_edges(data.features[mask], 64), 4, 10)
+    h = tree.predict(data.features[mask])
+    along = float(direction @ h)
+    step = 1.0 * along / float(h @ h)
+    bound = 1.0 - ARMIJO * step * along / data.lengths.shape[0]
+    risk = ScriptedRisk(grad, lambda s, k: 1.0 if k == 0 else bound)
+    _use(monkeypatch, risk)
+    model = fit_boosted_ranker(data, "scripted", valid=data, n_trees=1, shrinkage=1.0)
+    assert len(risk.calls) == 2 and model.train_loss == (1.0, bound)
+
+
+def test_boosting_runs_n_trees_rounds_in_all_with_the_gains_start(monkeypatch, data):
+    """No descent from zero scores (the one trial rises), so the gains tree starts; then
+    every round is accepted: ``n_trees`` trees in all, the start's among them."""
+    grad = _gradient(data)
+    script = {0: 1.0, 1: 2.0, 2: 0.9}
+    risk = ScriptedRisk(grad, lambda s, k: script.get(k, 0.9 - 0.1 * (k - 2)))
+    _use(monkeypatch, risk)
+    model = fit_boosted_ranker(
+        data, "scripted", valid=data, n_trees=3, shrinkage=1.0, max_halvings=0
+    )
+    assert model.gains_start and len(model.train_loss) == 3 and len(model.valid_ndcg) == 2
+
+
+@pytest.mark.parametrize(
+    ("kw", "ok"),
+    [({"n_trees": 0}, False), ({"patience": 0}, False), ({"max_halvings": -1}, False),
+     ({"n_trees": 1, "patience": 1, "max_halvings": 0}, True)],
+)  # fmt: skip
+def test_round_counts_are_checked(data, kw, ok):
+    if ok:
+        assert len(fit_boosted_ranker(data, valid=data, **kw).trees) == 1
+    else:
+        with pytest.raises(ValueError, match="n_trees and patience must be >= 1"):
+            fit_boosted_ranker(data, valid=data, **kw)
+
+
+def test_one_query_or_no_holdout_trains_and_monitors_on_the_data():
+    """Without validation data: one query is never split (whatever the fraction), nor is
+    any data with a zero fraction; the ranker is then monitored on its training data."""
+    one, _ = synthetic_letor(n_queries=1, n_features=3, docs=(8, 8), seed=2)
+    model = fit_boosted_ranker(one, n_trees=2, min_leaf=2, valid_fraction=0.6)
+    assert not model.gains_start
+    assert model.valid_ndcg[len(model.trees) - 1] == pytest.approx(model.ndcg(one))
+    many, _ = synthetic_letor(n_queries=6, n_features=3, docs=(3, 6), seed=2)
+    model = fit_boosted_ranker(many, n_trees=2, valid_fraction=0.0, patience=5)
+    assert model.valid_ndcg[len(model.trees) - 1] == pytest.approx(model.ndcg(many))

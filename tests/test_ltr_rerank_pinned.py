@@ -66,3 +66,16 @@ def test_a_bad_grid_is_refused(setting, grid):
     data, base = setting
     with pytest.raises(ValueError, match="non-empty grid of finite l2 >= 0"):
         fit_reranker(data, base, "listnet", data, l2_grid=grid)
+
+
+def test_the_score_model_has_one_weight_per_kernel(setting):
+    from rankmodels.ltr.rerank import RERANK
+
+    assert RERANK.n_params(1 + 2) == 2 and RERANK.n_params(1 + 1) == 1
+
+
+def test_one_iteration_is_enough_and_none_is_refused(setting):
+    data, base = setting
+    assert fit_reranker(data, base, "listnet", data, l2_grid=(0.0,), max_iter=1).l2 == 0.0
+    with pytest.raises(ValueError, match="need max_iter >= 1"):
+        fit_reranker(data, base, "listnet", data, max_iter=0)
