@@ -348,6 +348,12 @@ EQUIVALENT: dict[str, str] = {
         "differs only for tallies exactly the tolerance apart",
     "reach = transitive_closure((P - P.T > -MARGIN_TOL) | np.eye(profile.n, dtype=bool))":
         "differs only for a margin of exactly -MARGIN_TOL",
+    "unit = np.where(norm >= 0, z / np.where(norm > 0, norm, 1.0), 0.0)":
+        "a zero norm means z = 0, so z / 1 is the 0 it replaces",
+    "unit = np.where(norm > 0, z / np.where(norm >= 0, norm, 1.0), 0.0)":
+        "the 0 / 0 it makes for a zero vector is discarded by the outer where",
+    "if valid is None and data.lengths.shape[0] > 1 and valid_fraction >= 0:":
+        "a zero fraction holds out no query: the same data, monitored on itself",
 }  # fmt: skip
 
 
