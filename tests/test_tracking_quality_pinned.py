@@ -175,3 +175,12 @@ def test_check_outcomes_round_trip_with_their_codes():
     assert [c.passed for c in back] == [True, False, None]
     assert [c.message for c in back] == [c.message for c in checks]
     assert back[0].doc == CHECKS["recovery_distance"].doc
+
+
+def test_window_surprise_of_no_clutter_is_zero_even_where_none_is_expected():
+    from rankmodels.tracking.quality import MAX_SURPRISE, window_surprise
+
+    got = window_surprise(np.array([0.0, 0.0, 2.0, 400.0]), np.array([0.0, 3.0, 1.0, 1e-3]))
+    assert got[:2].tolist() == [0.0, 0.0]
+    assert got[2] == pytest.approx(-math.log10(stats.poisson.sf(1, 1.0)), rel=1e-12)
+    assert got[3] == MAX_SURPRISE
