@@ -354,6 +354,12 @@ EQUIVALENT: dict[str, str] = {
         "the 0 / 0 it makes for a zero vector is discarded by the outer where",
     "if valid is None and data.lengths.shape[0] > 1 and valid_fraction >= 0:":
         "a zero fraction holds out no query: the same data, monitored on itself",
+    "clutter = lam * _fewer_than(below, lam * u / window, r).mean(axis=1)":
+        "the predictions are (T, s) by contract, so the last axis is axis 1",
+    "expected_share = float(clutter.sum() / total.sum()) if total.sum() >= 0 else math.nan":
+        "a zero total divides 0 by 0: NaN, as the NaN it replaces (with a warning)",
+    "if not mu > MIN_EXPECTED_CLUTTER:":
+        "differs only for an expected clutter count of exactly 1",
 }  # fmt: skip
 
 
