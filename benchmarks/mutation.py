@@ -360,6 +360,10 @@ EQUIVALENT: dict[str, str] = {
         "a zero total divides 0 by 0: NaN, as the NaN it replaces (with a warning)",
     "if not mu > MIN_EXPECTED_CLUTTER:":
         "differs only for an expected clutter count of exactly 1",
+    "if not clutter.sum() > MIN_EXPECTED_CLUTTER:":
+        "differs only for an expected clutter count of exactly 1",
+    "rho = (cov + s2 * np.eye(cov.shape[2])) / np.sqrt(var[:, :, None] * var[:, None, :])":
+        "cov is (T, s, s): its axes 1 and 2 have the same length",
 }  # fmt: skip
 
 

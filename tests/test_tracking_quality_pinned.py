@@ -184,3 +184,27 @@ def test_window_surprise_of_no_clutter_is_zero_even_where_none_is_expected():
     assert got[:2].tolist() == [0.0, 0.0]
     assert got[2] == pytest.approx(-math.log10(stats.poisson.sf(1, 1.0)), rel=1e-12)
     assert got[3] == MAX_SURPRISE
+
+
+def test_clutter_window_reports_the_first_of_equally_surprising_stretches():
+    """No clutter seen anywhere: every stretch has surprise 0; the one reported is the
+    first scanned (cycle 0 alone), not a longer one of equal surprise."""
+    toa, post = _cycles([3, 3, 3, 3], [0.0, 0.0, 0.0, 0.0])
+    check = window_check(_inputs(toa, post))
+    assert check.value == 0.0 and check.message.startswith("cycles 0 .. 0 ")
+
+
+def test_innovation_rms_is_computed_from_exactly_min_matched_arrivals():
+    from rankmodels.tracking.quality import MIN_MATCHED, innovation_check
+
+    n = int(MIN_MATCHED)
+    toa = np.full((n + 1, 1), 403.0)
+    post = np.zeros((n + 1, 1, 2))
+    post[:n, 0, 0] = 1.0  # exactly MIN_MATCHED arrivals surely from the source
+    post[n, 0, 1] = 1.0
+    pred = np.full((n + 1, 1), 400.0)
+    check = innovation_check(_inputs(toa, post, pred))
+    assert check.passed is not None
+    assert check.value == pytest.approx(3.0 / math.sqrt(MODEL.sigma**2 + 4.0), rel=1e-12)
+    post[0, 0] = [0.5, 0.5]
+    assert innovation_check(_inputs(toa, post, pred)).passed is None
