@@ -145,3 +145,13 @@ def test_a_pairwise_margin_of_rounding_size_is_a_tie_in_the_smith_set():
     assert majority_components(profile) == [[A, B], [C]]
     result = aggregate(profile, "smith-irv")
     assert result.details["smith_set"] == [A, B] and result.n_optimal == 2
+
+
+def test_ties_chain_candidates_into_one_smith_set():
+    """A > C > B and C > B > A: A ties B and C, C beats B. Not being beaten is what links
+    candidates: B reaches A by the tie, A reaches C by the other, so all three form the
+    Smith set (reading "beats" instead would leave C alone on top)."""
+    from rankmodels.aggregation.irv import majority_components
+
+    profile = Profile.from_orders(np.array([[A, C, B], [C, B, A]]))
+    assert majority_components(profile) == [[A, B, C]]

@@ -79,3 +79,23 @@ def test_one_iteration_is_enough_and_none_is_refused(setting):
     assert fit_reranker(data, base, "listnet", data, l2_grid=(0.0,), max_iter=1).l2 == 0.0
     with pytest.raises(ValueError, match="need max_iter >= 1"):
         fit_reranker(data, base, "listnet", data, max_iter=0)
+
+
+def test_a_loss_that_is_not_finite_is_refused(monkeypatch, setting):
+    """A loss that is NaN on the training data (finite on the registry's probe): L-BFGS
+    ends where it started (finite weights) with a NaN objective, which is refused."""
+    from rankmodels.ltr import rerank
+    from rankmodels.ltr.batching import LossResult
+    from rankmodels.ltr.losses import LossSpec
+    from rankmodels.ltr.train import TrainingError
+
+    data, base = setting
+
+    def nan_loss(s, relevance, lengths=None):
+        s = np.asarray(s, dtype=float)
+        bad = s.shape == data.relevance.shape
+        return LossResult(np.full(s.shape[0], np.nan if bad else 0.0), np.zeros(s.shape))
+
+    monkeypatch.setattr(rerank, "LOSSES", {"nan": LossSpec("nan", "NaN on the data", nan_loss)})
+    with pytest.raises(TrainingError, match="re-ranking objective is not finite"):
+        fit_reranker(data, base, "nan", data, l2_grid=(0.0,), max_iter=3)
