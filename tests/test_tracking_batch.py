@@ -131,11 +131,24 @@ def test_summary_says_which_failed_and_matches_the_tracks(experiment):
         )
         assert row["end_distance_km"] == rounded(expected, "end_distance_km", rel=1e-6)
         assert row["calibrated"] == track.attrs["calibrated"] != ""
+        code = track["quality_passed"].values
+        failed = [str(c) for c in track["quality_check"].values[code == 0]]
+        assert row["quality"] == (", ".join(failed) if failed else "passed")
+        assert row["quality_failed"] == len(failed) == (code == 0).sum()
+        assert row["collapsed_cycles"] == int(track["collapsed"].values.sum())
+        assert row["float_id"] == track.attrs["float_id"] == record.attrs.get("float_id", "")
+        assert row["file"] == str(root / "in" / f"{name}.nc") and pd.isna(row["warning"])
         for name in CALIBRATED:
             for column in (name, f"{name}_std"):
                 assert row[column] == rounded(float(track[column]), column), column
-        assert row["quality"] == "passed" or row["quality_failed"] > 0
         assert row["run_time_s"] > 0
+    # every column is checked above (run_time_s only for its sign)
+    assert set(SUMMARY_COLUMNS) == {
+        "float", "status", "reason", "warning", "file", "float_id", "cycles", "arrivals",
+        "run_time_s", "mean_ess", "clutter_fraction", "collapsed_cycles", "end_distance_km",
+        "quality", "quality_failed", "calibrated",
+        *CALIBRATED, *(f"{name}_std" for name in CALIBRATED),
+    }  # fmt: skip
     doc = json.loads((root / "out" / "summary.json").read_text())
     assert doc["columns"] == SUMMARY_COLUMNS
     assert [r["status"] for r in doc["floats"]] == ["ok", "ok", "failed"]

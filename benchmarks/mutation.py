@@ -1,0 +1,399 @@
+"""One-line mutation testing by hand: plant one small bug at a time, run the focused tests.
+
+Each mutant changes one token of a target module: a comparison (``<`` <-> ``<=``, ``>`` <->
+``>=``, ``==`` <-> ``!=``), a sign (``+`` <-> ``-``, ``+=`` <-> ``-=``, a unary minus
+dropped), a boolean connective (``and`` <-> ``or``) or an integer inside a subscript
+(``x[k]`` -> ``x[k + 1]``'s literal form: ``0`` -> ``1``, ``1`` -> ``2``). Strings (so
+docstrings and messages) and comments are never touched. For every mutant the module is
+rewritten in a scratch copy of the package, the target's focused test files run there
+(``pytest -x -q -p no:cacheprovider``, the copy first on ``PYTHONPATH``, so the worktree is
+never modified), and the mutant is *caught* when they fail (or exceed the timeout).
+
+Besides these, :data:`PLANTED` lists hand-written one-line bugs of the kinds a token swap
+cannot make (``any`` for ``all``, a tolerance dropped, a grid tried in the other order, a
+unit's divisor, a count off by one), in these modules and in the float export and the batch
+summary.
+
+Targets and their focused tests are :data:`TARGETS`; ``pipeline.py`` is restricted to the
+calibration EM (the rest of it is the tracker, covered by the tracking tests at large).
+
+    python benchmarks/mutation.py [--only irv,boost] [--list] [--out /tmp/mutants.jsonl]
+        [--timeout 300] [--retry]
+
+Results are appended one JSON line per mutant to ``--out`` (a rerun skips the mutants
+already there; ``--retry`` runs the survivors again, e.g. after adding tests); the summary
+printed at the end counts mutants, caught and survived per target. Survivors are then judged
+by hand: equivalent (no input can tell them apart from the original) or a missing test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import tokenize
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+#: name -> (module path, functions to mutate (None: all code; () none: planted bugs only),
+#: focused pytest arguments).
+TARGETS: dict[str, tuple[str, tuple[str, ...] | None, tuple[str, ...]]] = {
+    "calibration": (
+        "rankmodels/tracking/calibration.py",
+        None,
+        (
+            "tests/test_tracking_em_pinned.py",
+            "tests/test_tracking_calibration.py::test_m_step_recovers_noise_free_parameters_up_to_the_stated_confounding",
+            "tests/test_tracking_calibration.py::test_m_step_keeps_what_it_does_not_estimate_and_ignores_zero_weights",
+            "tests/test_tracking_calibration.py::test_m_step_refuses_the_unidentifiable_and_the_malformed",
+            "tests/test_tracking_calibration.py::test_calibrate_params_are_parsed_strictly",
+            "tests/test_tracking_calibration.py::test_m_step_over_identical_trajectories_is_the_one_track_solve",
+            "tests/test_tracking_calibration.py::test_standard_errors_include_the_offsets_held_at_their_written_values",
+            "tests/test_tracking_calibration.py::test_direct_path_share_is_the_share_of_direct_arrivals_by_residual",
+            "tests/test_tracking_calibration.py::test_m_step_pairs_drop_delayed_arrivals_only_with_multipath_in_the_model",
+        ),
+    ),
+    "pipeline": (
+        "rankmodels/tracking/pipeline.py",
+        ("em_passes", "_em_step", "calibrate"),
+        ("tests/test_tracking_em_pinned.py",),
+    ),
+    "quality": (
+        "rankmodels/tracking/quality.py",
+        None,
+        (
+            "tests/test_tracking_quality_pinned.py",
+            "tests/test_tracking_quality_thresholds.py",
+            *(  # its Monte Carlo false-alarm rates and tracked float: a minute per mutant
+                f"--deselect=tests/test_tracking_quality_thresholds.py::{name}"
+                for name in (
+                    "test_clutter_thresholds_hold_their_false_alarm_rate_under_the_model",
+                    "test_innovation_rms_near_one_on_an_intact_float_with_multipath_in_the_model",
+                )
+            ),
+            *(
+                f"tests/test_tracking_quality.py::{name}"
+                for name in (
+                    "test_expected_recorded_matches_a_monte_carlo_of_the_model",
+                    "test_expected_recorded_without_sources_is_a_truncated_poisson_mean",
+                    "test_recovery_distance_is_the_mahalanobis_distance_of_the_fix",
+                    "test_recovery_check_without_a_fix_is_not_computed",
+                    "test_clutter_excess_is_one_for_the_true_labels_and_large_when_all_is_clutter",
+                    "test_clutter_excess_not_computed_without_clutter_or_with_few_arrivals",
+                    "test_innovation_rms_of_gaussian_innovations",
+                    "test_innovation_rms_weights_sources_by_their_posterior_and_ignores_clutter",
+                    "test_innovation_rms_not_computed_with_few_matched_arrivals",
+                    "test_unassociated_run_counts_unconfident_and_empty_cycles",
+                    "test_checks_round_trip_through_netcdf",
+                )
+            ),
+        ),
+    ),
+    "irv": (
+        "rankmodels/aggregation/irv.py",
+        None,
+        ("tests/test_aggregation_irv_pinned.py", "tests/test_aggregation_irv.py"),
+    ),
+    "boost": (
+        "rankmodels/ltr/boost.py",
+        None,
+        ("tests/test_ltr_boost_pinned.py", "tests/test_ltr_boost.py"),
+    ),
+    "rerank": (
+        "rankmodels/ltr/rerank.py",
+        None,
+        ("tests/test_ltr_rerank_pinned.py", "tests/test_ltr_rerank.py"),
+    ),
+    "model_fit": (
+        "rankmodels/tracking/model_fit.py",
+        None,
+        ("tests/test_tracking_model_fit_pinned.py", "tests/test_tracking_model_fit.py"),
+    ),
+    "tables": (
+        "rankmodels/tracking/tables.py",
+        (),
+        ("tests/test_tracking_tables_times.py",),
+    ),
+    "batch": (
+        "rankmodels/tracking/batch.py",
+        (),
+        ("tests/test_tracking_batch.py::test_summary_says_which_failed_and_matches_the_tracks",),
+    ),
+}
+
+#: Hand-written one-line bugs: (target, text on one line, its replacement).
+PLANTED: tuple[tuple[str, str, str], ...] = (
+    ("quality", "clutter, total = _expected_clutter(inputs, recorded.any(axis=1))",
+     "clutter, total = _expected_clutter(inputs, recorded.all(axis=1))"),
+    ("quality", "    with_data = recorded.any(axis=1)\n    cycles =",
+     "    with_data = recorded.all(axis=1)\n    cycles ="),
+    ("quality", "confident = (source_prob >= CONFIDENT).any(axis=(1, 2))",
+     "confident = (source_prob >= CONFIDENT).all(axis=(1, 2))"),
+    ("irv", "self.tol = _RTOL * profile.total", "self.tol = 0.0"),
+    ("irv", "votes[out[-1][0]] - votes[x] <= tol", "votes[out[-1][0]] - votes[x] <= 0.0"),
+    ("boost", "if new_value <= value - ARMIJO", "if new_value >= value - ARMIJO"),
+    ("boost", "step /= 2", "step /= 3"),
+    ("rerank", "sorted(l2_grid, reverse=True)", "sorted(l2_grid, reverse=False)"),
+    ("rerank", "key=lambda r: tried[r.l2])", "key=lambda r: (tried[r.l2], -r.l2))"),
+    ("calibration", "grad = score.mean(axis=0) - prior[estimated]",
+     "grad = score.mean(axis=0) + prior[estimated]"),
+    ("pipeline", "for g in TESTED_GROUPS if", "for g in reversed(TESTED_GROUPS) if"),
+    ("tables", '("ms", 10**6)', '("ms", 10**5)'),
+    ("tables", '("us", 10**3)', '("us", 10**2)'),
+    ("tables", "if (ns % step == 0).all()", "if (ns % step == 0).any()"),
+    ("batch", "collapsed_cycles=len(summary.collapsed_cycles)",
+     "collapsed_cycles=len(summary.collapsed_cycles) + 1"),
+    ("batch", "quality_failed=len(failed)", "quality_failed=len(summary.quality) - len(failed)"),
+)  # fmt: skip
+
+_SWAPS = {
+    "<": "<=", "<=": "<", ">": ">=", ">=": ">", "==": "!=", "!=": "==",
+    "+": "-", "-": "+", "+=": "-=", "-=": "+=", "and": "or", "or": "and",
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Mutant:
+    target: str
+    line: int
+    col: int
+    before: str
+    after: str
+    text: str  # the mutated line
+
+
+def _code_lines(source: str, functions: tuple[str, ...] | None) -> set[int]:
+    """Lines of ``functions``' bodies (every line without a restriction)."""
+    if functions is None:
+        return set(range(1, source.count("\n") + 2))
+    lines: set[int] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.FunctionDef) and node.name in functions:
+            lines.update(range(node.lineno, node.end_lineno + 1))
+    return lines
+
+
+def mutants(target: str) -> list[Mutant]:
+    """Every one-token mutant of ``target`` (module docstring)."""
+    path, functions, _ = TARGETS[target]
+    source = (ROOT / path).read_text()
+    allowed = _code_lines(source, functions)
+    lines = source.splitlines()
+    tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
+    out = []
+    brackets: list[bool] = []  # per open "[": whether it is a subscript
+    prev = None
+    for tok in tokens:
+        if tok.type == tokenize.OP and tok.string == "[":
+            brackets.append(
+                prev is not None
+                and (prev.type == tokenize.NAME or prev.string in (")", "]"))
+                and prev.string not in ("in", "return", "and", "or", "not", "else", "if")
+            )
+        elif tok.type == tokenize.OP and tok.string == "]" and brackets:
+            brackets.pop()
+        row, col = tok.start
+        replacement = None
+        if row in allowed and tok.type in (tokenize.OP, tokenize.NAME):
+            replacement = _SWAPS.get(tok.string)
+            if tok.string == "-" and prev is not None and _unary(prev):
+                replacement = ""  # drop a unary minus
+            if tok.string == "+" and prev is not None and _unary(prev):
+                replacement = None
+        elif row in allowed and tok.type == tokenize.NUMBER and brackets and brackets[-1]:
+            if tok.string.isdigit():
+                replacement = str(int(tok.string) + 1)
+        if replacement is not None:
+            text = lines[row - 1]
+            end = tok.end[1]
+            out.append(
+                Mutant(target, row, col, tok.string, replacement,
+                       text[:col] + replacement + text[end:])
+            )  # fmt: skip
+        if tok.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT):
+            prev = tok
+    for name, before, after in PLANTED:
+        if name != target:
+            continue
+        if source.count(before) != 1:
+            raise ValueError(f"planted bug {before!r} does not match {path} exactly once")
+        row = source[: source.index(before)].count("\n") + before.count("\n") + 1
+        col = len(before.rsplit("\n", 1)[-1]) - len(before.rsplit("\n", 1)[-1].lstrip())
+        text = lines[row - 1].replace(before.rsplit("\n", 1)[-1], after.rsplit("\n", 1)[-1])
+        if before.count("\n"):  # the context's earlier lines unchanged: mutate the last
+            row = source[: source.index(before)].count("\n") + 1
+            text = lines[row - 1].replace(before.split("\n")[0], after.split("\n")[0])
+        out.append(Mutant(target, row, -1 - col, before, after, text))
+    return out
+
+
+def _unary(prev: tokenize.TokenInfo) -> bool:
+    """Whether a ``+``/``-`` after ``prev`` is unary."""
+    if prev.type == tokenize.OP:
+        return prev.string not in (")", "]", "}")
+    return prev.type == tokenize.NAME and prev.string in (
+        "return", "in", "and", "or", "not", "if", "else", "yield", "lambda",
+    )  # fmt: skip
+
+
+def _scratch() -> Path:
+    """A copy of the package (numba caches included) and the tests to mutate and run in."""
+    scratch = Path(tempfile.mkdtemp(prefix="rankmodels-mutation-"))
+    for name in ("rankmodels", "tests"):
+        shutil.copytree(ROOT / name, scratch / name, symlinks=True)
+    shutil.copy2(ROOT / "pyproject.toml", scratch / "pyproject.toml")
+    return scratch
+
+
+def run(mutant: Mutant, scratch: Path, timeout: float) -> tuple[str, float]:
+    """``("caught" | "survived" | "timeout", seconds)`` of the focused tests on ``mutant``."""
+    path, _, tests = TARGETS[mutant.target]
+    file = scratch / path
+    original = file.read_text()
+    stat = file.stat()
+    lines = original.split("\n")
+    lines[mutant.line - 1] = mutant.text
+    file.write_text("\n".join(lines))
+    env = {**os.environ, "PYTHONPATH": str(scratch), "PYTHONDONTWRITEBYTECODE": "1"}
+    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests]
+    start = time.perf_counter()
+    try:
+        res = subprocess.run(
+            cmd, cwd=scratch, env=env, capture_output=True, timeout=timeout, check=False
+        )
+        status = "survived" if res.returncode == 0 else "caught"
+    except subprocess.TimeoutExpired:
+        status = "timeout"
+    finally:
+        file.write_text(original)
+        os.utime(file, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    return status, time.perf_counter() - start
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", default=",".join(TARGETS), help="comma-separated targets")
+    parser.add_argument("--list", action="store_true", help="list the mutants, run nothing")
+    parser.add_argument("--out", default="/tmp/rankmodels-mutants.jsonl")
+    parser.add_argument("--timeout", type=float, default=300.0)
+    parser.add_argument("--retry", action="store_true", help="run the survivors again")
+    parser.add_argument("--summary", action="store_true", help="summarise --out, run nothing")
+    args = parser.parse_args(argv)
+    targets = [t for t in args.only.split(",") if t]
+    unknown = set(targets) - set(TARGETS)
+    if unknown:
+        parser.error(f"unknown targets {sorted(unknown)}; choose from {list(TARGETS)}")
+    if args.summary:
+        summarise(Path(args.out), targets)
+        return
+    todo = [m for t in targets for m in mutants(t)]
+    if args.list:
+        for m in todo:
+            print(f"{TARGETS[m.target][0]}:{m.line}: {m.before!r} -> {m.after!r}: {m.text.strip()}")
+        print(f"{len(todo)} mutants")
+        return
+    out = Path(args.out)
+    done = set()
+    if out.exists():
+        rows = [json.loads(line) for line in out.read_text().splitlines()]
+        if args.retry:
+            rows = [r for r in rows if r["status"] != "survived"]
+            out.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        done = {(r["target"], r["line"], r["col"], r["after"]) for r in rows}
+    scratch = _scratch()
+    try:
+        with out.open("a") as fh:
+            for m in todo:
+                if (m.target, m.line, m.col, m.after) in done:
+                    continue
+                status, seconds = run(m, scratch, args.timeout)
+                fh.write(json.dumps({**asdict(m), "status": status, "seconds": seconds}) + "\n")
+                fh.flush()
+                print(f"{status:8s} {TARGETS[m.target][0]}:{m.line}: {m.text.strip()}", flush=True)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    summarise(out, targets)
+
+
+#: Survivors judged equivalent: the mutated line (stripped) -> why no input tells it apart.
+EQUIVALENT: dict[str, str] = {
+    "undetermined = np.diag(cov) * prior[estimated] * (1.0 + MIN_DATA_TO_PRIOR) >= 1.0":
+        "differs only for a posterior variance of exactly half the prior's",
+    "if not np.all(scale > 0) or np.linalg.cond(info / np.outer(scale, scale)) >= 1e12:":
+        "differs only at a condition number of exactly 1e12",
+    "held = ~estimated & (held_var >= 0)":
+        "a held entry of variance 0 adds S 0 S^T = 0 to the covariance",
+    "trailing_tie = n >= 2 or levels[j, n - 2] == last":
+        "a last group of one is reached only when every other candidate is out (all "
+        "candidates are on every ballot), i.e. never in a round of two or more",
+    "while end <= n and levels[j, end] == level:":
+        "the scan reaches the end only inside the last group, which is exhausted (a tie) "
+        "or never reached (one candidate)",
+    "tied = [x for x in members if votes[x] < low + self.tol]":
+        "differs only for a tally of exactly the lowest plus the tolerance",
+    "if low < self.tol and len(tied) > 1 and not self.condorcet:":
+        "differs only for a lowest tally of exactly the tolerance",
+    "if below[k - 1] <= votes[by_votes[k]] - self.tol:":
+        "differs only when the batch's sum is exactly the next tally less the tolerance",
+    "if out and votes[out[-1][0]] - votes[x] < tol:":
+        "differs only for tallies exactly the tolerance apart",
+    "reach = transitive_closure((P - P.T > -MARGIN_TOL) | np.eye(profile.n, dtype=bool))":
+        "differs only for a margin of exactly -MARGIN_TOL",
+    "unit = np.where(norm >= 0, z / np.where(norm > 0, norm, 1.0), 0.0)":
+        "a zero norm means z = 0, so z / 1 is the 0 it replaces",
+    "unit = np.where(norm > 0, z / np.where(norm >= 0, norm, 1.0), 0.0)":
+        "the 0 / 0 it makes for a zero vector is discarded by the outer where",
+    "if valid is None and data.lengths.shape[0] > 1 and valid_fraction >= 0:":
+        "a zero fraction holds out no query: the same data, monitored on itself",
+    "clutter = lam * _fewer_than(below, lam * u / window, r).mean(axis=1)":
+        "the predictions are (T, s) by contract, so the last axis is axis 1",
+    "expected_share = float(clutter.sum() / total.sum()) if total.sum() >= 0 else math.nan":
+        "a zero total divides 0 by 0: NaN, as the NaN it replaces (with a warning)",
+    "if not mu > MIN_EXPECTED_CLUTTER:":
+        "differs only for an expected clutter count of exactly 1",
+    "if not clutter.sum() > MIN_EXPECTED_CLUTTER:":
+        "differs only for an expected clutter count of exactly 1",
+    "rho = (cov + s2 * np.eye(cov.shape[2])) / np.sqrt(var[:, :, None] * var[:, None, :])":
+        "cov is (T, s, s): its axes 1 and 2 have the same length",
+}  # fmt: skip
+
+
+def summarise(out: Path, targets: list[str]) -> None:
+    """Per target: mutants, caught (failing tests or timeout), equivalent survivors
+    (:data:`EQUIVALENT`), other survivors, and the share caught of the non-equivalent ones;
+    then the survivors, each with its verdict."""
+    rows = [r for r in map(json.loads, out.read_text().splitlines()) if r["target"] in targets]
+    print("| target | mutants | caught | equivalent | survived | caught of non-equivalent |")
+    print("|---|---|---|---|---|---|")
+    totals = [0, 0, 0, 0]
+    for t in targets:
+        mine = [r for r in rows if r["target"] == t]
+        caught = sum(r["status"] != "survived" for r in mine)
+        same = sum(r["status"] == "survived" and r["text"].strip() in EQUIVALENT for r in mine)
+        left = len(mine) - caught - same
+        for k, v in enumerate((len(mine), caught, same, left)):
+            totals[k] += v
+        print(f"| {t} | {len(mine)} | {caught} | {same} | {left} | {_share(caught, left)} |")
+    n, caught, same, left = totals
+    print(f"| all | {n} | {caught} | {same} | {left} | {_share(caught, left)} |\n")
+    for r in rows:
+        if r["status"] == "survived":
+            why = EQUIVALENT.get(r["text"].strip(), "NOT CAUGHT")
+            print(f"- `{TARGETS[r['target']][0]}:{r['line']}` `{r['text'].strip()}`: {why}")
+
+
+def _share(caught: int, left: int) -> str:
+    return f"{100 * caught / (caught + left):.0f} %" if caught + left else "-"
+
+
+if __name__ == "__main__":
+    main()

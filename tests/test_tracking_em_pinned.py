@@ -1,0 +1,609 @@
+"""The calibration EM's control flow and M-step, pinned step by step.
+
+:func:`rankmodels.tracking.pipeline.calibrate` is driven here by a scripted filter: every
+pass returns the next log-likelihood of a list the test chooses, and every M-step returns a
+new calibration whose sound speed numbers it (1481, 1482, ... m/s), so the test can trace
+which pass is kept, which iterate each M-step starts from and with which parameters, and
+when each stage and the loop end. The M-step itself (:func:`m_step`) is checked against
+the closed-form mode of its penalised least squares, priors included, from a start away
+from the priors' centres, and :func:`geometry_log_prior` against its formula.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+import pytest
+
+from rankmodels.tracking import pipeline
+from rankmodels.tracking.calibration import (
+    CLOCK_OFFSET_PRIOR_STD,
+    DRIFT_PRIOR_STD,
+    OFFSET_PRIOR_STD,
+    SPEED_PRIOR_STD,
+    Calibration,
+    calibration_stages,
+    geometry_log_prior,
+    m_step,
+)
+from rankmodels.tracking.config import TrackConfig
+from rankmodels.tracking.model_fit import Estimate, StatisticalModel
+from rankmodels.tracking.pipeline import MIN_GAIN, calibrate, em_passes
+from rankmodels.tracking.simulate import dimes_float767
+
+NOMINAL = 1480.0  # the simulated record's sound speed
+
+
+@pytest.fixture(scope="module")
+def record():
+    return dimes_float767(seed=5, days=4)[0]
+
+
+@dataclass
+class FakePass:
+    """What calibrate reads of a pass: its log-likelihood (and a number to trace it by)."""
+
+    number: int
+    loglik: float
+
+
+class Script:
+    """A scripted EM: pass ``n`` returns ``logliks[n]``; M-step ``n`` returns ``steps[n]``
+    (a Calibration, or a (Calibration, StatisticalModel), or an exception to raise)."""
+
+    def __init__(self, logliks, steps=None):
+        self.logliks = list(logliks)
+        self.steps = steps
+        self.passes = []  # (speed used, sigma used) per pass
+        self.m_steps = []  # (start speed, params, from pass number, sigma) per M-step
+
+    def track_pass(self, run, progress=None):
+        n = len(self.passes)
+        self.passes.append((round(run.cycles.km_per_s * 1000.0, 6), run.config.sigma))
+        return FakePass(n, self.logliks[n])
+
+    def em_step(self, run, this, start, params, stats_start=None):
+        n = len(self.m_steps)
+        self.m_steps.append((start.sound_speed, frozenset(params), this.number, run.config.sigma))
+        step = self.steps[n] if self.steps is not None else None
+        if isinstance(step, Exception):
+            raise step
+        if callable(step):
+            return step(run)
+        if step is None:
+            step = Calibration.nominal(12, NOMINAL + 1 + n)
+        if isinstance(step, tuple):
+            return step
+        return step, run.statistical_model()
+
+
+def _calibrate(monkeypatch, record, script, **config):
+    monkeypatch.setattr(pipeline, "track_pass", script.track_pass)
+    monkeypatch.setattr(pipeline, "_em_step", script.em_step)
+    done = []
+    result, best = calibrate(record, TrackConfig(calibrate=True, **config), progress=done.append)
+    return result, best, done
+
+
+def test_two_stages_end_at_min_gain_and_keep_the_first_of_equal_passes(monkeypatch, record):
+    """Speed and offsets: two stages. Passes (at sigma 5 from the third on): the file's
+    values 0, the annealed estimate +1.5 (a small gain does not end the stage: the annealed
+    pass is not an M-step of it), then +8.5, then exactly +MIN_GAIN (kept, and the stage
+    ends), then a tie in the second stage (not kept; the loop ends)."""
+    script = Script([-100.0, -50.0, 0.0, 1.5, 10.0, 10.0 + MIN_GAIN, 10.0 + MIN_GAIN])
+    result, best, _ = _calibrate(
+        monkeypatch, record, script, calibrate_params="speed,offsets", calibration_iterations=3
+    )
+    speed, offsets = frozenset({"speed"}), frozenset({"offsets"})
+    assert script.passes == [
+        (1480.0, 20.0), (1481.0, 10.0), (1480.0, 5.0), (1482.0, 5.0), (1483.0, 5.0),
+        (1484.0, 5.0), (1485.0, 5.0),
+    ]  # fmt: skip
+    assert script.m_steps == [
+        (1480.0, speed, 0, 20.0), (1481.0, speed, 1, 10.0),  # annealing: first stage's geometry
+        (1482.0, speed, 3, 5.0), (1483.0, speed, 4, 5.0),  # from the best pass so far
+        (1484.0, offsets, 5, 5.0),  # second stage from the pass kept at MIN_GAIN
+    ]  # fmt: skip
+    assert result.start == 2 and result.best == 5 and best.number == 5
+    assert result.stop == "no longer rising"
+    assert result.loglik == tuple(script.logliks)
+    assert result.sigma == (20.0, 10.0, 5.0, 5.0, 5.0, 5.0, 5.0)
+    assert [c.sound_speed for c in result.trace] == [1480, 1481, 1480, 1482, 1483, 1484, 1485]
+    assert result.calibration.sound_speed == 1484.0 and not result.kept_file_values
+
+
+def test_a_gain_just_above_min_gain_keeps_the_stage_going(monkeypatch, record):
+    """One stage (speed and drift), at most 2 M-steps: gains above MIN_GAIN never end it, so
+    the loop ends at the iteration limit with the last pass kept."""
+    script = Script([-9.0, -8.0, 0.0, 10.0, 10.0 + MIN_GAIN + 1e-9, 20.0])
+    result, best, _ = _calibrate(
+        monkeypatch, record, script, calibrate_params="speed,drift", calibration_iterations=2
+    )
+    both = frozenset({"speed", "drift"})
+    assert [m[:3] for m in script.m_steps] == [
+        (1480.0, both, 0), (1481.0, both, 1), (1482.0, both, 3), (1483.0, both, 4),
+    ]  # fmt: skip
+    assert result.stop == "iteration limit" and result.best == 5 and best.number == 5
+    assert len(result.loglik) == 6
+
+
+def test_iteration_limit_moves_on_to_the_next_stage(monkeypatch, record):
+    """Two stages of one M-step each: the first ends at its limit (gains large), the
+    second starts from the best pass, and the loop ends at the second's limit."""
+    script = Script([-9.0, -8.0, 0.0, 10.0, 20.0, 15.0])
+    result, _, _ = _calibrate(
+        monkeypatch, record, script, calibrate_params="speed,offsets", calibration_iterations=1
+    )
+    assert [m[:3] for m in script.m_steps] == [
+        (1480.0, {"speed"}, 0), (1481.0, {"speed"}, 1), (1482.0, {"speed"}, 3),
+        (1483.0, {"offsets"}, 4),
+    ]  # fmt: skip
+    assert result.stop == "no longer rising" and result.best == 4
+
+
+def test_nothing_beats_the_file_values(monkeypatch, record):
+    """Every M-step lowers the likelihood: the file's values (pass ``start``) are kept."""
+    script = Script([-9.0, -8.0, 0.0, -1.0, -0.5])
+    result, best, _ = _calibrate(
+        monkeypatch, record, script, calibrate_params="drift", calibration_iterations=4
+    )
+    assert [m[2] for m in script.m_steps] == [0, 1, 2]  # M-steps from the file's pass
+    assert result.best == result.start == 2 and best.number == 2 and result.kept_file_values
+    assert result.stop == "no longer rising"
+
+
+def test_an_m_step_that_cannot_solve_ends_the_loop_with_its_reason(monkeypatch, record):
+    steps = [None, None, None, ValueError("not identifiable: too few")]
+    script = Script([-9.0, -8.0, 0.0, 5.0, 12.0], steps)
+    result, best, _ = _calibrate(
+        monkeypatch, record, script, calibrate_params="speed", calibration_iterations=5
+    )
+    assert result.stop == "not identifiable: too few" and result.best == 4 and best.number == 4
+    assert len(result.trace) == len(result.loglik) == 5
+
+
+def test_annealing_that_cannot_solve_starts_from_the_file_values(monkeypatch, record):
+    """The first annealing M-step fails: no annealed passes, the loop starts at pass 0 at
+    the configured sigma; the progress left over counts the passes not run."""
+    steps = [ValueError("no"), Calibration.nominal(12, 1481.0), Calibration.nominal(12, 1482.0)]
+    script = Script([-9.0, 0.0, 10.0, 10.5], steps)
+    config = {"calibrate_params": "speed", "calibration_iterations": 5}
+    result, best, done = _calibrate(monkeypatch, record, script, **config)
+    assert result.start == 0 and result.sigma == (5.0, 5.0, 5.0)
+    assert script.passes == [(1480.0, 20.0), (1480.0, 5.0), (1481.0, 5.0), (1482.0, 5.0)]
+    assert [m[:3] for m in script.m_steps] == [
+        (1480.0, {"speed"}, 0), (1480.0, {"speed"}, 1), (1481.0, {"speed"}, 2),
+    ]  # fmt: skip
+    # the failed annealing pass leaves no entry; the last M-step gained 0.5: kept, then stop
+    assert result.loglik == (0.0, 10.0, 10.5) and result.best == 2 and best.number == 3
+    assert result.stop == "no longer rising"
+    n_steps = 2 * record.sizes["cycle"] + 1  # filter steps (recovery included) and association
+    assert sum(done) == (em_passes(TrackConfig(calibrate=True, **config)) - 3) * n_steps
+
+
+@pytest.mark.parametrize(
+    ("params", "iterations", "passes"),
+    [("speed", 5, 2 + 2 + 5 + 1), ("speed,offsets", 3, 2 + 2 + 2 * 3 + 2),
+     ("drift,speed,offsets,sigma", 2, 2 + 2 + 2 * 2 + 3), ("sigma", 4, 2 + 2 + 4)],
+)  # fmt: skip
+def test_em_passes_counts_annealing_start_stages_and_checks(params, iterations, passes):
+    config = TrackConfig(calibrate=True, calibrate_params=params, calibration_iterations=iterations)
+    assert em_passes(config) == passes
+
+
+def _estimated(speed, drift, c0=0.0):
+    """A calibration with speed and clock estimated (finite standard errors)."""
+    cal = Calibration.nominal(12, speed)
+    return replace(cal, clock_offset=c0, clock_drift=drift, sound_speed_std=1.0,
+                   clock_offset_std=0.5, clock_drift_std=0.01)  # fmt: skip
+
+
+def test_likelihood_ratio_check_puts_back_groups_the_record_does_not_determine(monkeypatch, record):
+    """The kept iterate (pass 4) estimates speed (1490 m/s: log prior -0.5) and drift
+    (0.05 s/day: -0.5), penalised 10 - 1 = 9. Put back to the file's speed (the drift's
+    prior stays) the penalised log-likelihood is 8.5 - 0.5 = 8, 1 below (<= MIN_GAIN: the
+    speed goes back); then with no drift either it is 6, exactly MIN_GAIN below (the drift
+    goes back too). The speed is tested before the drift, each from what is kept so far."""
+    kept = _estimated(1490.0, 0.05)
+    steps = [Calibration.nominal(12, s) for s in (1481.0, 1482.0)] + [
+        kept, Calibration.nominal(12, 1491.0),
+    ]  # fmt: skip
+    script = Script([-9.0, -8.0, 0.0, 5.0, 10.0, 4.0, 8.5, 8.0 - MIN_GAIN], steps)
+    result, best, _ = _calibrate(
+        monkeypatch, record, script, calibrate_params="speed,drift", calibration_iterations=5
+    )
+    assert geometry_log_prior(kept, NOMINAL) == pytest.approx(-1.0)
+    assert [c.sound_speed for c in result.trace[:6]] == [1480, 1481, 1480, 1482, 1490, 1491]
+    assert result.stop == "no longer rising"
+    reduced = result.trace[6:]
+    assert reduced[0].sound_speed == NOMINAL and reduced[0].clock_drift == 0.05
+    assert reduced[1].sound_speed == NOMINAL and reduced[1].clock_drift == 0.0
+    assert not reduced[1].estimates("drift") and not reduced[1].estimates("speed")
+    assert result.best == 7 and best.number == 7 and result.calibration is reduced[1]
+    assert result.loglik == tuple(script.logliks)
+
+
+def test_likelihood_ratio_check_keeps_a_group_worth_more_than_min_gain(monkeypatch, record):
+    """The kept iterate estimates speed (log prior -0.5) and a drift of 0 (no penalty):
+    penalised 9.5. The file's speed is MIN_GAIN + 0.25 worse after the priors (the speed
+    stays); no drift (the speed kept: prior -0.5) is 5 worse (the drift stays)."""
+    kept = _estimated(1490.0, 0.0)
+    steps = [Calibration.nominal(12, s) for s in (1481.0, 1482.0)] + [
+        kept, Calibration.nominal(12, 1491.0),
+    ]  # fmt: skip
+    script = Script([-9.0, -8.0, 0.0, 5.0, 10.0, 4.0, 9.5 - MIN_GAIN - 0.25, 5.0], steps)
+    result, best, _ = _calibrate(
+        monkeypatch, record, script, calibrate_params="speed,drift", calibration_iterations=5
+    )
+    assert [c.sound_speed for c in result.trace[6:]] == [NOMINAL, 1490.0]
+    assert result.trace[7].clock_drift_std != result.trace[7].clock_drift_std  # NaN: put back
+    assert result.best == 4 and best.number == 4 and result.calibration is kept
+
+
+def test_the_statistical_priors_count_in_the_gain(monkeypatch, record):
+    """An M-step raising the likelihood by 2.4 with a fitted sigma one prior width (0.5 in
+    log sigma) from its start (log prior -0.5): a penalised gain of 1.9 <= MIN_GAIN ends the
+    (only) stage; the pass is still kept (1.9 > 0), and its model's sigma is the pass's."""
+    sigma = 5.0 * math.exp(0.5)
+
+    def fitted(run):
+        now = run.statistical_model()
+        est = Estimate(sigma, 0.1, now.signal.sigma, True, 3.0)
+        model = StatisticalModel(replace(now.signal, sigma=sigma), now.process_noise,
+                                 (("sigma", est),))  # fmt: skip
+        assert model.log_prior(now) == pytest.approx(-0.5)
+        return Calibration.nominal(12, 1483.0), model
+
+    script = Script([-9.0, -8.0, 0.0, 10.0, 12.4], [None, None, fitted])
+    result, _, _ = _calibrate(
+        monkeypatch, record, script, calibrate_params="speed,sigma", calibration_iterations=5
+    )
+    assert result.stop == "no longer rising" and result.best == 4
+    assert result.sigma[4] == sigma == script.passes[4][1]
+    assert result.statistical_model.signal.sigma == sigma
+
+
+def test_likelihood_ratio_check_counts_the_kept_models_prior(monkeypatch, record):
+    """The kept pass (4) has a speed of 1490 m/s (log prior -0.5) and a fitted sigma (log
+    prior -0.5): penalised 10 - 1 = 9. With the file's speed and the same model the
+    penalised log-likelihood is 7.25 - 0.5 = 6.75, MIN_GAIN + 0.25 below: the speed stays
+    (the model's prior is in both; counted with the wrong sign it would be 1.25 below)."""
+    sigma = 5.0 * math.exp(0.5)
+
+    def fitted(speed, std):
+        def step(run):
+            now = run.statistical_model()
+            est = Estimate(sigma, 0.1, 5.0, True, 3.0)
+            model = StatisticalModel(replace(now.signal, sigma=sigma), now.process_noise,
+                                     (("sigma", est),))  # fmt: skip
+            cal = replace(Calibration.nominal(12, speed), sound_speed_std=std)
+            return cal, model
+
+        return step
+
+    steps = [None, None, fitted(1490.0, 1.0), fitted(1491.0, math.nan)]
+    script = Script([-9.0, -8.0, 0.0, 5.0, 10.0, 4.0, 7.25], steps)
+    result, best, _ = _calibrate(
+        monkeypatch, record, script, calibrate_params="speed,sigma", calibration_iterations=5
+    )
+    assert result.trace[6].sound_speed == NOMINAL and result.models[6] is result.models[4]
+    assert result.best == 4 and best.number == 4
+
+
+def test_progress_is_topped_up_only_for_passes_not_run(monkeypatch, record):
+    """Every pass of em_passes run (one M-step, both checks): nothing to top up, so no call
+    at all (the scripted passes report none themselves); without a progress callback an
+    early stop tops up nothing."""
+    kept = _estimated(1490.0, 0.05)
+    script = Script([-9.0, -8.0, 0.0, 5.0, 10.0, 0.0, 0.0], [None, None, kept])
+    config = {"calibrate_params": "speed,drift", "calibration_iterations": 1}
+    result, _, done = _calibrate(monkeypatch, record, script, **config)
+    assert len(result.loglik) == em_passes(TrackConfig(calibrate=True, **config)) == 7
+    assert done == [] and result.stop == "iteration limit"
+    script = Script([-9.0, -8.0, 0.0, -1.0, -0.5])
+    monkeypatch.setattr(pipeline, "track_pass", script.track_pass)
+    monkeypatch.setattr(pipeline, "_em_step", script.em_step)
+    result, _ = calibrate(record, TrackConfig(calibrate=True, calibrate_params="drift"))
+    assert result.kept_file_values and len(result.loglik) == 5
+
+
+# --- the M-step against the closed-form mode of its penalised least squares ---
+
+
+def _design(rng, n=800, s=16):
+    dist = rng.uniform(200.0, 1500.0, n)
+    day = rng.uniform(0.0, 300.0, n)
+    src = rng.integers(0, s, n)
+    delta = np.linspace(-2.0, 3.0, s)
+    y = dist * 1000.0 / 1490.0 + 1.2 + 0.03 * day + delta[src] + rng.normal(0.0, 5.0, n)
+    return dist, day, src, y
+
+
+def _mode(dist, day, src, y, w, s, sigma, nominal):
+    """``argmax -sum w (y - A theta)^2 / (2 sigma^2) - sum (theta - m)^2 / (2 p^2)`` over
+    ``theta = (u, c0, c1, delta)``: the priors' stds as m_step states them (the speed's on the
+    slowness by the delta method)."""
+    a = np.zeros((y.size, 3 + s))
+    a[:, 0], a[:, 1], a[:, 2] = dist, 1.0, day
+    a[np.arange(y.size), 3 + src] = 1.0
+    u0 = 1000.0 / nominal
+    m = np.r_[u0, 0.0, 0.0, np.zeros(s)]
+    p = np.r_[u0**2 * SPEED_PRIOR_STD / 1000.0, CLOCK_OFFSET_PRIOR_STD, DRIFT_PRIOR_STD,
+              np.full(s, OFFSET_PRIOR_STD)]  # fmt: skip
+    info = a.T @ (a * w[:, None]) / sigma**2 + np.diag(p**-2.0)
+    theta = np.linalg.solve(info, a.T @ (w * y) / sigma**2 + m / p**2)
+
+    def objective(t):
+        return -0.5 * np.sum(w * (y - a @ t) ** 2) / sigma**2 - 0.5 * np.sum(((t - m) / p) ** 2)
+
+    return theta, objective, np.sqrt(np.diag(np.linalg.inv(info)))
+
+
+def test_m_step_from_any_start_is_the_penalised_mode(rng):
+    """One track: the log posterior is quadratic, so the Newton step lands on its mode from
+    any start -- here 20 m/s, 3 s, 0.1 s/day and 2 s per source away from the priors'
+    centres (16 sources: with the priors every entry is determined, none held), so that
+    a wrong sign on the prior's pull in the gradient moves the result.
+    The finite-difference gradient of the penalised objective vanishes there."""
+    s, nominal = 16, 1480.0
+    dist, day, src, y = _design(rng)
+    w = rng.uniform(0.2, 1.0, y.size)
+    start = replace(Calibration.nominal(s, 1500.0), clock_offset=3.0, clock_drift=0.1,
+                    source_offset_correction=np.full(s, 2.0))  # fmt: skip
+    cal = m_step(
+        dist, day, src, y, w, n_sources=s, sound_speed=nominal, sigma=5.0,
+        offset_prior_std=OFFSET_PRIOR_STD, start=start, speed_prior_std=SPEED_PRIOR_STD,
+        clock_prior_std=CLOCK_OFFSET_PRIOR_STD, drift_prior_std=DRIFT_PRIOR_STD,
+    )  # fmt: skip
+    theta, objective, std = _mode(dist, day, src, y, w, s, 5.0, nominal)
+    got = np.r_[1000.0 / cal.sound_speed, cal.clock_offset, cal.clock_drift,
+                cal.source_offset_correction]  # fmt: skip
+    np.testing.assert_allclose(got, theta, rtol=1e-9, atol=1e-9)
+    for j in range(theta.size):
+        h = np.zeros_like(theta)
+        h[j] = 1e-4 * max(abs(theta[j]), 1e-2)
+        fd = (objective(got + h) - objective(got - h)) / (2 * h[j])
+        assert abs(fd * std[j]) < 1e-4, j  # in units of the posterior's spread
+    assert cal.sound_speed_std == pytest.approx(1000.0 * std[0] / theta[0] ** 2, rel=1e-6)
+    np.testing.assert_allclose(
+        [cal.clock_offset_std, cal.clock_drift_std, *cal.source_offset_correction_std],
+        std[1:], rtol=1e-6,
+    )  # fmt: skip
+
+
+def test_geometry_log_prior_sums_the_estimated_groups_only():
+    cal = replace(
+        Calibration.nominal(3, 1495.0),
+        clock_offset=2.0, clock_drift=-0.1, source_offset_correction=np.array([4.0, -2.0, 6.0]),
+        sound_speed_std=1.0, clock_offset_std=math.nan, clock_drift_std=0.01,
+        source_offset_correction_std=np.array([0.5, 0.5, math.nan]),
+    )  # fmt: skip
+    expected = -0.5 * (
+        (15.0 / SPEED_PRIOR_STD) ** 2 + (0.1 / DRIFT_PRIOR_STD) ** 2
+        + (4.0 / OFFSET_PRIOR_STD) ** 2 + (2.0 / OFFSET_PRIOR_STD) ** 2
+    )  # fmt: skip
+    assert geometry_log_prior(cal, 1480.0) == pytest.approx(expected, rel=1e-12)
+    assert geometry_log_prior(Calibration.nominal(3, 1495.0), 1480.0) == 0.0
+
+
+def test_calibration_stages_fit_speed_before_offsets():
+    everything = frozenset({"speed", "offsets", "drift", "sigma"})
+    assert calibration_stages(everything) == (everything - {"offsets"}, everything - {"speed"})
+    assert calibration_stages(frozenset({"speed", "drift"})) == ({"speed", "drift"},)
+    assert calibration_stages(frozenset({"offsets"})) == ({"offsets"},)
+
+
+def test_predicted_shift_and_putting_groups_back():
+    cal = replace(
+        Calibration.nominal(3, 1480.0),
+        sound_speed=1490.0, clock_offset=2.0, clock_drift=0.1,
+        source_offset_correction=np.array([1.0, -3.0, 0.5]),
+        sound_speed_std=1.0, clock_offset_std=0.2, clock_drift_std=0.01,
+        source_offset_correction_std=np.array([0.3, 0.3, 0.3]),
+    )  # fmt: skip
+    day, source = np.array([0.0, 10.0, 20.0]), np.array([2, 0, 1])
+    np.testing.assert_allclose(cal.predicted_shift(day, source), [2.5, 4.0, 1.0], rtol=1e-14)
+    speed = cal.without("speed", 1480.0)
+    assert speed.sound_speed == 1480.0 and not speed.estimates("speed")
+    assert speed.estimates("drift") and speed.estimates("offsets") and speed.clock_drift == 0.1
+    drift = cal.without("drift", 1480.0)
+    assert (drift.clock_offset, drift.clock_drift) == (0.0, 0.0) and not drift.estimates("drift")
+    assert drift.sound_speed == 1490.0 and drift.estimates("offsets")
+    offsets = cal.without("offsets", 1480.0)
+    assert not offsets.source_offset_correction.any() and not offsets.estimates("offsets")
+    assert offsets.estimates("speed") and offsets.estimates("drift")
+    with pytest.raises(ValueError, match="group must be one of drift, speed, offsets"):
+        cal.without("sigma", 1480.0)
+
+
+def test_m_step_refuses_pairs_of_unequal_length(rng):
+    dist, day, src, y = _design(rng, n=50)
+    with pytest.raises(ValueError, match=r"must be \(K,\) alike"):
+        m_step(dist, day[:-1], src, y, np.ones(50), n_sources=16, sound_speed=1480.0,
+               sigma=5.0, offset_prior_std=2.0)  # fmt: skip
+    with pytest.raises(ValueError, match=r"must be \(K,\) alike"):
+        m_step(np.ones((2, 3, 50)), day, src, y, np.ones(50), n_sources=16,
+               sound_speed=1480.0, sigma=5.0, offset_prior_std=2.0)  # fmt: skip
+
+
+def test_m_step_holds_an_entry_the_record_does_not_determine(rng):
+    """Four sources: the clock offset is confounded with the offset corrections, its
+    posterior variance above half its prior's (the rule: held). It stays at the start's 3 s
+    with no standard error, and the rest is the penalised mode with it fixed there."""
+    s, nominal = 4, 1480.0
+    dist, day, src, y = _design(rng, n=800, s=s)
+    w = np.ones(y.size)
+    kw = {"n_sources": s, "sound_speed": nominal, "sigma": 5.0}
+    priors = {"speed_prior_std": SPEED_PRIOR_STD, "clock_prior_std": CLOCK_OFFSET_PRIOR_STD,
+              "drift_prior_std": DRIFT_PRIOR_STD}  # fmt: skip
+    start = replace(Calibration.nominal(s, nominal), clock_offset=3.0)
+    cal = m_step(dist, day, src, y, w, offset_prior_std=OFFSET_PRIOR_STD, start=start,
+                 **kw, **priors)  # fmt: skip
+    _, _, std = _mode(dist, day, src, y, w, s, 5.0, nominal)
+    prior_var = np.r_[(1000.0 / nominal) ** 4 * SPEED_PRIOR_STD**2 / 1e6,
+                      CLOCK_OFFSET_PRIOR_STD**2, DRIFT_PRIOR_STD**2,
+                      np.full(s, OFFSET_PRIOR_STD**2)]  # fmt: skip
+    ratio = 2.0 * std**2 / prior_var  # (1 + MIN_DATA_TO_PRIOR) posterior / prior variance
+    assert ratio[1] > 1.0 and np.all(np.delete(ratio, 1) < 1.0)
+    assert cal.clock_offset == 3.0 and np.isnan(cal.clock_offset_std)
+    # the others: the mode with c0 fixed at 3 (the residuals shifted, c0's column dropped)
+    keep = [0, 2, *range(3, 3 + s)]
+    a = np.zeros((y.size, 3 + s))
+    a[:, 0], a[:, 1], a[:, 2] = dist, 1.0, day
+    a[np.arange(y.size), 3 + src] = 1.0
+    a = a[:, keep]
+    m = np.r_[1000.0 / nominal, 0.0, np.zeros(s)]
+    p2 = prior_var[keep]
+    info = a.T @ a / 25.0 + np.diag(1.0 / p2)
+    theta = np.linalg.solve(info, a.T @ (y - 3.0) / 25.0 + m / p2)
+    got = np.r_[1000.0 / cal.sound_speed, cal.clock_drift, cal.source_offset_correction]
+    np.testing.assert_allclose(got, theta, rtol=1e-8, atol=1e-9)
+
+
+def test_m_step_refuses_a_parameter_nothing_informs():
+    """The drift without a prior on a record of one day (``t = 0`` throughout): no
+    information at all about it, refused as not identifiable."""
+    rng = np.random.default_rng(2)
+    dist, _, src, y = _design(rng, n=50, s=2)
+    with pytest.raises(ValueError, match="not identifiable"):
+        m_step(dist, np.zeros(50), src, y, np.ones(50), n_sources=2, sound_speed=1480.0,
+               sigma=5.0, offset_prior_std=2.0, params=frozenset({"drift"}))  # fmt: skip
+
+
+def test_em_step_feeds_the_pass_to_both_m_steps(monkeypatch, record):
+    """One real pass (few particles) with a calibration in use: the geometry M-step gets the
+    E-step pairs of the smoothed trajectories' distances at the run's sigma and the stated
+    priors; the statistical M-step gets TOAs predicted along each trajectory with the
+    calibration (``d / v + o_i + c_0 + c_1 t + delta_i``) and the trajectories' steps."""
+    from rankmodels.tracking.calibration import m_step_pairs
+    from rankmodels.tracking.geometry import great_circle_km, tangent_offsets
+
+    config = TrackConfig(particles=200, ensemble=20, seed=1, calibrate=True)
+    run = pipeline.prepare(record, config)
+    cal = replace(
+        Calibration.nominal(12, NOMINAL), sound_speed=1490.0, clock_offset=1.0,
+        clock_drift=0.1, source_offset_correction=np.linspace(-1.0, 1.0, 12),
+    )  # fmt: skip
+    run.cycles.calibrate(cal)
+    this = pipeline.track_pass(run)
+    calls = {}
+    monkeypatch.setattr(pipeline, "m_step", lambda **kw: calls.setdefault("m_step", kw) and cal)
+    monkeypatch.setattr(
+        pipeline, "fit_statistics",
+        lambda *a: calls.setdefault("fit", a) and a[1],
+    )  # fmt: skip
+    stats = run.statistical_model()
+    pipeline._em_step(run, this, cal, frozenset({"speed", "drift", "sigma"}), stats)
+    cycles = run.cycles
+    ens = this.ensembles  # (T, M, 2)
+    dist = great_circle_km(
+        ens[:, :, 0, None], ens[:, :, 1, None],
+        record["source_lat"].values, record["source_lon"].values,
+    ).transpose(1, 0, 2)  # fmt: skip
+    dist[:, ~cycles.active] = np.nan
+    kw = calls["m_step"]
+    pairs = m_step_pairs(cycles.toa, this.assoc.posterior, dist, cycles.day, cycles.offset,
+                         this.assoc.predicted_toa, cycles.model)  # fmt: skip
+    for name, value in pairs.items():
+        np.testing.assert_allclose(kw[name], value, rtol=1e-9, err_msg=name)
+    assert kw["params"] == {"speed", "drift"} and kw["start"] is cal
+    assert kw["sigma"] == cycles.model.sigma and kw["sound_speed"] == NOMINAL
+    assert (kw["offset_prior_std"], kw["speed_prior_std"], kw["clock_prior_std"],
+            kw["drift_prior_std"]) == (OFFSET_PRIOR_STD, SPEED_PRIOR_STD,
+                                       CLOCK_OFFSET_PRIOR_STD, DRIFT_PRIOR_STD)  # fmt: skip
+    inputs, current, start, params = calls["fit"]
+    assert params == {"sigma"} and start is stats
+    shift = 1.0 + 0.1 * cycles.day[:, None] + np.linspace(-1.0, 1.0, 12)[None, :]
+    expected = dist * 1000.0 / 1490.0 + cycles.offset + shift
+    np.testing.assert_allclose(inputs.predicted, expected, rtol=1e-9)
+    assert inputs.posterior is this.assoc.posterior and inputs.toa is cycles.toa
+    lat = np.vstack([np.full((1, ens.shape[1]), run.x0[0]), ens[:, :, 0]])
+    lon = np.vstack([np.full((1, ens.shape[1]), run.x0[1]), ens[:, :, 1]])
+    east, north = tangent_offsets(lat[:-1], lon[:-1], lat[1:], lon[1:])
+    np.testing.assert_allclose(inputs.steps_km[..., 0], east.T, rtol=1e-12)
+    np.testing.assert_allclose(inputs.steps_km[..., 1], north.T, rtol=1e-12)
+    np.testing.assert_array_equal(inputs.dt, run.dt[: run.n_cycles])
+    # without the priors' centres, or without a statistical parameter: geometry only
+    calls.clear()
+    pipeline._em_step(run, this, cal, frozenset({"speed", "sigma"}))
+    pipeline._em_step(run, this, cal, frozenset({"speed"}), stats)
+    assert "fit" not in calls
+
+
+def test_louis_observed_information_in_one_dimension(rng):
+    """The speed alone (no priors, the rest held exactly): with M trajectories the step is
+    ``u0 + mean(S_m) / I_obs``, ``I_obs = I_c - var(S_m)`` (floored at 0.3 ``I_c``), and
+    the standard error ``1 / sqrt(I_obs)`` -- the complete-data information less what the
+    unknown positions take away, by hand."""
+    n, m = 300, 40
+    base = rng.uniform(200.0, 1500.0, n)
+    day, src = np.zeros(n), np.zeros(n, dtype=int)
+    y = base * 1000.0 / 1490.0 + rng.normal(0.0, 5.0, n)
+    w = rng.uniform(0.5, 1.0, n)
+    u0 = 1000.0 / 1480.0
+    for spread, floored in ((3.0, False), (60.0, True)):
+        dist = base + rng.normal(0.0, spread, (m, n))
+        cal = m_step(dist, day, src, y, w, n_sources=1, sound_speed=1480.0, sigma=5.0,
+                     offset_prior_std=math.inf, params=frozenset({"speed"}))  # fmt: skip
+        scores = (w * (y - dist * u0) * dist).sum(axis=1) / 25.0
+        complete = (w * dist**2).sum(axis=1).mean() / 25.0
+        observed = complete - np.var(scores, ddof=1)
+        assert bool(observed < 0.3 * complete) is floored
+        observed = max(observed, 0.3 * complete)
+        u = u0 + scores.mean() / observed
+        assert cal.sound_speed == pytest.approx(1000.0 / u, rel=1e-10)
+        assert cal.sound_speed_std == pytest.approx(1000.0 / math.sqrt(observed) / u**2, rel=1e-8)
+
+
+def test_held_parameters_add_their_uncertainty_to_the_estimated_ones(rng):
+    """One track; the drift estimated, the speed held at a start with a standard error of
+    2 m/s and the offset corrections held (prior tau): the drift's variance is the inverse
+    information plus ``S C_phi S^T`` with ``S = I_ee^-1 I_eh`` (the consider covariance),
+    ``C_phi`` the held slowness's variance (delta method) and ``tau^2`` per offset."""
+    s, n = 3, 400
+    dist = rng.uniform(200.0, 1500.0, n)
+    day = rng.uniform(0.0, 300.0, n)
+    src = rng.integers(0, s, n)
+    y = dist * 1000.0 / 1480.0 + 0.05 * day + rng.normal(0.0, 5.0, n)
+    w = np.ones(n)
+    start = replace(Calibration.nominal(s, 1480.0), sound_speed_std=2.0)
+    cal = m_step(dist, day, src, y, w, n_sources=s, sound_speed=1480.0, sigma=5.0,
+                 offset_prior_std=2.0, params=frozenset({"drift"}), start=start)  # fmt: skip
+    a = np.zeros((n, 3 + s))
+    a[:, 0], a[:, 1], a[:, 2] = dist, 1.0, day
+    a[np.arange(n), 3 + src] = 1.0
+    info = a.T @ a / 25.0
+    est, held = [1, 2], [0, 3, 4, 5]
+    i_ee = info[np.ix_(est, est)]
+    sens = np.linalg.solve(i_ee, info[np.ix_(est, held)])
+    u = 1000.0 / 1480.0
+    c_phi = np.diag([(u**2 * 2.0 / 1000.0) ** 2, 4.0, 4.0, 4.0])
+    cov = np.linalg.inv(i_ee) + sens @ c_phi @ sens.T
+    assert cal.clock_drift_std == pytest.approx(math.sqrt(cov[1, 1]), rel=1e-9)
+    assert cal.clock_offset_std == pytest.approx(math.sqrt(cov[0, 0]), rel=1e-9)
+    assert cal.sound_speed == 1480.0 and cal.sound_speed_std == 2.0  # held, as it was
+
+
+def test_m_step_pairs_weights_offsets_and_single_track():
+    """Pairs at exactly MIN_PAIR_WEIGHT are kept; residuals are the TOA less the file's
+    offset of the pair's source; one trajectory (M = 1) and no model are accepted, and a
+    model without multipath needs no predictions."""
+    from rankmodels.tracking.calibration import MIN_PAIR_WEIGHT, m_step_pairs
+    from rankmodels.tracking.signal_model import SignalModel
+
+    toa = np.array([[100.0, 160.0], [130.0, np.nan]])
+    posterior = np.array([
+        [[MIN_PAIR_WEIGHT, 0.6, 0.4 - MIN_PAIR_WEIGHT], [0.0, 0.5, 0.5]],
+        [[0.9, np.nextafter(MIN_PAIR_WEIGHT, 0.0), 0.1], [np.nan] * 3],
+    ])  # fmt: skip
+    dist = np.array([[[150.0, 300.0], [151.0, np.nan]]])  # M = 1; source 1 off in cycle 1
+    offset = np.array([10.0, 20.0])
+    for model in (None, SignalModel(multipath=0.0)):
+        pairs = m_step_pairs(toa, posterior, dist, np.array([1.0, 2.0]), offset, None, model)
+        assert pairs["source"].tolist() == [0, 1, 1, 0]
+        np.testing.assert_array_equal(pairs["residual_toa"], [90.0, 80.0, 140.0, 120.0])
+        np.testing.assert_array_equal(pairs["weight"], [MIN_PAIR_WEIGHT, 0.6, 0.5, 0.9])
+        np.testing.assert_array_equal(pairs["distance_km"], [[150.0, 300.0, 300.0, 151.0]])
+        np.testing.assert_array_equal(pairs["day"], [1.0, 1.0, 1.0, 2.0])
