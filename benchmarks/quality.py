@@ -227,12 +227,19 @@ def tasks_for(args: argparse.Namespace) -> list[Task]:
     return intact + broken
 
 
-def run_all(tasks: list[Task], workers: int | None) -> pd.DataFrame:
+def run_all(tasks: list[Task], workers: int | None, rows_path: Path | None = None) -> pd.DataFrame:
     """Rows of every task, serially or on a dask ``LocalCluster`` of ``workers`` processes
-    (one thread each), in task order; one progress line per float on stderr."""
+    (one thread each), in task order; one progress line per float on stderr and, with
+    ``rows_path``, each row as one JSON line appended there as it completes (an interrupted
+    run keeps the floats it finished)."""
     started = time.perf_counter()
+    if rows_path is not None:
+        rows_path.write_text("")
 
     def report(row: dict[str, object], done: int) -> None:
+        if rows_path is not None:
+            with rows_path.open("a") as handle:
+                handle.write(json.dumps(_json_ready(row)) + "\n")
         print(
             f"[{done}/{len(tasks)} {time.perf_counter() - started:.0f} s] {row['kind']} "
             f"{row['index']}: {row['days']} days, median {row['median_km']:.2f} km, "
@@ -424,7 +431,7 @@ def main(argv: list[str] | None = None) -> None:
     out = args.out or Path(f"/tmp/rankmodels-{mode}-seed{args.seed}")
     tasks = tasks_for(args)
     started = time.perf_counter()
-    table = run_all(tasks, args.workers)
+    table = run_all(tasks, args.workers, out.with_suffix(".rows.jsonl"))
     wall = time.perf_counter() - started
     print(
         f"{len(tasks)} floats, {args.particles} particles, seed {args.seed}, "
@@ -443,7 +450,11 @@ def main(argv: list[str] | None = None) -> None:
     rows = table.astype(object).where(table.notna(), None).to_dict(orient="records")
     document = {"args": {k: str(v) for k, v in vars(args).items()}, **summary, "rows": rows}
     out.with_suffix(".json").write_text(json.dumps(_json_ready(document), indent=1))
-    print(f"\nrows: {out.with_suffix('.csv')}, {out.with_suffix('.json')}", file=sys.stderr)
+    print(
+        f"\nrows: {out.with_suffix('.csv')}, {out.with_suffix('.json')} "
+        f"(as they completed: {out.with_suffix('.rows.jsonl')})",
+        file=sys.stderr,
+    )
 
 
 if __name__ == "__main__":
