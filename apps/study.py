@@ -347,6 +347,8 @@ def aggregation(
         success_versus_weight(exact, result.summary()).savefig(tmp, dpi=150)
     click.echo("limit of infinitely many votes: each rule ranks A above B for w > w_success")
     click.echo(agg_study.crossing_table(exact).to_string(index=False, float_format="{:.4f}".format))
+    if exact.attrs["no_crossing"]:
+        click.echo(f"NaN: {exact.attrs['no_crossing']}")
     click.echo(
         f"\nP(A ranked above B) on N sampled votes, mean over {replicates} x {trials} profiles:"
     )
