@@ -462,8 +462,23 @@ def test_reader_errors(tmp_path, record):
         read_float(tmp_path)
     junk = tmp_path / "junk.nc"
     junk.write_text("this is not a NetCDF file\n")
-    with pytest.raises(InputError, match="not a readable NetCDF"):
+    with pytest.raises(InputError, match="not a readable NetCDF.*rankmodels float import"):
         read_float(junk)
+    binary = tmp_path / "binary.nc"
+    binary.write_bytes(bytes(range(256)))
+    with pytest.raises(InputError, match=r"HDF5 file\)$"):  # no CSV hint for binary junk
+        read_float(binary)
+    track = tmp_path / "track.nc"
+    made = xr.Dataset(
+        {"lat_filtered": ("cycle", [1.0]), "association": (("cycle", "rank"), [[0]])},
+        attrs={"source_file": "float.nc"},
+    )
+    made.to_netcdf(track)
+    with pytest.raises(InputError, match="track written by track-float, not a float record; "):
+        read_float(track)
+    made.drop_attrs().to_netcdf(track)
+    with pytest.raises(InputError, match="track-float, not a float record$"):
+        read_float(track)
     good = tmp_path / "good.nc"
     write_float(record, good)
     truncated = tmp_path / "truncated.nc"

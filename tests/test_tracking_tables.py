@@ -269,7 +269,8 @@ def test_export_of_a_bad_record_is_one_line(tmp_path):
     done = invoke("float", "export", str(bad), "--out", str(tmp_path / "t"))
     assert done.exit_code == 2
     assert done.stderr.strip().splitlines() == [
-        f"Error: {bad}: not a readable NetCDF float record (not a NetCDF or HDF5 file)"
+        f"Error: {bad}: not a readable NetCDF float record (not a NetCDF or HDF5 file; CSV "
+        "tables become a record with `rankmodels float import`)"
     ]
 
 

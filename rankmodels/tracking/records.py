@@ -453,8 +453,11 @@ def read_float(path: PathLike, *, labels_required: bool = False) -> xr.Dataset:
     with open(path, "rb") as handle:
         head = handle.read(8)
     if not head.startswith(_NETCDF_MAGIC):
+        hint = (
+            "; CSV tables become a record with `rankmodels float import`" if _is_text(head) else ""
+        )
         raise InputError(
-            "not a readable NetCDF float record (not a NetCDF or HDF5 file)", path=path
+            f"not a readable NetCDF float record (not a NetCDF or HDF5 file{hint})", path=path
         )
     try:
         with xr.open_dataset(path, engine="netcdf4", cache=False, decode_timedelta=False) as raw:
@@ -462,7 +465,23 @@ def read_float(path: PathLike, *, labels_required: bool = False) -> xr.Dataset:
     except (OSError, ValueError, RuntimeError, KeyError, TypeError, IndexError) as err:
         reason = str(err).splitlines()[0] if str(err) else type(err).__name__
         raise InputError(f"not a readable NetCDF float record ({reason})", path=path) from None
+    if "launch_lat" not in ds and {"lat_filtered", "association"} <= set(ds.variables):
+        made_from = ds.attrs.get("source_file")
+        raise InputError(
+            "is a track written by track-float, not a float record"
+            + (f"; it was made from {made_from}" if made_from else ""),
+            path=path,
+        )
     return validate_float(ds, path=path, labels_required=labels_required)
+
+
+def _is_text(head: bytes) -> bool:
+    """Whether a file's first bytes look like text (a CSV table given instead of a record)."""
+    try:
+        text = head.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return bool(text) and all(c.isprintable() or c in "\t\r\n" for c in text)
 
 
 def compressed_encoding(ds: xr.Dataset) -> dict[Hashable, dict[str, object]]:
