@@ -15,7 +15,13 @@ from rankmodels.tracking.tables import (
     read_meta_table,
     record_from_tables,
 )
-from rankmodels_app._common import BadInput, OneLineGroup, refuse_to_overwrite, reports_bad_input
+from rankmodels_app._common import (
+    BadInput,
+    OneLineGroup,
+    count,
+    refuse_to_overwrite,
+    reports_bad_input,
+)
 
 
 @click.group("float", cls=OneLineGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -94,10 +100,10 @@ def import_command(
     record = record_from_tables(toa_table, sources_table, parse_meta(pairs), fixes_table)
     with atomic_path(out) as tmp:
         write_float(record, tmp)
-    fixes = f", {record.sizes['fix']} fixes" if "fix_time" in record else ""
+    fixes = f", {count(record.sizes['fix'], 'fix', 'fixes')}" if "fix_time" in record else ""
     click.echo(
-        f"{record.sizes['cycle']} cycles, {record.sizes['rank']} ranks, "
-        f"{record.sizes['source']} sources{fixes}; wrote {out}"
+        f"{count(record.sizes['cycle'], 'cycle')}, {count(record.sizes['rank'], 'rank')}, "
+        f"{count(record.sizes['source'], 'source')}{fixes}; wrote {out}"
     )
 
 

@@ -26,6 +26,7 @@ from rankmodels_app._common import (
     BadInput,
     OneLineCommand,
     atomic_path,
+    count,
     progressbar,
     quiet_option,
     refuse_to_overwrite,
@@ -129,7 +130,7 @@ def _calibration_lines(summary: TrackSummary) -> list[str]:
     if result is None:
         return ["not calibrated (the file's clock, sound speed and source offsets; the "
                 "configured noise, detection, clutter, multipath and process noise)"]  # fmt: skip
-    runs = f"{len(result.loglik)} EM passes at {result.particles} particles"
+    runs = f"{count(len(result.loglik), 'EM pass', 'EM passes')} at {result.particles} particles"
     if result.kept_file_values:
         return [
             "calibration kept the file's and the configured values (no M-step raised the "
@@ -176,8 +177,8 @@ def _summary_lines(summary: TrackSummary, out: Path, written: list[str]) -> list
     if summary.compile_time_s > 0:
         timing += f" (plus numba kernels compiled in {summary.compile_time_s:.1f} s)"
     return [
-        f"{summary.cycles} cycles ({summary.cycles_without_data} without arrivals), "
-        f"{summary.arrivals} arrivals; engine {summary.engine}, "
+        f"{count(summary.cycles, 'cycle')} ({summary.cycles_without_data} without arrivals), "
+        f"{count(summary.arrivals, 'arrival')}; engine {summary.engine}, "
         f"{summary.particles} particles, {smooth}",
         f"mean ESS {summary.mean_ess:.0f} "
         f"({100 * summary.mean_ess / summary.particles:.0f}%), arrivals called clutter "
