@@ -189,6 +189,14 @@ def _summary_lines(summary: TrackSummary, out: Path, written: list[str]) -> list
     ]
 
 
+def _first_cycles(indices: list[int], shown: int = 5) -> str:
+    """``cycle 3, 17, ...``: the first ``shown`` of 0-based cycle ``indices``, numbered from 1
+    as in the report and the summary."""
+    more = ", ..." if len(indices) > shown else ""
+    word = "cycle" if len(indices) == 1 else "cycles"
+    return f"{word} {', '.join(str(i + 1) for i in indices[:shown])}{more}"
+
+
 def _warnings(summary: TrackSummary) -> list[str]:
     """stderr warnings: collapsed cycles, unconverged message passing and each failed quality
     check."""
@@ -197,14 +205,14 @@ def _warnings(summary: TrackSummary) -> list[str]:
         cycles = summary.collapsed_cycles
         lines.append(
             f"the filter collapsed (all particles had zero likelihood) at "
-            f"{len(cycles)} cycle(s), first {cycles[:5]}; those cycles were skipped"
+            f"{count(len(cycles), 'cycle')} ({_first_cycles(cycles)}); those cycles were skipped"
         )
     if summary.unconverged_cycles:
         cycles = summary.unconverged_cycles
         lines.append(
             f"engine {summary.engine} did not converge for some particles within its sweep "
-            f"limit at {len(cycles)} cycle(s), first {cycles[:5]}; their likelihoods there are "
-            "approximations"
+            f"limit at {count(len(cycles), 'cycle')} ({_first_cycles(cycles)}); their "
+            "likelihoods there are approximations"
         )
     lines += [f"quality check {c.name} failed: {c.message}" for c in summary.failed_checks]
     return lines
