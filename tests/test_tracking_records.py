@@ -570,3 +570,27 @@ def test_fuzz_reader_on_bytes(tmp_path_factory, blob, cut):
             assert str(err).startswith(str(path))
         else:
             assert payload == data[:cut] and cut >= len(data)
+
+
+def test_an_arrival_after_the_default_window_stretches_it_with_a_note(tmp_path, record):
+    """No window_length and a TOA after the default 1800 s window: the window becomes the next
+    whole minute after it (1920 s for 1860.5 s), and read_record says so on one line."""
+    from rankmodels.tracking.batch import read_record
+    from rankmodels.tracking.records import WindowStretchedWarning
+
+    late = record.drop_vars("window_length", errors="ignore")
+    toa = late["toa"].values.copy()
+    toa[0, 0] = 1860.5
+    toa[0] = np.sort(toa[0])  # NaN stay last
+    late["toa"] = (late["toa"].dims, toa, late["toa"].attrs)
+    path = tmp_path / "late.nc"
+    late.to_netcdf(path)
+    back, note = read_record(path)
+    assert float(back["window_length"]) == 1920.0
+    assert note.startswith(f"{path}: window_length: no window_length and an arrival at 1860.5 s")
+    with pytest.warns(WindowStretchedWarning):
+        validate_float(late)
+    ok = late.assign(toa=(late["toa"].dims, np.minimum(toa, 1700.0), late["toa"].attrs))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert float(validate_float(ok)["window_length"]) == 1800.0
