@@ -225,7 +225,7 @@ def _crossing(at0: float | np.ndarray, at1: float | np.ndarray, level, flat: flo
     at0, at1, level = np.broadcast_arrays(*map(np.asarray, (at0, at1, level)))
     slope = at1 - at0
     flat_line = np.abs(slope) <= flat
-    return np.where(flat_line, 0.5, (level - at0) / np.where(flat_line, 1.0, slope))
+    return np.where(flat_line, np.nan, (level - at0) / np.where(flat_line, 1.0, slope))
 
 
 def _conditional(part: np.ndarray, probability: np.ndarray) -> np.ndarray:
