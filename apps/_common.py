@@ -138,6 +138,11 @@ class NumberRange(click.FloatRange):
         return number
 
 
+def count(n: float, singular: str, plural: str | None = None) -> str:
+    """``n`` and the noun agreeing with it: ``1 cycle``, ``2 cycles``, ``1 EM pass``."""
+    return f"{n:g} {singular if n == 1 else plural or singular + 's'}"
+
+
 quiet_option = click.option(
     "--quiet", "-q", is_flag=True, help="No progress bar and no summary chatter on stderr."
 )

@@ -203,13 +203,37 @@ def _text(report: dict[str, Any]) -> str:
             "raise --max-ties to judge them all)"
         )
     if "rule" in ax:
-        rule = ax["rule"]
-        lines.append(
-            f"rule margins: Omega={rule['Omega']:.4g} omega={rule['omega']:.4g} "
-            f"omega1={rule['omega1']:.4g}; eps-IIA/strong Condorcet > "
-            f"{rule['eps_strong_condorcet']:.4g}, eps-majority > {rule['eps_majority']:.4g}"
-        )
+        lines.extend(_guarantee_lines(ax["rule"]))
     return "\n".join(lines) + "\n"
+
+
+def _guarantee_lines(rule: dict[str, float]) -> list[str]:
+    """What a positional rule guarantees on every profile, in words (docs/aggregation.md,
+    axiom margins): a pair whose majority is wider than ``1/2 + eps_strong_condorcet`` is
+    always ordered its way, a candidate first on more than ``1/2 + eps_majority`` of the
+    ballots always wins; a threshold of 1/2 means no majority is ever enough."""
+
+    def share(eps: float) -> str:
+        return f"more than {100 * (0.5 + eps):.4g} % of the ballots"
+
+    pairs, first = rule["eps_strong_condorcet"], rule["eps_majority"]
+    return [
+        "guarantees of this rule on every profile: "
+        + (
+            "none for pairs (no majority, however wide, always puts x above y)"
+            if pairs >= 0.5
+            else f"x is ranked above y whenever {share(pairs)} rank x above y"
+        )
+        + "; "
+        + (
+            "none for the winner (no first-place majority always wins)"
+            if first >= 0.5
+            else f"a candidate ranked first on {share(first)} wins"
+        ),
+        f"  (from the score gaps between positions: largest {rule['Omega']:.4g}, smallest "
+        f"{rule['omega']:.4g}, smallest lead of first place {rule['omega1']:.4g}; "
+        f"eps-IIA / strong Condorcet threshold {pairs:.4g}, eps-majority threshold {first:.4g})",
+    ]
 
 
 def _votes(value: float) -> str:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import click
 
 from rankmodels.files import atomic_path
-from rankmodels.tracking.records import read_float, write_float
+from rankmodels.tracking.records import WindowStretchedWarning, read_float, write_float
 from rankmodels.tracking.tables import (
     TABLE_FILES,
     export_tables,
@@ -15,7 +16,13 @@ from rankmodels.tracking.tables import (
     read_meta_table,
     record_from_tables,
 )
-from rankmodels_app._common import BadInput, OneLineGroup, refuse_to_overwrite, reports_bad_input
+from rankmodels_app._common import (
+    BadInput,
+    OneLineGroup,
+    count,
+    refuse_to_overwrite,
+    reports_bad_input,
+)
 
 
 @click.group("float", cls=OneLineGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -91,13 +98,20 @@ def import_command(
     refuse_to_overwrite(out, inputs)
     pairs = read_meta_table(meta_table) if meta_table is not None else []
     pairs += [_meta_pair(item) for item in meta]
-    record = record_from_tables(toa_table, sources_table, parse_meta(pairs), fixes_table)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", WindowStretchedWarning)
+        record = record_from_tables(toa_table, sources_table, parse_meta(pairs), fixes_table)
+    for note in caught:
+        if issubclass(note.category, WindowStretchedWarning):
+            click.echo(f"warning: {note.message}", err=True)
+        else:
+            warnings.warn_explicit(note.message, note.category, note.filename, note.lineno)
     with atomic_path(out) as tmp:
         write_float(record, tmp)
-    fixes = f", {record.sizes['fix']} fixes" if "fix_time" in record else ""
+    fixes = f", {count(record.sizes['fix'], 'fix', 'fixes')}" if "fix_time" in record else ""
     click.echo(
-        f"{record.sizes['cycle']} cycles, {record.sizes['rank']} ranks, "
-        f"{record.sizes['source']} sources{fixes}; wrote {out}"
+        f"{count(record.sizes['cycle'], 'cycle')}, {count(record.sizes['rank'], 'rank')}, "
+        f"{count(record.sizes['source'], 'source')}{fixes}; wrote {out}"
     )
 
 

@@ -175,7 +175,8 @@ def _fit_report(
 def _fit_text(report: dict[str, Any]) -> str:
     lines = [
         f"{len(report['components'])} component(s), {report['ballots']:g} ballots "
-        f"({report['unique_ballots']} distinct, {report['top_k_ballots']:g} top-k), "
+        f"({report['unique_ballots']} different; {report['top_k_ballots']:g} rank only their "
+        "top candidates), "
         f"{len(report['candidates'])} candidates",
     ]
     for i, comp in enumerate(report["components"], start=1):

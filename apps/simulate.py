@@ -24,6 +24,7 @@ from rankmodels_app._common import (
     BadInput,
     OneLineCommand,
     atomic_path,
+    count,
     progressbar,
     quiet_option,
     reports_bad_input,
@@ -224,9 +225,9 @@ def simulate_float(
                 if name in truth
             },
         )
-    fixes = f", {record.sizes['fix']} fixes" if "fix_time" in record else ""
+    fixes = f", {count(record.sizes['fix'], 'fix', 'fixes')}" if "fix_time" in record else ""
     click.echo(
         f"wrote {out / f'{name}.nc'} and {out / f'{name}_truth.nc'} "
-        f"({record.sizes['cycle']} cycles, {trajectory}, seed {seed}{fixes}"
+        f"({count(record.sizes['cycle'], 'cycle')}, {trajectory}, seed {seed}{fixes}"
         f"{', no recovery fix' if lost else ''})"
     )

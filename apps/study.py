@@ -346,7 +346,11 @@ def aggregation(
     with atomic_path(paths[-1]) as tmp:
         success_versus_weight(exact, result.summary()).savefig(tmp, dpi=150)
     click.echo("limit of infinitely many votes: each rule ranks A above B for w > w_success")
-    click.echo(agg_study.crossing_table(exact).to_string(index=False, float_format="{:.4f}".format))
+    crossing = agg_study.crossing_table(exact)
+    crossing["order"] = crossing["order"].astype(object).fillna("NaN")  # no crossing (phi = 1)
+    click.echo(crossing.to_string(index=False, float_format="{:.4f}".format))
+    if exact.attrs["no_crossing"]:
+        click.echo(f"NaN: {exact.attrs['no_crossing']}")
     click.echo(
         f"\nP(A ranked above B) on N sampled votes, mean over {replicates} x {trials} profiles:"
     )

@@ -26,6 +26,7 @@ from rankmodels_app._common import (
     BadInput,
     OneLineCommand,
     atomic_path,
+    count,
     progressbar,
     quiet_option,
     refuse_to_overwrite,
@@ -129,7 +130,7 @@ def _calibration_lines(summary: TrackSummary) -> list[str]:
     if result is None:
         return ["not calibrated (the file's clock, sound speed and source offsets; the "
                 "configured noise, detection, clutter, multipath and process noise)"]  # fmt: skip
-    runs = f"{len(result.loglik)} EM passes at {result.particles} particles"
+    runs = f"{count(len(result.loglik), 'EM pass', 'EM passes')} at {result.particles} particles"
     if result.kept_file_values:
         return [
             "calibration kept the file's and the configured values (no M-step raised the "
@@ -176,8 +177,8 @@ def _summary_lines(summary: TrackSummary, out: Path, written: list[str]) -> list
     if summary.compile_time_s > 0:
         timing += f" (plus numba kernels compiled in {summary.compile_time_s:.1f} s)"
     return [
-        f"{summary.cycles} cycles ({summary.cycles_without_data} without arrivals), "
-        f"{summary.arrivals} arrivals; engine {summary.engine}, "
+        f"{count(summary.cycles, 'cycle')} ({summary.cycles_without_data} without arrivals), "
+        f"{count(summary.arrivals, 'arrival')}; engine {summary.engine}, "
         f"{summary.particles} particles, {smooth}",
         f"mean ESS {summary.mean_ess:.0f} "
         f"({100 * summary.mean_ess / summary.particles:.0f}%), arrivals called clutter "
@@ -188,6 +189,14 @@ def _summary_lines(summary: TrackSummary, out: Path, written: list[str]) -> list
     ]
 
 
+def _first_cycles(indices: list[int], shown: int = 5) -> str:
+    """``cycle 3, 17, ...``: the first ``shown`` of 0-based cycle ``indices``, numbered from 1
+    as in the report and the summary."""
+    more = ", ..." if len(indices) > shown else ""
+    word = "cycle" if len(indices) == 1 else "cycles"
+    return f"{word} {', '.join(str(i + 1) for i in indices[:shown])}{more}"
+
+
 def _warnings(summary: TrackSummary) -> list[str]:
     """stderr warnings: collapsed cycles, unconverged message passing and each failed quality
     check."""
@@ -196,14 +205,14 @@ def _warnings(summary: TrackSummary) -> list[str]:
         cycles = summary.collapsed_cycles
         lines.append(
             f"the filter collapsed (all particles had zero likelihood) at "
-            f"{len(cycles)} cycle(s), first {cycles[:5]}; those cycles were skipped"
+            f"{count(len(cycles), 'cycle')} ({_first_cycles(cycles)}); those cycles were skipped"
         )
     if summary.unconverged_cycles:
         cycles = summary.unconverged_cycles
         lines.append(
             f"engine {summary.engine} did not converge for some particles within its sweep "
-            f"limit at {len(cycles)} cycle(s), first {cycles[:5]}; their likelihoods there are "
-            "approximations"
+            f"limit at {count(len(cycles), 'cycle')} ({_first_cycles(cycles)}); their "
+            "likelihoods there are approximations"
         )
     lines += [f"quality check {c.name} failed: {c.message}" for c in summary.failed_checks]
     return lines

@@ -31,7 +31,22 @@ def test_text_output_lists_ranking_scores_and_axioms(repo_data):
     lines = result.output.splitlines()
     assert lines[1].split() == ["1", "Bob", "2.05"]  # (12*2 + 9*3 + 7*2 + 5*1 + 4*3 + 3*0) / 40
     assert "Condorcet winner: Bob (ranked first: yes)" in result.output
-    assert "eps-IIA/strong Condorcet > 0.25" in result.output
+    # Borda on 4 candidates: margins Omega = 3, omega = omega1 = 1, so both thresholds are
+    # (3 - 1) / (2 (3 + 1)) = 1/4: a 75 % majority is always honoured
+    assert (
+        "x is ranked above y whenever more than 75 % of the ballots rank x above y; "
+        "a candidate ranked first on more than 75 % of the ballots wins"
+    ) in result.output
+    assert "eps-IIA / strong Condorcet threshold 0.25, eps-majority threshold 0.25" in result.output
+
+
+def test_text_output_says_when_a_rule_guarantees_nothing(repo_data):
+    """Antiplurality: omega = omega1 = 0, both thresholds 1/2, so no majority is enough."""
+    result = run("--rule", "antiplurality", str(repo_data / "votes.csv"))
+    assert result.exit_code == 0, result.output
+    assert "none for pairs" in result.output and "none for the winner" in result.output
+    plurality = run("--rule", "plurality", str(repo_data / "votes.csv")).output
+    assert "none for pairs" in plurality and "first on more than 50 % of the ballots" in plurality
 
 
 def test_json_has_the_documented_keys(repo_data):

@@ -3,12 +3,15 @@
 The commands are found by walking the Click group, so a new command or option is fuzzed
 without touching this file. Each option's value is drawn from its type:
 
-* integers: small values around the lower bound, negative numbers, and int64's edges
-  (``2**63 - 1``, ``2**63``, ``-2**63 - 1``, ``10**30``). Sizes -- ``IntRange`` options with a
-  lower bound of at least 1 (particles, days, replicates, iterations) -- are always given, and
-  drawn small: the fuzz checks validation, not capacity;
-* floats: ``nan``, ``inf``, ``-inf``, ``1e308``, ``5e-324``, ``-0.0``, the range's bounds, small
-  numbers and non-numbers;
+* integers: both ends of the range, the values just outside them, small values around the
+  lower end, negative numbers, and int64's edges (``2**63 - 1``, ``2**63``, ``-2**63 - 1``,
+  ``10**30``). Sizes -- ``IntRange`` options with a lower bound of at least 1 (particles, days,
+  replicates, iterations) -- are always given, and drawn small: the fuzz checks validation, not
+  capacity, so a size's upper end is drawn only just outside;
+* floats: both ends of the range as Click accepts them (a closed end itself, an open end's
+  nearest float inside and the end moved in by 1e-300, a missing end's ``+-1e308`` and
+  ``+-inf``), ``nan`` where the type lets it through, and, as wild values, ``nan``, ``inf``,
+  ``5e-324``, ``-0.0``, small numbers and non-numbers;
 * choices: every choice, and a wrong one;
 * strings (and custom types such as comma lists): comma lists of the default's tokens and
   numbers, ``KEY=VALUE`` pairs, and text with control characters (not NUL: an argv cannot
@@ -18,11 +21,13 @@ without touching this file. Each option's value is drawn from its type:
   short simulated float record, votes CSV, PrefLib election, LETOR file, trained model, Mallows
   mixture) -- whatever the option expects.
 
-Flags take either side, except that figure-writing ``--plots`` flags are pinned off (plots
-are tested in their own modules). Options that start or contact a Dask cluster are left out
-(tests/test_studies_*.py cover them). Every example runs in a fresh folder holding copies of
-the samples, so outputs never land in the repository. Exit codes an option documents are
-allowed with it (``--strict``: 3, a failed track quality check).
+A run must not raise a ``RuntimeWarning`` either (numpy's ``invalid value``, ``Mean of empty
+slice``: a value the command did not think through). Flags take either side, except that
+figure-writing ``--plots`` flags are pinned off (plots are tested in their own modules).
+Options that start or contact a Dask cluster are left out (tests/test_studies_*.py cover them).
+Every example runs in a fresh folder holding copies of the samples, so outputs never land in
+the repository. Exit codes an option documents are allowed with it (``--strict``: 3, a failed
+track quality check).
 
 A failure known to be fixed elsewhere is listed in ``KNOWN_FAILURES``: its invocation is an
 ``xfail(strict=True)`` case (the fix makes it pass, which fails the suite until the entry is
@@ -32,9 +37,11 @@ removed) and the fuzz skips examples that fail the same way. More examples:
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import traceback
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -139,7 +146,7 @@ PATHS = [
 INPUTS = {  # the sample a parameter of this name reads; other path parameters get any path
     "file": ["record.nc"],
     "files": ["record.nc"],
-    "votes": ["votes.csv", "election.soi"],
+    "votes": ["election.soi", "votes.csv"],
     "data": ["letor.txt"],
     "model_path": ["model.json"],
     "mixture": ["mixture.json"],
@@ -158,16 +165,55 @@ def _is_size(kind: click.ParamType) -> bool:
     return isinstance(kind, click.IntRange) and kind.min is not None and kind.min >= 1
 
 
+def _int_edges(kind: click.ParamType) -> tuple[list[int], list[int]]:
+    """(the ends of an integer range, the values just outside them), open ends moved inside."""
+    low, high = getattr(kind, "min", None), getattr(kind, "max", None)
+    if low is not None and getattr(kind, "min_open", False):
+        low += 1
+    if high is not None and getattr(kind, "max_open", False):
+        high -= 1
+    ends = [b for b in (low, high) if b is not None]
+    outside = [b + step for b, step in ((low, -1), (high, 1)) if b is not None]
+    return ends, outside
+
+
 def _ints(kind: click.ParamType, wild: bool) -> st.SearchStrategy[str]:
-    low = getattr(kind, "min", None)
-    high = getattr(kind, "max", None)
+    ends, outside = _int_edges(kind)
     if _is_size(kind):
-        return st.integers(low - 2 if wild else low, low + 5).map(str)
+        # the upper end of a size is a capacity test (10^8 votes, 3653 days): only its outside
+        small = st.integers(ends[0], ends[0] + 5)
+        return (st.one_of(small, st.sampled_from(outside)) if wild else small).map(str)
     if wild:
-        return st.one_of(st.integers(-3, 12), st.sampled_from(_HUGE_INTS)).map(str)
-    low = 1 if low is None else low
-    edges = [low] if high is None else [low, high]
-    return st.one_of(st.integers(low, low + 10), st.sampled_from(edges)).map(str)
+        odd = st.sampled_from(_HUGE_INTS + outside)
+        return st.one_of(st.integers(-3, 12), odd).map(str)
+    low = ends[0] if getattr(kind, "min", None) is not None else 1
+    return st.one_of(st.integers(low, low + 10), st.sampled_from(ends or [low])).map(str)
+
+
+def _float_edges(kind: click.ParamType) -> list[float]:
+    """Both ends of a float range as Click accepts them: a closed end itself; an open end's
+    nearest float inside and the end moved inside by 1e-300 (``--phi 1e-300``; dropped where
+    that rounds back to the end); an absent end's largest finite value and infinity."""
+    edges = []
+    for end, open_, inward, sign in (
+        (getattr(kind, "min", None), getattr(kind, "min_open", False), math.inf, -1.0),
+        (getattr(kind, "max", None), getattr(kind, "max_open", False), -math.inf, 1.0),
+    ):
+        if end is None:
+            edges += [sign * 1e308, sign * math.inf]
+        elif open_:
+            edges += [math.nextafter(float(end), inward), float(end) - sign * 1e-300]
+        else:
+            edges.append(float(end))
+    return [e for e in edges if _accepts(kind, e)]
+
+
+def _accepts(kind: click.ParamType, value: float) -> bool:
+    try:
+        kind.convert(repr(value), None, None)
+    except click.BadParameter:
+        return False
+    return True
 
 
 def _floats(kind: click.ParamType, wild: bool) -> st.SearchStrategy[str]:
@@ -176,7 +222,8 @@ def _floats(kind: click.ParamType, wild: bool) -> st.SearchStrategy[str]:
         bounds = [repr(float(b)) for b in (low, high) if b is not None]
         small = st.floats(-3, 3, allow_nan=False).map(repr)
         return st.one_of(st.sampled_from(_ODD_FLOATS + bounds), small)
-    # accepted by Click, so the command must cope: nan passes every range check
+    # accepted by Click, so the command must cope: the range's edges, and nan where the type
+    # lets it through (it passes every range check)
     lo = 0.0 if low is None else float(low)
     hi = lo + 10.0 if high is None else float(high)
     inside = st.floats(
@@ -185,9 +232,9 @@ def _floats(kind: click.ParamType, wild: bool) -> st.SearchStrategy[str]:
         exclude_min=getattr(kind, "min_open", False),
         exclude_max=getattr(kind, "max_open", False) or high is None,
     )
-    extremes = ["nan"] + (["1e308", "inf"] if high is None else [])
-    extremes += [] if getattr(kind, "min_open", False) else [repr(lo)]
-    return st.one_of(inside.map(repr), st.sampled_from(extremes))
+    edges = [repr(e) for e in _float_edges(kind)]
+    edges += ["nan"] if _accepts(kind, math.nan) else []
+    return st.one_of(inside.map(repr), st.sampled_from(edges))
 
 
 def _strings(param: click.Parameter, wild: bool) -> st.SearchStrategy[str]:
@@ -252,7 +299,8 @@ class KnownFailure:
 
     ``kind`` is the exception's type name and ``where`` the innermost repository frame
     (``path/in/repo.py:function``) of a crash; or ``kind`` is ``"stderr"`` and ``where`` the
-    start of an exit-2 message that is not one ``Error:`` line.
+    start of an exit-2 message that is not one ``Error:`` line; or ``kind`` is
+    ``"RuntimeWarning"`` and ``where`` the first one's ``path:line: message``.
     """
 
     argv: tuple[str, ...]
@@ -266,6 +314,9 @@ KNOWN_FAILURES: list[KnownFailure] = []
 
 def _failure(argv: list[str], result: Result) -> tuple[str, str] | None:
     """How a run breaks the rules: (kind, where) as in :class:`KnownFailure`, or None."""
+    caught = getattr(result, "runtime_warnings", [])
+    if caught:
+        return "RuntimeWarning", caught[0]
     if result.exit_code not in _exit_codes(argv) and result.exc_info is not None:
         exc_type, _, tb = result.exc_info
         where = ""
@@ -290,20 +341,29 @@ _RULE_BROKEN = (AssertionError, pytest.fail.Exception)
 
 def _is_known(failure: tuple[str, str], known: KnownFailure) -> bool:
     kind, where = failure
-    if kind == "stderr":
-        return known.kind == "stderr" and where.startswith(known.where)
+    if kind in ("stderr", "RuntimeWarning"):
+        return known.kind == kind and where.startswith(known.where)
     return (kind, where) == (known.kind, known.where)
 
 
 def _invoke(argv: list[str], samples: Path, workdir: Path) -> Result:
-    """Run ``rankmodels ARGV`` in ``workdir`` holding fresh copies of the samples."""
+    """Run ``rankmodels ARGV`` in ``workdir`` holding fresh copies of the samples; the
+    ``RuntimeWarning``s it raised (``path:line: message``) in ``result.runtime_warnings``."""
     shutil.copytree(samples, workdir, dirs_exist_ok=True)
     cwd = Path.cwd()
     os.chdir(workdir)
     try:
-        return CliRunner().invoke(cli, argv)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            result = CliRunner().invoke(cli, argv)
     finally:
         os.chdir(cwd)
+    result.runtime_warnings = [  # type: ignore[attr-defined]
+        f"{Path(w.filename).name}:{w.lineno}: {w.message}"
+        for w in caught
+        if issubclass(w.category, RuntimeWarning)
+    ]
+    return result
 
 
 def _exit_codes(argv: list[str]) -> set[int]:
@@ -314,6 +374,8 @@ def _exit_codes(argv: list[str]) -> set[int]:
 def _check(argv: list[str], result: Result) -> None:
     """Exit 0, or exit 2 with one ``Error: ...`` line on stderr; never a traceback."""
     shown = f"rankmodels {' '.join(map(repr, argv))}"
+    caught = getattr(result, "runtime_warnings", [])
+    assert not caught, f"{shown}: RuntimeWarning\n" + "\n".join(caught)
     if result.exit_code not in _exit_codes(argv):
         trace = "".join(traceback.format_exception(*result.exc_info)) if result.exc_info else ""
         pytest.fail(f"{shown}: exit {result.exit_code}\n{result.output}\n{trace}")
@@ -390,3 +452,78 @@ def test_every_seed_is_the_shared_option():
     for path, seed in seeds.items():
         assert isinstance(seed.type, click.IntRange), path
         assert (seed.type.min, seed.type.max) == (0, MAX_SEED), path
+
+
+# --------------------------------------------------------------------------- the range edges
+CHEAP = {
+    ("study", "aggregation"): ["--weights", "0.6", "--voters", "5"],
+    ("study", "tracking-clutter"): ["--lambdas", "1", "--engines", "baseline"],
+    ("mallows", "sample"): ["--centre", "A,B,C,D"],
+}
+"""Grid options (comma lists) made small, and settings a call needs, for the edge sweep."""
+COMPANIONS = {
+    "--shrinkage": ["--model", "boost"],
+    "--k": ["--rule", "k-approval"],
+    "--fix-until": ["--fix-every", "1"],
+}
+"""What an option is only for, given with it in the edge sweep."""
+
+
+def _minimal_argv(path: tuple[str, ...]) -> list[str]:
+    """The cheapest valid call of ``path``: the arguments from the samples, every required
+    option and every size with a default at its lower end (or first value), and the small
+    grids and the settings of ``CHEAP``."""
+    argv = [*path, *CHEAP.get(path, [])]
+    for param in _command(path).params:
+        if isinstance(param, click.Argument):
+            argv.append(INPUTS.get(param.name or "", ["out"])[0])
+        elif isinstance(param, click.Option) and max(param.opts, key=len) in PINNED_FLAGS:
+            argv.append(PINNED_FLAGS[max(param.opts, key=len)])
+        elif isinstance(param, click.Option) and (
+            param.required or (_is_size(param.type) and param.to_info_dict()["default"] is not None)
+        ):
+            if isinstance(param.type, click.Path):
+                value = INPUTS.get(param.name or "", ["out"])[0]
+            elif isinstance(param.type, click.Choice):
+                value = str(param.type.choices[0])
+            else:
+                value = str(_int_edges(param.type)[0][0])
+            argv += [max(param.opts, key=len), value]
+    return argv
+
+
+def _edge_cases() -> Iterator[tuple[tuple[str, ...], str, str]]:
+    """(command, option, value) for both ends of every numeric option's range and, for a plain
+    number, +-1e308 and +-inf. Not sizes: their lower end is in every minimal call already and
+    their upper end is a capacity test; of ``--seed`` (one shared option) only ``2**63 - 1``."""
+    for path in COMMANDS:
+        for param in _command(path).params:
+            name = max(param.opts, key=len)
+            if not isinstance(param, click.Option) or name in UNFUZZED:
+                continue
+            kind = param.type
+            if isinstance(kind, (click.types.FloatParamType, click.FloatRange)):
+                edges = [repr(e) for e in _float_edges(kind)]
+            elif _is_size(kind):
+                continue
+            elif isinstance(kind, (click.types.IntParamType, click.IntRange)):
+                ends = _int_edges(kind)[0] or [-(2**63), 2**63 - 1]
+                edges = [str(e) for e in (ends[1:] if name == "--seed" else ends)]
+            else:
+                continue
+            for edge in edges:
+                yield path, name, edge
+
+
+EDGE_CASES = list(_edge_cases())
+
+
+@pytest.mark.parametrize(
+    "path, option, value", EDGE_CASES, ids=[" ".join((*p, o, v)) for p, o, v in EDGE_CASES]
+)
+def test_every_range_edge_is_honoured_or_refused(path, option, value, samples, tmp_path):
+    """Each end of each option's range, alone on the cheapest valid call: it works or is one
+    ``Error:`` line (exit 2), without a traceback or a RuntimeWarning (``study aggregation
+    --phi 1`` crashed, ``--phi 1e-300`` warned)."""
+    argv = [*_minimal_argv(path), *COMPANIONS.get(option, []), option, value]
+    _check(argv, _invoke(argv, samples, tmp_path))

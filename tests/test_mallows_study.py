@@ -4,6 +4,8 @@ the exact limit; the CLI end to end."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -160,6 +162,51 @@ def test_cli_aggregation_end_to_end(tmp_path):
     assert {0.6, 0.77, 1.0} <= set(np.round(ex["weight"].values, 2))
     assert (out / "aggregation.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "w_success" in run.output and "majority" in run.output
+
+
+def test_at_phi_1_nothing_crosses_and_everything_ties():
+    """phi = 1: both components uniform, so the mixture is the same for every w: every rule
+    and the majority tie (success 1/2, P(A above B) = 1/2) and no crossing weight exists."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ds = exact_study([0.0, 0.6, 1.0], phi=1.0)
+        table = crossing_table(ds)
+    assert np.allclose(ds["p_a_above_b"], 0.5)
+    assert (ds["success"] == 0.5).all()
+    for name in ("w_success", "w_majority", "w_guaranteed"):
+        assert ds[name].isnull().all(), name
+    assert table[["w_success", "threshold", "w_guaranteed", "w_majority"]].isna().all().all()
+    assert table["order"].isna().all()
+    assert "phi = 1" in ds.attrs["no_crossing"]
+    assert exact_study([0.6], phi=0.99).attrs["no_crossing"] == ""
+
+
+def test_near_phi_0_the_components_are_point_masses_and_nothing_warns():
+    """phi -> 0: P(A above B) = w exactly, so w_majority = 1/2; at w = 1 no vote ranks B above
+    A, so Omega_eff (conditional on B above A) is undefined: NaN, not inf, and no warning."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ds = exact_study([0.6, 1.0], phi=1e-300)
+        crossing_table(ds)
+    assert np.allclose(ds["p_a_above_b"].sel(weight=0.6), 0.6)
+    assert np.allclose(ds["w_majority"], 0.5)
+    assert ds["Omega_eff"].sel(weight=1.0).isnull().all()
+    assert ds["threshold"].sel(weight=0.6).notnull().all()
+    # Borda on point masses: gap = w g1 + (1 - w) g0 with the centres' normalised gaps
+    h = score_vector("borda", 5)  # the normalisation cancels in the ratio
+    g1, g0 = h[2] - h[3], h[4] - h[0]  # Z1 = DEABC: A 3rd, B 4th; Z2 = BCDEA: A 5th, B 1st
+    w_star = float(ds["w_success"].sel(experiment=1, rule="borda"))
+    assert w_star == pytest.approx(g0 / (g0 - g1))
+
+
+def test_cli_aggregation_at_phi_1_states_why_there_is_no_crossing(tmp_path):
+    args = ["study", "aggregation", "--phi", "1", "--weights", "0.6", "--voters", "5",
+            "--replicates", "1", "--trials", "2", "--out", str(tmp_path), "--quiet"]  # fmt: skip
+    run = CliRunner().invoke(cli, args)
+    assert run.exit_code == 0, run.output
+    assert "NaN: phi = 1" in run.stdout
+    assert run.stderr == ""
+    assert xr.load_dataset(tmp_path / "aggregation_exact.nc")["w_success"].isnull().all()
 
 
 @pytest.mark.parametrize(

@@ -462,6 +462,9 @@ def test_unconverged_message_passing_is_reported(tmp_path, monkeypatch):
     assert f"did not converge for some particles within its sweep limit at {expected} " in (
         res.stderr
     )
+    slow = np.nanmin(np.where(np.isnan(toa), np.inf, toa), axis=1) < np.nanmedian(toa)
+    first = ", ".join(str(c + 1) for c in np.flatnonzero(slow)[:5])  # numbered from 1
+    assert f"(cycles {first}, ...)" in res.stderr or f"(cycles {first})" in res.stderr
     res = CliRunner().invoke(track_float, [str(path), "--out", str(tmp_path / "e"), *args])
     assert xr.load_dataset(tmp_path / "e" / "track.nc").attrs["unconverged_cycles"] == 0
     assert "did not converge" not in res.stderr

@@ -462,8 +462,23 @@ def test_reader_errors(tmp_path, record):
         read_float(tmp_path)
     junk = tmp_path / "junk.nc"
     junk.write_text("this is not a NetCDF file\n")
-    with pytest.raises(InputError, match="not a readable NetCDF"):
+    with pytest.raises(InputError, match="not a readable NetCDF.*rankmodels float import"):
         read_float(junk)
+    binary = tmp_path / "binary.nc"
+    binary.write_bytes(bytes(range(256)))
+    with pytest.raises(InputError, match=r"HDF5 file\)$"):  # no CSV hint for binary junk
+        read_float(binary)
+    track = tmp_path / "track.nc"
+    made = xr.Dataset(
+        {"lat_filtered": ("cycle", [1.0]), "association": (("cycle", "rank"), [[0]])},
+        attrs={"source_file": "float.nc"},
+    )
+    made.to_netcdf(track)
+    with pytest.raises(InputError, match="track written by track-float, not a float record; "):
+        read_float(track)
+    made.drop_attrs().to_netcdf(track)
+    with pytest.raises(InputError, match="track-float, not a float record$"):
+        read_float(track)
     good = tmp_path / "good.nc"
     write_float(record, good)
     truncated = tmp_path / "truncated.nc"
@@ -555,3 +570,30 @@ def test_fuzz_reader_on_bytes(tmp_path_factory, blob, cut):
             assert str(err).startswith(str(path))
         else:
             assert payload == data[:cut] and cut >= len(data)
+
+
+def test_an_arrival_after_the_default_window_stretches_it_with_a_note(tmp_path, record):
+    """No window_length and a TOA after the default 1800 s window: the window becomes the next
+    whole minute after it (1920 s for 1860.5 s), and read_record says so on one line."""
+    from rankmodels.tracking.batch import read_record
+    from rankmodels.tracking.records import WindowStretchedWarning
+
+    late = record.drop_vars("window_length", errors="ignore")
+    toa = late["toa"].values.copy()
+    toa[0, 0] = 1860.5
+    toa[0] = np.sort(toa[0])  # NaN stay last
+    late["toa"] = (late["toa"].dims, toa, late["toa"].attrs)
+    path = tmp_path / "late.nc"
+    late.to_netcdf(path)
+    back, note = read_record(path)
+    assert float(back["window_length"]) == 1920.0
+    assert note.startswith(f"{path}: window_length: no window_length and an arrival at 1860.5 s")
+    with pytest.warns(WindowStretchedWarning):
+        validate_float(late)
+    edge = np.where(toa == 1860.5, 1800.0, toa)  # an arrival at the window's very end
+    edge[0] = np.sort(edge[0])
+    assert np.nanmax(edge) == 1800.0
+    ok = late.assign(toa=(late["toa"].dims, edge, late["toa"].attrs))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert float(validate_float(ok)["window_length"]) == 1800.0

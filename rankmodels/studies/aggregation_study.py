@@ -82,6 +82,7 @@ EXACT_WEIGHTS = tuple(np.round(np.arange(0.51, 1.0001, 0.01), 2).tolist())
 MAX_VOTES_PER_TASK = 10**8
 _A, _B = 0, 1
 _TIE_RTOL = 1e-9  # score gaps below this fraction of Omega_h are ties (as in the rules)
+_FLAT_P = 1e-12  # P(A above B) changing less than this between w = 0 and 1 does not change
 
 
 def experiment_mixture(experiment: int, weight: float, phi: float = PHI) -> MallowsMixture:
@@ -155,10 +156,10 @@ def exact_study(
     for e, experiment in enumerate(experiments):
         ends = [experiment_mixture(experiment, w, phi) for w in (1.0, 0.0)]
         g1, g0 = (np.subtract(*split(m.pair_positions(_A, _B))) for m in ends)
-        w_success[e] = g0 / (g0 - g1)  # the gap w g1 + (1 - w) g0 is linear in w
+        w_success[e] = _crossing(g0, g1, 0.0, _TIE_RTOL)  # the gap w g1 + (1 - w) g0
         p1, p0 = (m.pairwise[_A, _B] for m in ends)
-        w_majority[e] = (0.5 - p0) / (p1 - p0)
-        w_guaranteed[e] = (0.5 + eps - p0) / (p1 - p0)
+        w_majority[e] = _crossing(p0, p1, 0.5, _FLAT_P)
+        w_guaranteed[e] = _crossing(p0, p1, 0.5 + eps, _FLAT_P)
         for i, w in enumerate(weights):
             mixture = experiment_mixture(experiment, w, phi)
             gamma[e, i] = mixture.pairwise[_A, _B]
@@ -168,8 +169,8 @@ def exact_study(
                 scores = aggregate(marginals, rule).scores
                 gap[e, i, r] = (scores[_A] - scores[_B]) / Omega[r]
     g = gamma[:, :, None]
-    with np.errstate(invalid="ignore", divide="ignore"):  # gamma = 0 or 1: one side is empty
-        omega_eff, Omega_eff = plus / g, minus / (1 - g)
+    omega_eff = _conditional(plus, g)  # gamma = 0 or 1: one side is empty, NaN
+    Omega_eff = _conditional(minus, 1 - g)
     dims3 = ("experiment", "weight", "rule")
     return xr.Dataset(
         {
@@ -180,7 +181,7 @@ def exact_study(
             "bound_upper": (dims3, g - (1 - g) * ratio),
             "omega_eff": (dims3, omega_eff),
             "Omega_eff": (dims3, Omega_eff),
-            "threshold": (dims3, Omega_eff / (Omega_eff + omega_eff)),
+            "threshold": (dims3, _conditional(Omega_eff, Omega_eff + omega_eff)),
             "w_success": (("experiment", "rule"), w_success),
             "w_guaranteed": (("experiment", "rule"), w_guaranteed),
             "w_majority": (("experiment",), w_majority),
@@ -198,30 +199,66 @@ def exact_study(
                 for x, (z1, z2) in EXPERIMENTS.items()
             ),
             "normalisation": "score gaps and margins divided by Omega_h",
+            "no_crossing": no_crossing_reason(phi),
         },
     )
+
+
+def no_crossing_reason(phi: float) -> str:
+    """Why ``w_success`` and ``w_majority`` are NaN at this ``phi`` (empty when they exist).
+
+    At ``phi = 1`` both components are the uniform distribution, so the mixture does not depend
+    on ``w``: A and B tie under every rule and in the majority for every weight.
+    """
+    if phi < 1.0:
+        return ""
+    return (
+        "phi = 1: both components are uniform, so the mixture is the same for every w; A and B "
+        "tie under every rule and in the majority (success 1/2), and no weight makes either "
+        "win: w_success, w_majority and w_guaranteed are NaN"
+    )
+
+
+def _crossing(at0: float | np.ndarray, at1: float | np.ndarray, level, flat: float) -> np.ndarray:
+    """The ``w`` where ``(1 - w) at0 + w at1`` equals ``level``: ``(level - at0) / (at1 - at0)``
+    elementwise, NaN where the line is flat (``|at1 - at0| <= flat``: no single crossing)."""
+    at0, at1, level = np.broadcast_arrays(*map(np.asarray, (at0, at1, level)))
+    slope = at1 - at0
+    flat_line = np.abs(slope) <= flat
+    return np.where(flat_line, np.nan, (level - at0) / np.where(flat_line, 1.0, slope))
+
+
+def _conditional(part: np.ndarray, probability: np.ndarray) -> np.ndarray:
+    """``part / probability``, NaN where the probability is 0 (the condition never holds)."""
+    probability = np.broadcast_to(probability, part.shape)
+    empty = probability <= 0.0
+    return np.where(empty, np.nan, part / np.where(empty, 1.0, probability))
 
 
 def crossing_table(exact: xr.Dataset) -> pd.DataFrame:
     """Per experiment and rule: ``w_success`` (the rule ranks A above B for larger ``w``), its
     order among the rules (1 = earliest), ``threshold`` (the ``P_{A<B}`` it needs there,
     ``Omega_eff / (Omega_eff + omega_eff)`` at ``w_success``), ``eps_strong_condorcet`` (the
-    worst-case margin it needs) and ``w_guaranteed``; plus ``w_majority`` per experiment."""
+    worst-case margin it needs) and ``w_guaranteed``; plus ``w_majority`` per experiment.
+    Where a rule has no crossing (``w_success`` NaN, see :func:`no_crossing_reason`) its
+    ``order`` and ``threshold`` are missing too."""
     rows = []
     for experiment in exact["experiment"].values:
         part = exact.sel(experiment=experiment)
-        w_success = part["w_success"].values
-        order = dict(zip(part["rule"].values, np.argsort(np.argsort(w_success)) + 1, strict=True))
+        order = part["w_success"].to_pandas().rank(method="first").astype("Int64")
         for rule in part["rule"].values:
             w_star = float(part["w_success"].sel(rule=rule))
-            at = experiment_mixture(int(experiment), w_star, float(exact.attrs["phi"]))
+            threshold = np.nan
+            if 0.0 <= w_star <= 1.0:
+                at = experiment_mixture(int(experiment), w_star, float(exact.attrs["phi"]))
+                threshold = float(at.pairwise[_A, _B])
             rows.append(
                 {
                     "experiment": int(experiment),
                     "rule": str(rule),
                     "w_success": w_star,
-                    "order": int(order[rule]),
-                    "threshold": float(at.pairwise[_A, _B]),
+                    "order": order[rule],
+                    "threshold": threshold,
                     "eps_strong_condorcet": float(exact["eps_strong_condorcet"].sel(rule=rule)),
                     "w_guaranteed": float(part["w_guaranteed"].sel(rule=rule)),
                     "w_majority": float(part["w_majority"]),

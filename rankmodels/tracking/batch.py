@@ -35,7 +35,7 @@ from rankmodels.tracking.config import TrackConfig
 from rankmodels.tracking.geometry import great_circle_km
 from rankmodels.tracking.output import write_track
 from rankmodels.tracking.pipeline import TrackSummary, track_float
-from rankmodels.tracking.records import InvalidLabelsWarning, read_float
+from rankmodels.tracking.records import InvalidLabelsWarning, WindowStretchedWarning, read_float
 
 __all__ = [
     "SUMMARY_COLUMNS",
@@ -150,13 +150,20 @@ def read_record(
     file: str | os.PathLike[str], labels_required: bool = False
 ) -> tuple[xr.Dataset, str]:
     """The validated record of ``file`` (:func:`~rankmodels.tracking.records.read_float`;
-    hand labels checked strictly only when ``labels_required``) and the reader's
+    hand labels checked strictly only when ``labels_required``) and the reader's notes, one
+    line naming the file ('' when none): its
     :class:`~rankmodels.tracking.records.InvalidLabelsWarning` about inconsistent hand labels
-    it dropped, one line naming the file ('' when none)."""
+    it dropped and :class:`~rankmodels.tracking.records.WindowStretchedWarning` about a
+    listening window it stretched."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", InvalidLabelsWarning)
+        warnings.simplefilter("always", WindowStretchedWarning)
         record = read_float(file, labels_required=labels_required)
-    notes = [str(w.message) for w in caught if issubclass(w.category, InvalidLabelsWarning)]
+    notes = [
+        str(w.message)
+        for w in caught
+        if issubclass(w.category, (InvalidLabelsWarning, WindowStretchedWarning))
+    ]
     return record, "; ".join(notes)
 
 

@@ -35,7 +35,8 @@ def position_error_km(
 
 def score_track(track: xr.Dataset, truth: xr.Dataset) -> dict[str, float]:
     """Median / 90th-percentile / max position error (km), for the track and for the forward
-    filter, and the association accuracies (fractions)."""
+    filter, and the association accuracies (fractions): ``arrivals_right`` is NaN when the
+    record holds no true arrival, ``clutter_called_clutter`` 1 when it holds no clutter."""
     err = position_error_km(track, truth)
     err_f = position_error_km(track, truth, filtered=True)
     label = truth["true_label"].values
@@ -47,7 +48,9 @@ def score_track(track: xr.Dataset, truth: xr.Dataset) -> dict[str, float]:
         "max_km": float(err.max()),
         "filtered_median_km": float(np.median(err_f)),
         "filtered_p90_km": float(np.percentile(err_f, 90)),
-        "arrivals_right": float(np.mean(assoc[true_arr] == label[true_arr])),
+        "arrivals_right": float(np.mean(assoc[true_arr] == label[true_arr]))
+        if true_arr.any()
+        else float("nan"),
         "clutter_called_clutter": float(np.mean(assoc[clutter] == CLUTTER))
         if clutter.any()
         else 1.0,

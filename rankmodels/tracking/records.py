@@ -37,6 +37,7 @@ from rankmodels.tracking.signal_model import DEFAULT_WINDOW
 
 __all__ = [
     "InvalidLabelsWarning",
+    "WindowStretchedWarning",
     "active_sources",
     "written_offsets",
     "compressed_encoding",
@@ -55,6 +56,12 @@ _DAY = np.timedelta64(86_400_000_000_000, "ns")
 class InvalidLabelsWarning(UserWarning):
     """A record's hand labels (``source_label``) are inconsistent and were dropped; only the
     ``labels`` engine needs them (pass ``labels_required=True`` to make this an error)."""
+
+
+class WindowStretchedWarning(UserWarning):
+    """A record without ``window_length`` has an arrival after the default listening window:
+    the window was stretched to the next whole minute after it (give ``window_length`` to say
+    how long the float listened)."""
 
 
 def _first(mask: np.ndarray) -> int | tuple[int, ...]:
@@ -324,13 +331,22 @@ def _check_physics(ck: _Checker, out: xr.Dataset, toa: np.ndarray) -> None:
             )
 
 
-def _fill_defaults(out: xr.Dataset, toa: np.ndarray) -> None:
+def _fill_defaults(out: xr.Dataset, toa: np.ndarray, path: PathLike | None) -> None:
     """Add the optional variables with defaults (in place): zero offsets, the default sound
-    speed, a window ending at least a minute boundary after the latest TOA, no schedule.
+    speed, a window ending at least a minute boundary after the latest TOA (a
+    :class:`WindowStretchedWarning` when that is longer than the default window), no schedule.
     ``source_drift`` stays absent when absent (its default, 0, is read where it is used:
     :func:`written_offsets`), so records without drift are written as before."""
     n_src = out.sizes["source"]
     latest = 60.0 * math.ceil(float(np.nanmax(toa)) / 60.0)
+    if "window_length" not in out and latest > DEFAULT_WINDOW:
+        note = InputError(
+            f"no window_length and an arrival at {float(np.nanmax(toa)):g} s, after the default "
+            f"{DEFAULT_WINDOW:g} s window: the window is taken as {latest:g} s",
+            path=path,
+            field="window_length",
+        )
+        warnings.warn(str(note), WindowStretchedWarning, stacklevel=3)
     defaults = {
         "source_offset": ("source", np.zeros(n_src)),
         "sound_speed": ((), DEFAULT_SOUND_SPEED),
@@ -430,7 +446,7 @@ def validate_float(
     _check_launch_and_recovery(ck, out, times)
     out = _check_fixes(ck, out, times)
     _check_physics(ck, out, toa)
-    _fill_defaults(out, toa)
+    _fill_defaults(out, toa, ck.path)
     return _check_labels(ck, out, toa, required=labels_required)
 
 
@@ -453,8 +469,11 @@ def read_float(path: PathLike, *, labels_required: bool = False) -> xr.Dataset:
     with open(path, "rb") as handle:
         head = handle.read(8)
     if not head.startswith(_NETCDF_MAGIC):
+        hint = (
+            "; CSV tables become a record with `rankmodels float import`" if _is_text(head) else ""
+        )
         raise InputError(
-            "not a readable NetCDF float record (not a NetCDF or HDF5 file)", path=path
+            f"not a readable NetCDF float record (not a NetCDF or HDF5 file{hint})", path=path
         )
     try:
         with xr.open_dataset(path, engine="netcdf4", cache=False, decode_timedelta=False) as raw:
@@ -462,7 +481,23 @@ def read_float(path: PathLike, *, labels_required: bool = False) -> xr.Dataset:
     except (OSError, ValueError, RuntimeError, KeyError, TypeError, IndexError) as err:
         reason = str(err).splitlines()[0] if str(err) else type(err).__name__
         raise InputError(f"not a readable NetCDF float record ({reason})", path=path) from None
+    if "launch_lat" not in ds and {"lat_filtered", "association"} <= set(ds.variables):
+        made_from = ds.attrs.get("source_file")
+        raise InputError(
+            "is a track written by track-float, not a float record"
+            + (f"; it was made from {made_from}" if made_from else ""),
+            path=path,
+        )
     return validate_float(ds, path=path, labels_required=labels_required)
+
+
+def _is_text(head: bytes) -> bool:
+    """Whether a file's first bytes look like text (a CSV table given instead of a record)."""
+    try:
+        text = head.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return bool(text) and all(c.isprintable() or c in "\t\r\n" for c in text)
 
 
 def compressed_encoding(ds: xr.Dataset) -> dict[Hashable, dict[str, object]]:

@@ -665,9 +665,14 @@ def _time_text(values: np.ndarray) -> list[str]:
     return [str(t) if good else "" for t, good in zip(text, ok, strict=True)]
 
 
-def _number_text(value: float) -> str:
-    """Shortest text that reads back as the same float; empty for NaN."""
-    return "" if math.isnan(value) else repr(float(value))
+def _number_text(value: float | np.floating) -> str:
+    """Shortest text that reads back as the same number in its own precision (a float32
+    ``224.75424``, not its float64 widening ``224.75424194335938``); empty for NaN."""
+    if math.isnan(value):
+        return ""
+    if isinstance(value, np.floating) and value.dtype.itemsize < 8:
+        return str(value)  # numpy prints the shortest round-tripping text of its precision
+    return repr(float(value))
 
 
 def export_tables(record: xr.Dataset, out: PathLike) -> list[str]:
@@ -679,13 +684,13 @@ def export_tables(record: xr.Dataset, out: PathLike) -> list[str]:
     written atomically; returns their names."""
     record = validate_float(record, labels_required="source_label" in record)
     folder = Path(out)
-    toa = np.asarray(record["toa"].values, dtype=float)
+    toa = np.asarray(record["toa"].values)
     n, r = toa.shape
     per_rank = {"toa": toa}
     if "source_label" in record:
         per_rank["label"] = np.asarray(record["source_label"].values)
     if "correlation" in record:
-        per_rank["correlation"] = np.asarray(record["correlation"].values, dtype=float)
+        per_rank["correlation"] = np.asarray(record["correlation"].values)
     extra = [name for name in _PER_CYCLE if name in record]
     header = ["time"]
     for kind in per_rank:
@@ -701,7 +706,7 @@ def export_tables(record: xr.Dataset, out: PathLike) -> list[str]:
                 row += [str(int(v)) if recorded[i, k] else "" for k, v in enumerate(values[i])]
             else:
                 row += [_number_text(v) if recorded[i, k] else "" for k, v in enumerate(values[i])]
-        row += [_number_text(float(record[name].values[i])) for name in extra]
+        row += [_number_text(record[name].values[i]) for name in extra]
         rows.append(row)
     _write_csv(folder / TABLE_FILES["toa"], header, rows)
 
@@ -711,8 +716,7 @@ def export_tables(record: xr.Dataset, out: PathLike) -> list[str]:
     starts = _time_text(record["source_start_time"].values)
     ends = _time_text(record["source_end_time"].values)
     source_rows = [
-        [str(name), *(_number_text(float(record[n].values[k])) for n in numbers)]
-        + [starts[k], ends[k]]
+        [str(name), *(_number_text(record[n].values[k]) for n in numbers)] + [starts[k], ends[k]]
         for k, name in enumerate(record["source"].values)
     ]
     _write_csv(folder / TABLE_FILES["sources"], columns, source_rows)
@@ -724,7 +728,7 @@ def export_tables(record: xr.Dataset, out: PathLike) -> list[str]:
                 meta.append([key, str(record.attrs["float_id"])])
         elif key in record:
             value = record[key].values
-            text = _time_text(value[None])[0] if kind == "time" else _number_text(float(value))
+            text = _time_text(value[None])[0] if kind == "time" else _number_text(value[()])
             meta.append([key, text])
     for name, value in record.attrs.items():
         if name != "float_id":
@@ -733,7 +737,7 @@ def export_tables(record: xr.Dataset, out: PathLike) -> list[str]:
     written = [TABLE_FILES[k] for k in ("toa", "sources", "meta")]
     if "fix_time" in record:
         fix_rows = [
-            [when, *(_number_text(float(record[f"fix_{n}"].values[k])) for n in FIX_COLUMNS[1:])]
+            [when, *(_number_text(record[f"fix_{n}"].values[k]) for n in FIX_COLUMNS[1:])]
             for k, when in enumerate(_time_text(record["fix_time"].values))
         ]
         _write_csv(folder / TABLE_FILES["fixes"], list(FIX_COLUMNS), fix_rows)
