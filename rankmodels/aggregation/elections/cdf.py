@@ -12,11 +12,11 @@ not counted.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from rankmodels.aggregation.elections.ballots import OVERVOTE, BallotCounter, ranking_from_marks
 from rankmodels.aggregation.elections.config import Source
+from rankmodels.aggregation.elections.jsonfile import read_json_object
 from rankmodels.aggregation.elections.names import CandidateNames
 from rankmodels.errors import InputError
 
@@ -30,11 +30,7 @@ def read_cdf(source: Source, names: CandidateNames, counter: BallotCounter) -> N
     path = source.path
     if path.suffix.lower() != ".json":
         raise InputError("only the JSON form of the Common Data Format is read", path=path)
-    try:
-        with open(path, encoding="utf-8") as handle:
-            report = json.load(handle)
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise InputError(f"not a CDF JSON record: {err}", path=path) from None
+    report = read_json_object(path, "a CDF JSON record")
     candidates: dict[str, str] = {}
     contest = None
     for election in report.get("Election", []):

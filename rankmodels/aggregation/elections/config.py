@@ -9,13 +9,13 @@ output files (``tabulateByPrecinct``, ``tabulateByBatch``, ``generateCdfJson``,
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
+from rankmodels.aggregation.elections.jsonfile import read_json_object
 from rankmodels.aggregation.elections.rules import Rules
 from rankmodels.errors import InputError
 
@@ -149,13 +149,7 @@ class Contest:
 def read_config(path: str | os.PathLike[str]) -> Contest:
     """Read the RCTab config at ``path`` (record paths relative to its folder)."""
     path = Path(path)
-    try:
-        with open(path, encoding="utf-8") as handle:
-            raw = json.load(handle)
-    except FileNotFoundError:
-        raise InputError("no such file", path=path) from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise InputError(f"not a JSON config: {err}", path=path) from None
+    raw = read_json_object(path, "a JSON config")
     reader = _Reader(path)
     return reader.contest(reader.object(raw, "the config", _TOP))
 

@@ -18,13 +18,13 @@ numbers, so memory holds one export and the distinct ballots.
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
 
 from rankmodels.aggregation.elections.ballots import BallotCounter, ranking_from_marks
 from rankmodels.aggregation.elections.config import Source
+from rankmodels.aggregation.elections.jsonfile import read_json_object
 from rankmodels.aggregation.elections.names import CandidateNames
 from rankmodels.errors import InputError
 
@@ -45,7 +45,7 @@ def read_dominion(source: Source, names: CandidateNames, counter: BallotCounter)
     codes = _candidate_codes(folder, contest, source, names)
     invalid = _invalid_condition(folder)
     for _, path in exports:
-        for i, session in enumerate(_load(path).get("Sessions") or []):
+        for i, session in enumerate(read_json_object(path, "JSON").get("Sessions") or []):
             try:
                 ballot = _ballot_data(session)
                 if ballot is None:
@@ -72,21 +72,8 @@ def read_dominion(source: Source, names: CandidateNames, counter: BallotCounter)
                 ) from None
 
 
-def _load(path: Path) -> dict[str, Any]:
-    try:
-        with open(path, encoding="utf-8-sig") as handle:
-            data = json.load(handle)
-    except FileNotFoundError:
-        raise InputError("no such file", path=path) from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise InputError(f"not JSON: {err}", path=path) from None
-    if not isinstance(data, dict):
-        raise InputError("expected a JSON object", path=path)
-    return data
-
-
 def _manifest(folder: Path, name: str) -> list[dict[str, Any]]:
-    items = _load(folder / name).get("List")
+    items = read_json_object(folder / name, "JSON").get("List")
     if not isinstance(items, list):
         raise InputError("expected a List", path=folder / name)
     return items
