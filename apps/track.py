@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 
 import click
-import matplotlib
 import numpy as np
 import xarray as xr
 
@@ -104,6 +103,8 @@ def _write_figures(
     """map.png, toa.png, diagnostics.png and the self-contained report.html
     (:func:`rankmodels.plots.run_report.write_run_report`), with the true track when ``truth``
     is given."""
+    import matplotlib  # only runs that draw pay for its import
+
     matplotlib.use("Agg")
     return write_run_report(out, record, track, summary, truth)
 

@@ -48,6 +48,9 @@ class FakePass:
     number: int
     loglik: float
 
+    def settle_progress(self) -> None:
+        """Nothing to count: a scripted pass reports no progress."""
+
 
 class Script:
     """A scripted EM: pass ``n`` returns ``logliks[n]``; M-step ``n`` returns ``steps[n]``

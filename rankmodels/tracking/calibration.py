@@ -37,8 +37,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 import numpy as np
-from scipy import stats
 
+from rankmodels.tracking.distributions import exponnorm_logpdf, norm_logpdf
 from rankmodels.tracking.model_fit import STATISTICAL_PARAMS, StatisticalModel
 from rankmodels.tracking.signal_model import SignalModel
 
@@ -474,9 +474,9 @@ def direct_path_share(residual: np.ndarray, model: SignalModel) -> np.ndarray:
     multipath mixture of :mod:`~rankmodels.tracking.signal_model` (exponentially modified
     Gaussian delays of mean ``mu_D``); NaN where both densities vanish (and for NaN)."""
     r = np.asarray(residual, dtype=float)
-    direct = np.log1p(-model.multipath) + stats.norm.logpdf(r, scale=model.sigma)
+    direct = np.log1p(-model.multipath) + norm_logpdf(r, model.sigma)
     shape = model.multipath_delay / model.sigma
-    delayed = np.log(model.multipath) + stats.exponnorm.logpdf(r, shape, scale=model.sigma)
+    delayed = np.log(model.multipath) + exponnorm_logpdf(r, shape, model.sigma)
     with np.errstate(invalid="ignore"):  # both densities 0 far out: NaN, as for NaN input
         return np.exp(direct - np.logaddexp(direct, delayed))
 

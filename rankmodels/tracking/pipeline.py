@@ -421,16 +421,58 @@ def associate(
     return out
 
 
-@dataclass
 class Pass:
     """Stages 2-4 once: the filter, the smoothed ``ensembles``, ``mean`` and ``cov``, and the
-    association."""
+    association.
 
-    filt: FilterResult
-    ensembles: np.ndarray
-    mean: np.ndarray
-    cov: np.ndarray
-    assoc: Association
+    The smoother and the association run when one of them is first read, under the run's
+    parameters (sound speed, clock and offsets, signal model, random walk) of the filter pass
+    and with the filter's generator where the filter left it, so that they equal an eager
+    pass; an EM pass that is not kept only filters (its log-likelihood is all the EM reads).
+    """
+
+    def __init__(
+        self, run: Run, filt: FilterResult, rng: np.random.Generator, progress: Progress
+    ) -> None:
+        self.filt = filt
+        self._pending: tuple | None = (run, _RunState.of(run), rng, progress)
+        self._stages: tuple[np.ndarray, np.ndarray, np.ndarray, Association] | None = None
+
+    def _complete(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, Association]:
+        if self._stages is None:
+            run, state, rng, progress = self._pending  # type: ignore[misc]
+            now = _RunState.of(run)
+            state.restore(run)
+            try:
+                ensembles, mean, cov = smooth(run, self.filt, rng)
+                self._stages = (ensembles, mean, cov, associate(run, ensembles, mean, progress))
+            finally:
+                now.restore(run)
+            self._pending = None
+        return self._stages
+
+    @property
+    def ensembles(self) -> np.ndarray:
+        return self._complete()[0]
+
+    @property
+    def mean(self) -> np.ndarray:
+        return self._complete()[1]
+
+    @property
+    def cov(self) -> np.ndarray:
+        return self._complete()[2]
+
+    @property
+    def assoc(self) -> Association:
+        return self._complete()[3]
+
+    def settle_progress(self) -> None:
+        """Count the association's progress steps now (and not when it runs, if ever)."""
+        if self._pending is not None and self._pending[3]:
+            run, state, rng, progress = self._pending
+            progress(run.n_cycles)
+            self._pending = (run, state, rng, None)
 
     @property
     def loglik(self) -> float:
@@ -439,13 +481,35 @@ class Pass:
         return float(np.sum(self.filt.loglik))
 
 
+@dataclass(frozen=True)
+class _RunState:
+    """What :meth:`_Cycles.calibrate` and :meth:`Run.use_model` change in a run."""
+
+    config: TrackConfig
+    km_per_s: float
+    shift: np.ndarray | None
+    model: SignalModel
+    dynamics: RandomWalk
+    fitted: StatisticalModel | None
+
+    @classmethod
+    def of(cls, run: Run) -> _RunState:
+        c = run.cycles
+        return cls(run.config, c.km_per_s, c.shift, c.model, run.dynamics, run.fitted)
+
+    def restore(self, run: Run) -> None:
+        run.config, run.dynamics, run.fitted = self.config, self.dynamics, self.fitted
+        run.cycles.km_per_s, run.cycles.shift, run.cycles.model = (
+            self.km_per_s, self.shift, self.model,
+        )  # fmt: skip
+
+
 def track_pass(run: Run, progress: Progress = None) -> Pass:
     """Stages 2-4 with a generator seeded ``config.seed``: every pass over the same record
-    draws the same random numbers (common random numbers for the EM iterations)."""
+    draws the same random numbers (common random numbers for the EM iterations). Stage 2 runs
+    now; stages 3-4 when first read (:class:`Pass`)."""
     rng = np.random.default_rng(run.config.seed)
-    filt = run_filter(run, rng, progress)
-    ensembles, mean, cov = smooth(run, filt, rng)
-    return Pass(filt, ensembles, mean, cov, associate(run, ensembles, mean, progress))
+    return Pass(run, run_filter(run, rng, progress), rng, progress)
 
 
 #: Most smoothed trajectories an EM pass draws (``ensemble`` caps it): the E-step averages
@@ -613,6 +677,7 @@ def calibrate(
         models.insert(first, start_stats)
     sigmas += [config.sigma] * (len(trace) - first)
     penalised: list[float] = []  # loglik + log priors, of the passes from `first` on
+    passes: list[Pass] = []  # the passes at the true sigma (never read unless kept)
 
     def score(k: int) -> float:
         return penalised[k - first]
@@ -625,6 +690,7 @@ def calibrate(
         cycles.calibrate(trace[k])
         run.use_model(models[k])
         this = track_pass(run, progress)
+        passes.append(this)
         loglik.append(this.loglik)
         penalised.append(
             this.loglik
@@ -665,6 +731,7 @@ def calibrate(
         cycles.calibrate(reduced)
         run.use_model(models[kept])
         this = track_pass(run, progress)
+        passes.append(this)
         trace.append(reduced)
         models.append(models[kept])
         sigmas.append(models[kept].signal.sigma)
@@ -676,6 +743,8 @@ def calibrate(
         )
         if score(kept) - score(len(loglik) - 1) <= MIN_GAIN:
             best, kept = this, len(loglik) - 1
+    for this in passes:
+        this.settle_progress()
     skipped = em_passes(config) - len(loglik)
     if progress and skipped > 0:
         progress(skipped * run.pass_steps)

@@ -87,9 +87,9 @@ from dataclasses import dataclass
 import numpy as np
 import xarray as xr
 from scipy.special import gammainc, ndtr
-from scipy.stats import chi2, poisson
 
 from rankmodels.tracking.calibration import direct_path_share
+from rankmodels.tracking.distributions import chi2_ppf, poisson_cdf, poisson_ppf
 from rankmodels.tracking.geometry import tangent_offsets
 from rankmodels.tracking.launch import WINDOW_DAYS
 from rankmodels.tracking.signal_model import SignalModel
@@ -251,13 +251,13 @@ def _not_computed(name: str, reason: str) -> QualityCheck:
 def count_ratio_threshold(mu: float, alpha: float, allowance: float) -> float:
     """Largest accepted ``count / mu`` for a count expected to be ``mu > 0``: the ``1 -
     alpha`` quantile of ``Poisson((1 + allowance) mu)``, over ``mu``."""
-    return float(poisson.ppf(1.0 - alpha, (1.0 + allowance) * mu)) / mu
+    return poisson_ppf(1.0 - alpha, (1.0 + allowance) * mu) / mu
 
 
 def rms_threshold(n_eff: float, alpha: float, allowance: float) -> float:
     """Largest accepted RMS of ``n_eff`` standard normal variates whose variance may be
     ``1 + allowance``: ``sqrt((1 + allowance) chi^2_{n_eff}(1 - alpha) / n_eff)``."""
-    return math.sqrt((1.0 + allowance) * float(chi2.ppf(1.0 - alpha, n_eff)) / n_eff)
+    return math.sqrt((1.0 + allowance) * chi2_ppf(1.0 - alpha, n_eff) / n_eff)
 
 
 def scan_threshold(alpha: float, scanned: int) -> float:
@@ -422,7 +422,7 @@ def _fewer_than(sources: np.ndarray, clutter_mean: np.ndarray | float, n: int) -
     ``r >= n`` values) and independent ``C ~ Poisson(clutter_mean)`` (broadcast against
     ``sources[..., 0]``)."""
     k = np.arange(n)
-    c_cdf = poisson.cdf(n - 1 - k, np.asarray(clutter_mean)[..., None])
+    c_cdf = poisson_cdf(n - 1 - k, np.asarray(clutter_mean)[..., None])
     return np.sum(sources[..., :n] * c_cdf, axis=-1)
 
 
