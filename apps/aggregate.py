@@ -492,7 +492,7 @@ def aggregate_command(
     linear extensions (see docs/aggregation.md).
     """
     if rules_config is not None or rule == "stv":
-        text, counts, contest_name = _count(
+        text, counts, contest_name, axioms = _count(
             votes,
             rule,
             rules_config,
@@ -513,7 +513,7 @@ def aggregate_command(
             from rankmodels_app.elections import write_chart
 
             refuse_to_overwrite(chart, inputs)
-            write_chart(counts, contest_name, chart)
+            write_chart(counts, contest_name, chart, axioms)
         _write(text, output, inputs, quiet)
         if chart is not None and not quiet:
             click.echo(f"wrote {chart}", err=True)
@@ -594,17 +594,20 @@ def _count(
     overvote: str,
     skipped_ranks: str,
     conventions: CvrConventions,
-) -> tuple[str, list, str]:
+) -> tuple[str, list, str, dict[str, Any]]:
     """The round report of a count by an RCTab config or by single transferable vote, the
-    counts and the contest's name."""
+    counts, the contest's name and the axiom report."""
+    from rankmodels.aggregation.elections.axioms import election_axioms
     from rankmodels.aggregation.elections.rules import Rules
     from rankmodels_app.elections import config_count, render, stv_count
 
     if rules_config is not None:
         if rule is not None:
             raise BadInput("--rules gives the rules: leave out --rule")
-        contest, counts = config_count(rules_config, votes)
-        return render(counts, contest.name, contest.info, fmt), counts, contest.name
+        contest, ballots, counts = config_count(rules_config, votes)
+        axioms = election_axioms(ballots, contest.rules, counts)
+        text = render(counts, contest.name, contest.info, fmt, axioms)
+        return text, counts, contest.name, axioms
     if seats is None:
         raise BadInput("--rule stv needs --seats")
     if len(votes) != 1:
@@ -617,8 +620,9 @@ def _count(
         decimal_places=decimal_places,
         seed=seed,
     )
-    counts = stv_count(votes[0], rules, names, format_in, conventions)
-    return render(counts, votes[0].stem, {}, fmt), counts, votes[0].stem
+    ballots, counts = stv_count(votes[0], rules, names, format_in, conventions)
+    axioms = election_axioms(ballots, rules, counts)
+    return render(counts, votes[0].stem, {}, fmt, axioms), counts, votes[0].stem, axioms
 
 
 def aggregate_main() -> None:
