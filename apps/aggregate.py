@@ -28,9 +28,9 @@ from rankmodels_app._common import (
     seed_option,
 )
 
-COUNTED_RULES = ("stv",)
-"""``--rule`` choices beside the registry's: counted round by round by the election
-tabulator (:mod:`rankmodels.aggregation.elections`), with a round report."""
+COUNTED_RULES = tuple(spec.name for spec in RULES if spec.kind == "counted")
+"""``--rule`` choices counted round by round by the election tabulator
+(:mod:`rankmodels.aggregation.elections`), printed as a round report."""
 
 # Rule options that have a command-line flag; a rule that takes one needs it, except the
 # switches.
@@ -337,7 +337,7 @@ def _optimality_lines(report: dict[str, Any]) -> list[str]:
 @click.argument("votes", nargs=-1, type=click.Path(dir_okay=False, path_type=Path))
 @click.option(
     "--rule",
-    type=click.Choice([*RULES.names, *COUNTED_RULES]),
+    type=click.Choice(RULES.names),
     default=None,
     help="Aggregation rule [default: borda, or 'scores' when --scores is given]; stv: "
     "single transferable vote with --seats, counted round by round.",
@@ -491,7 +491,7 @@ def aggregate_command(
     Ties and unranked candidates: a ballot stands for the uniform distribution over its
     linear extensions (see docs/aggregation.md).
     """
-    if rules_config is not None or rule == "stv":
+    if rules_config is not None or rule in COUNTED_RULES:
         text, counts, contest_name, axioms = _count(
             votes,
             rule,
@@ -546,8 +546,17 @@ def aggregate_command(
         max_skipped_ranks=1 if skipped_ranks == "exhaust-after-2" else None,
         contest=contest,
     )
-    with progressbar(votes.stat().st_size, f"reading {printable(votes.name)}", quiet) as bar:
-        profile = read_votes(votes, names, bar.update, format_in, conventions)
+    cast = _cast_ballots(votes, rule, format_in, names, conventions)
+    if cast is not None:  # read once, as cast: the profile and the causes from it
+        from rankmodels.aggregation.elections.as_profile import profile_of
+
+        try:
+            profile = profile_of(cast, conventions.overvote_exhausts, conventions.max_skipped_ranks)
+        except ValueError as err:
+            raise BadInput(f"{votes}: {err}") from None
+    else:
+        with progressbar(votes.stat().st_size, f"reading {printable(votes.name)}", quiet) as bar:
+            profile = read_votes(votes, names, bar.update, format_in, conventions)
     try:
         h = score_vector(rule, profile.n, k, vector)
         result = aggregate(
@@ -556,12 +565,32 @@ def aggregate_command(
     except ValueError as err:
         raise BadInput(f"{votes}: --rule {rule}: {err}") from None
     report = _report(profile, result, h, top, until_one_left)
-    if rule == "irv":
+    if cast is not None:
         from rankmodels_app.elections import inactive_causes
 
-        inactive_causes(report, votes, format_in, names, conventions)
+        inactive_causes(report, cast, conventions)
     text = json.dumps(report, indent=2) + "\n" if fmt == "json" else _text(report)
     _write(text, output, [votes], quiet, lambda: _warn_reversed(vector))
+
+
+def _cast_ballots(
+    votes: Path,
+    rule: str,
+    format_in: str,
+    names: list[str] | None,
+    conventions: CvrConventions,
+):
+    """Instant runoff on a rank-column cast-vote record: its ballots as cast (write-ins
+    where they first appear, as the profile reader names candidates); else ``None``."""
+    if rule != "irv":
+        return None
+    from rankmodels_app.elections import is_rank_column_cvr
+
+    if not is_rank_column_cvr(votes, format_in):
+        return None
+    from rankmodels.aggregation.elections.cvr_csv import read_cvr_ballots
+
+    return read_cvr_ballots(votes, names, conventions, write_ins_last=False)
 
 
 def _write(

@@ -90,19 +90,13 @@ def is_rank_column_cvr(votes: Path, format_in: str) -> bool:
 
 
 def inactive_causes(
-    report: dict[str, Any],
-    votes: Path,
-    format_in: str,
-    names: list[str] | None,
-    conventions: CvrConventions,
+    report: dict[str, Any], ballots: CastBallots, conventions: CvrConventions
 ) -> None:
-    """Add to an instant-runoff ``report`` of a rank-column cast-vote record each round's
-    exhausted ballots by cause (``inactive``: overvotes, skipped rankings, exhausted
-    choices) and ``left_out``, the ballots no round counts (no marks, or an overvote or
-    too many skipped ranks before the first candidate). Other inputs: unchanged."""
-    if not is_rank_column_cvr(votes, format_in):
-        return
-    ballots = read_cvr_ballots(votes, names, conventions)
+    """Add to an instant-runoff ``report`` of a rank-column cast-vote record (its
+    ``ballots`` as cast) each round's exhausted ballots by cause (``inactive``:
+    overvotes, skipped rankings, exhausted choices) and ``left_out``, the ballots no round
+    counts (no marks, or an overvote or too many skipped ranks before the first
+    candidate)."""
     continuing = [
         [UNDECLARED_WRITE_INS if x == WRITE_IN else x for x in r["votes"]] for r in report["rounds"]
     ]
