@@ -236,7 +236,7 @@ def _xml_parts(path: Path) -> Iterator[tuple[str, Any]]:
                     yield name, _element(elem)
                 assert root is not None
                 root.remove(elem)
-    except ET.ParseError as err:
+    except (ET.ParseError, LookupError, UnicodeError) as err:  # LookupError: an unknown encoding
         raise InputError(f"not XML: {err}", path=path) from None
     except FileNotFoundError:
         raise InputError("no such file", path=path) from None

@@ -24,7 +24,14 @@ __all__ = ["read_generic_csv"]
 
 
 def read_generic_csv(source: Source, names: CandidateNames, counter: BallotCounter) -> None:
-    """Add the ballots of the generic CSV ``source`` to ``counter``."""
+    """Add the ballots of the generic CSV ``source`` to ``counter`` (UTF-8)."""
+    try:
+        _read(source, names, counter)
+    except UnicodeDecodeError as err:
+        raise InputError(f"not UTF-8 text: {err}", path=source.path) from None
+
+
+def _read(source: Source, names: CandidateNames, counter: BallotCounter) -> None:
     path = source.path
     first_column = (source.first_vote_column or 1) - 1
     first_row = source.first_vote_row or 2
