@@ -19,7 +19,7 @@ undeclared write-ins left out):
 
 and whether each was elected. ``margin`` of a pair is ``|N[x, y] - N[y, x]| / (2 V)`` for
 the ``V`` ballots that mark any rank: the distance of ``P_{x<y}`` from 1/2 when a ballot
-reaching neither counts as a tie, as the profile report's margins are. Cost ``O(m k^2 R)``
+reaching neither counts as a tie, as the profile report's margins are. Cost ``O(m (R + k^2))``
 for ``m`` distinct ballots, ``k`` candidates, ``R`` marked ranks.
 """
 
