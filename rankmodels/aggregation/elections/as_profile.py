@@ -11,51 +11,66 @@ cause. Candidates keep the order of the cast ballots (first appearance in the fi
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 
 from rankmodels.aggregation.ballot_table import BallotTable
 from rankmodels.aggregation.cvr import WRITE_IN
 from rankmodels.aggregation.elections.ballots import OVERVOTE, UNDECLARED_WRITE_INS, CastBallots
+from rankmodels.aggregation.elections.kernels import pack
 from rankmodels.aggregation.profile import Profile
 
 __all__ = ["profile_of"]
 
 
-def _prefix(ranking, overvote_exhausts: bool, max_skipped: int | None) -> list[int]:
-    """The candidates a ballot ranks, in order, under the read-time conventions."""
-    out: list[int] = []
-    last = 0
-    for rank, marks in ranking:
-        if max_skipped is not None and rank - last > max_skipped + 1:
-            break
-        last = rank
-        if len(marks) > 1 or marks[0] == OVERVOTE:
-            if overvote_exhausts:
+@numba.njit(cache=True)
+def _prefix_keys(
+    p_start, p_rank, p_mstart, p_marks, n, overvote_exhausts, max_skipped
+):  # pragma: no cover
+    """The prefix keys (``2 x + 1`` per candidate ``x``, :mod:`.ballot_table`) of every
+    packed ballot under the read-time conventions: ``(data, offsets)``."""
+    m = p_start.shape[0] - 1
+    data = np.empty(p_mstart[-1], dtype=np.int32)
+    offsets = np.zeros(m + 1, dtype=np.int64)
+    stamp = np.zeros(n, dtype=np.int64)
+    d = 0
+    for j in range(m):
+        last = 0
+        for e in range(p_start[j], p_start[j + 1]):
+            r = p_rank[e]
+            if max_skipped >= 0 and r - last > max_skipped + 1:
                 break
-            continue
-        if marks[0] not in out:
-            out.append(marks[0])
-    return out
+            last = r
+            lo, hi = p_mstart[e], p_mstart[e + 1]
+            if hi - lo > 1 or p_marks[lo] == OVERVOTE:
+                if overvote_exhausts:
+                    break
+                continue
+            x = p_marks[lo]
+            if stamp[x] != j + 1:
+                stamp[x] = j + 1
+                data[d] = 2 * x + 1
+                d += 1
+        offsets[j + 1] = d
+    return data[:d], offsets
 
 
 def profile_of(
     ballots: CastBallots, overvote_exhausts: bool = True, max_skipped: int | None = None
 ) -> Profile:
-    """The profile of ``ballots`` (module docstring): ``O(total marks)``. ``ValueError``
-    when no ballot ranks anybody."""
-    data: list[int] = []
-    offsets = [0]
-    counts = []
-    for ranking, count in zip(ballots.rankings, ballots.counts, strict=True):
-        prefix = _prefix(ranking, overvote_exhausts, max_skipped)
-        if prefix:
-            data.extend(2 * x + 1 for x in prefix)  # the prefix keys of .ballot_table
-            offsets.append(len(data))
-            counts.append(count)
-    if not counts:
+    """The profile of ``ballots`` (module docstring), compiled over the packed ballots:
+    ``O(total marks)``. ``ValueError`` when no ballot ranks anybody."""
+    p = pack(ballots)
+    n = len(ballots.candidates)
+    data, offsets = _prefix_keys(
+        p.start, p.rank, p.mstart, p.marks, n, overvote_exhausts,
+        -1 if max_skipped is None else max_skipped,
+    )  # fmt: skip
+    if not data.size:
         raise ValueError("no ballot ranks any candidate")
     table = BallotTable()
-    ids = table.add(np.array(data, dtype=np.int32), np.array(offsets, dtype=np.int64))
-    table.count(ids, np.array(counts, dtype=np.float64))
+    ids = table.add(data, offsets)
+    ranked = np.diff(offsets) > 0  # a ballot ranking nobody is left out
+    table.count(ids, np.where(ranked, p.counts, 0).astype(np.float64))
     names = [WRITE_IN if x == UNDECLARED_WRITE_INS else x for x in ballots.candidates]
     return table.profile(names)

@@ -21,6 +21,7 @@ from rankmodels.errors import InputError
 __all__ = ["members"]
 
 _BLOCK = 1 << 20
+_TAIL = 64  # a value ending this close to the end of the text read is read again with more
 _DECODER = json.JSONDecoder()
 _SPACE = " \t\r\n"
 
@@ -74,7 +75,7 @@ class _Buffer:
                 self.block *= 2
                 self.more()
                 continue
-            if end == len(self.text) and not self.done:  # a number may go on
+            if len(self.text) - end < _TAIL and not self.done:  # a number may go on
                 self.more()
                 continue
             self.pos = end
