@@ -216,7 +216,6 @@ _register_listed(
 )
 
 
-
 def _stv(profile: Profile, opts: RuleOptions) -> Aggregation:
     from rankmodels.aggregation.elections.stv import stv
 
