@@ -28,9 +28,9 @@ from rankmodels_app._common import (
     seed_option,
 )
 
-COUNTED_RULES = ("stv",)
-"""``--rule`` choices beside the registry's: counted round by round by the election
-tabulator (:mod:`rankmodels.aggregation.elections`), with a round report."""
+COUNTED_RULES = tuple(spec.name for spec in RULES if spec.kind == "counted")
+"""``--rule`` choices counted round by round by the election tabulator
+(:mod:`rankmodels.aggregation.elections`), printed as a round report."""
 
 # Rule options that have a command-line flag; a rule that takes one needs it, except the
 # switches.
@@ -337,7 +337,7 @@ def _optimality_lines(report: dict[str, Any]) -> list[str]:
 @click.argument("votes", nargs=-1, type=click.Path(dir_okay=False, path_type=Path))
 @click.option(
     "--rule",
-    type=click.Choice([*RULES.names, *COUNTED_RULES]),
+    type=click.Choice(RULES.names),
     default=None,
     help="Aggregation rule [default: borda, or 'scores' when --scores is given]; stv: "
     "single transferable vote with --seats, counted round by round.",
@@ -491,8 +491,8 @@ def aggregate_command(
     Ties and unranked candidates: a ballot stands for the uniform distribution over its
     linear extensions (see docs/aggregation.md).
     """
-    if rules_config is not None or rule == "stv":
-        text, counts, contest_name = _count(
+    if rules_config is not None or rule in COUNTED_RULES:
+        text, counts, contest_name, axioms = _count(
             votes,
             rule,
             rules_config,
@@ -513,7 +513,7 @@ def aggregate_command(
             from rankmodels_app.elections import write_chart
 
             refuse_to_overwrite(chart, inputs)
-            write_chart(counts, contest_name, chart)
+            write_chart(counts, contest_name, chart, axioms)
         _write(text, output, inputs, quiet)
         if chart is not None and not quiet:
             click.echo(f"wrote {chart}", err=True)
@@ -546,8 +546,17 @@ def aggregate_command(
         max_skipped_ranks=1 if skipped_ranks == "exhaust-after-2" else None,
         contest=contest,
     )
-    with progressbar(votes.stat().st_size, f"reading {printable(votes.name)}", quiet) as bar:
-        profile = read_votes(votes, names, bar.update, format_in, conventions)
+    cast = _cast_ballots(votes, rule, format_in, names, conventions)
+    if cast is not None:  # read once, as cast: the profile and the causes from it
+        from rankmodels.aggregation.elections.as_profile import profile_of
+
+        try:
+            profile = profile_of(cast, conventions.overvote_exhausts, conventions.max_skipped_ranks)
+        except ValueError as err:
+            raise BadInput(f"{votes}: {err}") from None
+    else:
+        with progressbar(votes.stat().st_size, f"reading {printable(votes.name)}", quiet) as bar:
+            profile = read_votes(votes, names, bar.update, format_in, conventions)
     try:
         h = score_vector(rule, profile.n, k, vector)
         result = aggregate(
@@ -556,12 +565,32 @@ def aggregate_command(
     except ValueError as err:
         raise BadInput(f"{votes}: --rule {rule}: {err}") from None
     report = _report(profile, result, h, top, until_one_left)
-    if rule == "irv":
+    if cast is not None:
         from rankmodels_app.elections import inactive_causes
 
-        inactive_causes(report, votes, format_in, names, conventions)
+        inactive_causes(report, cast, conventions)
     text = json.dumps(report, indent=2) + "\n" if fmt == "json" else _text(report)
     _write(text, output, [votes], quiet, lambda: _warn_reversed(vector))
+
+
+def _cast_ballots(
+    votes: Path,
+    rule: str,
+    format_in: str,
+    names: list[str] | None,
+    conventions: CvrConventions,
+):
+    """Instant runoff on a rank-column cast-vote record: its ballots as cast (write-ins
+    where they first appear, as the profile reader names candidates); else ``None``."""
+    if rule != "irv":
+        return None
+    from rankmodels_app.elections import is_rank_column_cvr
+
+    if not is_rank_column_cvr(votes, format_in):
+        return None
+    from rankmodels.aggregation.elections.cvr_csv import read_cvr_ballots
+
+    return read_cvr_ballots(votes, names, conventions, write_ins_last=False)
 
 
 def _write(
@@ -594,17 +623,20 @@ def _count(
     overvote: str,
     skipped_ranks: str,
     conventions: CvrConventions,
-) -> tuple[str, list, str]:
+) -> tuple[str, list, str, dict[str, Any]]:
     """The round report of a count by an RCTab config or by single transferable vote, the
-    counts and the contest's name."""
+    counts, the contest's name and the axiom report."""
+    from rankmodels.aggregation.elections.axioms import election_axioms
     from rankmodels.aggregation.elections.rules import Rules
     from rankmodels_app.elections import config_count, render, stv_count
 
     if rules_config is not None:
         if rule is not None:
             raise BadInput("--rules gives the rules: leave out --rule")
-        contest, counts = config_count(rules_config, votes)
-        return render(counts, contest.name, contest.info, fmt), counts, contest.name
+        contest, ballots, counts = config_count(rules_config, votes)
+        axioms = election_axioms(ballots, contest.rules, counts)
+        text = render(counts, contest.name, contest.info, fmt, axioms)
+        return text, counts, contest.name, axioms
     if seats is None:
         raise BadInput("--rule stv needs --seats")
     if len(votes) != 1:
@@ -617,8 +649,9 @@ def _count(
         decimal_places=decimal_places,
         seed=seed,
     )
-    counts = stv_count(votes[0], rules, names, format_in, conventions)
-    return render(counts, votes[0].stem, {}, fmt), counts, votes[0].stem
+    ballots, counts = stv_count(votes[0], rules, names, format_in, conventions)
+    axioms = election_axioms(ballots, rules, counts)
+    return render(counts, votes[0].stem, {}, fmt, axioms), counts, votes[0].stem, axioms
 
 
 def aggregate_main() -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from rankmodels.aggregation.cvr import WRITE_IN, CvrConventions, rank_columns
+from rankmodels.aggregation.elections.axioms import axiom_lines
 from rankmodels.aggregation.elections.ballots import (
     UNDECLARED_WRITE_INS,
     CastBallots,
@@ -35,9 +36,11 @@ __all__ = [
 ]
 
 
-def config_count(config: Path, records: tuple[Path, ...]) -> tuple[Contest, list[Count]]:
+def config_count(
+    config: Path, records: tuple[Path, ...]
+) -> tuple[Contest, CastBallots, list[Count]]:
     """Count the contest of an RCTab ``config``; ``records``, when given, replace the
-    config's record paths in order."""
+    config's record paths in order. Returns the contest, its ballots and the counts."""
     contest = read_config(config)
     if records:
         if len(records) != len(contest.sources):
@@ -51,7 +54,8 @@ def config_count(config: Path, records: tuple[Path, ...]) -> tuple[Contest, list
         sources = tuple(replace(s, path=p) for s, p in zip(contest.sources, records, strict=True))
         contest = replace(contest, sources=sources)
     ballots = read_ballots(contest)
-    return contest, _tabulate(config, ballots, contest.rules, [c.name for c in contest.candidates])
+    order = [c.name for c in contest.candidates]
+    return contest, ballots, _tabulate(config, ballots, contest.rules, order)
 
 
 def stv_count(
@@ -60,9 +64,10 @@ def stv_count(
     names: list[str] | None,
     format_in: str,
     conventions: CvrConventions,
-) -> list[Count]:
+) -> tuple[CastBallots, list[Count]]:
     """Count a votes file by ``rules``: a rank-column cast-vote record is read as cast,
-    the other formats through their profile (tie groups become overvotes)."""
+    the other formats through their profile (tie groups become overvotes). Returns the
+    ballots and the counts."""
     ballots: CastBallots
     if is_rank_column_cvr(votes, format_in):
         ballots = read_cvr_ballots(votes, names, conventions)
@@ -72,7 +77,7 @@ def stv_count(
             ballots = from_profile(profile)
         except ValueError as err:
             raise BadInput(f"{votes}: {err}") from None
-    return _tabulate(votes, ballots, rules, None)
+    return ballots, _tabulate(votes, ballots, rules, None)
 
 
 def is_rank_column_cvr(votes: Path, format_in: str) -> bool:
@@ -85,19 +90,13 @@ def is_rank_column_cvr(votes: Path, format_in: str) -> bool:
 
 
 def inactive_causes(
-    report: dict[str, Any],
-    votes: Path,
-    format_in: str,
-    names: list[str] | None,
-    conventions: CvrConventions,
+    report: dict[str, Any], ballots: CastBallots, conventions: CvrConventions
 ) -> None:
-    """Add to an instant-runoff ``report`` of a rank-column cast-vote record each round's
-    exhausted ballots by cause (``inactive``: overvotes, skipped rankings, exhausted
-    choices) and ``left_out``, the ballots no round counts (no marks, or an overvote or
-    too many skipped ranks before the first candidate). Other inputs: unchanged."""
-    if not is_rank_column_cvr(votes, format_in):
-        return
-    ballots = read_cvr_ballots(votes, names, conventions)
+    """Add to an instant-runoff ``report`` of a rank-column cast-vote record (its
+    ``ballots`` as cast) each round's exhausted ballots by cause (``inactive``:
+    overvotes, skipped rankings, exhausted choices) and ``left_out``, the ballots no round
+    counts (no marks, or an overvote or too many skipped ranks before the first
+    candidate)."""
     continuing = [
         [UNDECLARED_WRITE_INS if x == WRITE_IN else x for x in r["votes"]] for r in report["rounds"]
     ]
@@ -139,8 +138,11 @@ def _tabulate(
         raise BadInput(f"{where}: {err}") from None
 
 
-def write_chart(counts: list[Count], contest: str, path: Path) -> None:
-    """The rounds as a chart at ``path``: ``.png``, or ``.html`` (chart and tables)."""
+def write_chart(
+    counts: list[Count], contest: str, path: Path, axioms: dict[str, Any] | None = None
+) -> None:
+    """The rounds as a chart at ``path``: ``.png``, or ``.html`` (chart, tables and the
+    ``axioms`` report)."""
     suffix = path.suffix.lower()
     if suffix not in (".png", ".html", ".htm"):
         raise BadInput(f"--chart {path}: expected a .png or .html file name")
@@ -151,15 +153,27 @@ def write_chart(counts: list[Count], contest: str, path: Path) -> None:
         if suffix == ".png":
             handle.write(png)
         else:
-            handle.write(rounds_html(counts, contest, png).encode("utf-8"))
+            handle.write(rounds_html(counts, contest, png, axioms).encode("utf-8"))
 
 
-def render(counts: list[Count], contest: str, info: dict[str, str], fmt: str) -> str:
+def render(
+    counts: list[Count],
+    contest: str,
+    info: dict[str, str],
+    fmt: str,
+    axioms: dict[str, Any] | None = None,
+) -> str:
     """The report of ``counts`` (several for sequential seats) in ``fmt``: ``text``,
-    ``json`` (RCTab's detailed JSON; a list for sequential seats) or ``rctab-csv``."""
+    ``json`` (RCTab's detailed JSON, a list for sequential seats, each with the
+    ``axioms`` report of the contest under the key ``axioms``) or ``rctab-csv`` (RCTab's
+    layout alone); ``text`` ends with the axiom lines."""
     if fmt == "json":
         reports = [rctab_json(c, contest, info) for c in counts]
+        if axioms is not None:
+            for report in reports:
+                report["axioms"] = axioms
         return json.dumps(reports[0] if len(reports) == 1 else reports, indent=2) + "\n"
     if fmt == "rctab-csv":
         return "\n".join(rctab_csv(c, contest, info) for c in counts)
-    return "\n".join(text_report(c, contest) for c in counts)
+    text = "\n".join(text_report(c, contest) for c in counts)
+    return text + ("" if axioms is None else "\n".join(axiom_lines(axioms)) + "\n")

@@ -242,7 +242,7 @@ def test_ess_csv_record_read_as_cast(tmp_path):
         ({"rules__tiebreakMode": "flipACoin"}, "rules.tiebreakMode"),
         ({"rules__overvoteRule": "sometimes"}, "rules.overvoteRule"),
         ({"cvrFileSources__filePath": "nowhere.xlsx"}, "cvrFileSources[0].filePath"),
-        ({"cvrFileSources__provider": "genericCsv"}, "cvrFileSources[0].provider"),
+        ({"cvrFileSources__provider": "unisyn"}, "cvrFileSources[0].provider"),
         ({"rules__maxSkippedRanksAllowed": "-1"}, "rules.maxSkippedRanksAllowed"),
     ],
 )

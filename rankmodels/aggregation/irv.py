@@ -367,13 +367,14 @@ def smith_irv(profile: Profile, max_ties: int = DEFAULT_MAX_TIES) -> Aggregation
     return result
 
 
-def majority_components(profile: Profile) -> list[list[int]]:
+def majority_components(profile: Profile | np.ndarray) -> list[list[int]]:
     """The candidates split into the strongly connected components of the relation
     ``P_{x<y} >= P_{y<x}`` ("not beaten by"), best first: every member of a component
     beats every member of a later one by a strict majority. The first is the Smith set.
-    Margins within :data:`.condorcet.MARGIN_TOL` count as ties."""
-    P = profile.pairwise
-    reach = transitive_closure((P - P.T >= -MARGIN_TOL) | np.eye(profile.n, dtype=bool))
+    Margins within :data:`.condorcet.MARGIN_TOL` count as ties. ``profile``: a profile or
+    its ``(n, n)`` pairwise matrix ``P``."""
+    P = profile if isinstance(profile, np.ndarray) else profile.pairwise
+    reach = transitive_closure((P - P.T >= -MARGIN_TOL) | np.eye(P.shape[0], dtype=bool))
     above = (reach.T & ~reach).sum(axis=1)  # candidates in higher components
     return [np.flatnonzero(above == k).tolist() for k in np.unique(above)]
 

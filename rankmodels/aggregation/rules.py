@@ -22,8 +22,8 @@ from rankmodels.registry import Registry
 
 __all__ = ["RULES", "RuleOptions", "RuleSpec", "aggregate", "rules_table", "score_vector"]
 
-RuleKind = Literal["positional", "distance", "condorcet", "runoff"]
-OPTION_NAMES = ("k", "scores", "max_exact", "batch_elimination")
+RuleKind = Literal["positional", "distance", "condorcet", "runoff", "counted"]
+OPTION_NAMES = ("k", "scores", "max_exact", "batch_elimination", "seats", "seed")
 """Options a rule may take (:attr:`RuleSpec.options`); the others must be left unset."""
 
 
@@ -31,14 +31,17 @@ OPTION_NAMES = ("k", "scores", "max_exact", "batch_elimination")
 class RuleOptions:
     """Settings handed to a rule: ``k`` (k-approval), ``scores`` (the custom vector, first
     place first), ``max_exact`` (Kemeny's largest exact component, ``None`` = default),
-    ``batch_elimination`` (instant runoff) and ``max_ties``, the cap on listed optimal
-    rankings (every rule)."""
+    ``batch_elimination`` (instant runoff), ``seats`` and ``seed`` (single transferable
+    vote: seats to fill, seed of the tie-breaking draws) and ``max_ties``, the cap on
+    listed optimal rankings (every rule)."""
 
     k: int | None = None
     scores: Sequence[float] | None = None
     max_exact: int | None = None
     batch_elimination: bool | None = None
     max_ties: int = DEFAULT_MAX_TIES
+    seats: int | None = None
+    seed: int | None = None
 
 
 @dataclass(frozen=True)
@@ -47,8 +50,9 @@ class RuleSpec:
 
     ``solve(profile, options)`` runs it; ``kind`` is ``positional`` (sorts by a score
     vector, then ``vector(n, options)`` gives it), ``distance`` (minimises an expected
-    distance), ``condorcet`` (reads only the pairwise majorities) or ``runoff`` (eliminates
-    candidates round by round); ``options`` are the
+    distance), ``condorcet`` (reads only the pairwise majorities), ``runoff`` (eliminates
+    candidates round by round) or ``counted`` (counted as a tabulator counts an election,
+    one outcome of seeded tie-breaks); ``options`` are the
     :class:`RuleOptions` fields it takes besides ``max_ties``; ``counts_ties_exactly`` is
     True when ``n_optimal`` is always exact, False when it can be only a lower bound (then
     ``count_limit`` says when).
@@ -212,6 +216,29 @@ _register_listed(
 )
 
 
+def _stv(profile: Profile, opts: RuleOptions) -> Aggregation:
+    from rankmodels.aggregation.elections.stv import stv
+
+    if opts.seats is None:
+        raise ValueError("rule 'stv' needs seats")
+    return stv(profile, opts.seats, 0 if opts.seed is None else opts.seed)
+
+
+RULES.register(
+    RuleSpec(
+        "stv",
+        "single transferable vote for `seats` (Droop quota, fractional surplus transfer, as "
+        "RCTab counts); ranking = winners in order of election, then by when they went out",
+        "counted",
+        _stv,
+        False,
+        ("seats", "seed"),
+        count_limit="at least 1: one outcome of the tie-breaks drawn from `seed`, not every "
+        "tie-breaking",
+    )
+)
+
+
 def score_vector(
     rule: str, n: int, k: int | None = None, scores: Sequence[float] | None = None
 ) -> np.ndarray | None:
@@ -230,23 +257,27 @@ def aggregate(
     max_ties: int = DEFAULT_MAX_TIES,
     max_exact: int | None = None,
     batch_elimination: bool | None = None,
+    seats: int | None = None,
+    seed: int | None = None,
 ) -> Aggregation:
     """Consensus ranking(s) of ``profile`` under ``rule`` (a name in :data:`RULES`).
 
     ``k`` is the number of approved positions for ``k-approval``; ``scores`` the custom
     score vector (position 1 first) for rule ``scores``; ``max_exact`` the largest Kemeny
     component solved exactly (default 20); ``batch_elimination`` makes instant runoff drop
-    every candidate that cannot catch up at once; ``max_ties`` caps the listed optimal
+    every candidate that cannot catch up at once; ``seats`` and ``seed`` are single
+    transferable vote's seats and tie-break seed; ``max_ties`` caps the listed optimal
     rankings. An option the rule does not take is an error.
     """
     spec = RULES[rule]
     if max_ties < 1:
         raise ValueError(f"max_ties must be at least 1, got {max_ties}")
-    given = (k, scores, max_exact, batch_elimination)
+    given = (k, scores, max_exact, batch_elimination, seats, seed)
     for option, value in zip(OPTION_NAMES, given, strict=True):
         if value is not None and option not in spec.options:
             raise ValueError(f"rule {rule!r} takes no {option}")
-    return spec.solve(profile, RuleOptions(k, scores, max_exact, batch_elimination, max_ties))
+    options = RuleOptions(k, scores, max_exact, batch_elimination, max_ties, seats, seed)
+    return spec.solve(profile, options)
 
 
 def rules_table() -> str:

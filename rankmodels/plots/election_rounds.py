@@ -10,7 +10,9 @@ sequence (one count per seat) gets one panel per seat.
 The page (:func:`rounds_html`) is one self-contained HTML file: the chart as an embedded
 PNG, then per count the table of votes by round (candidates by first-round votes, then
 the inactive ballots by cause, the threshold) and who was elected or eliminated in each
-round. Names are escaped; nothing is loaded from elsewhere.
+round; with an axiom report, the Condorcet and majority winners and losers, the Smith set
+(each with whether it was elected) and the head-to-head counts. Names are escaped;
+nothing is loaded from elsewhere.
 """
 
 from __future__ import annotations
@@ -19,9 +21,11 @@ import html
 import io
 import re
 from decimal import Decimal
+from typing import Any
 
 from matplotlib.figure import Figure
 
+from rankmodels.aggregation.elections.axioms import axiom_lines
 from rankmodels.aggregation.elections.ballots import UNDECLARED_WRITE_INS
 from rankmodels.aggregation.elections.report import INACTIVE
 from rankmodels.aggregation.elections.tabulator import Count
@@ -166,8 +170,28 @@ def _table(count: Count) -> str:
     return "\n".join(lines)
 
 
-def rounds_html(counts: list[Count], contest: str, png: bytes) -> str:
-    """The self-contained page of ``counts``: the chart ``png`` and the round tables."""
+def _axioms(report: dict[str, Any]) -> str:
+    """The axiom report (:func:`~rankmodels.aggregation.elections.axioms.election_axioms`):
+    its lines, then the head-to-head table."""
+    lines = axiom_lines(report)
+    items = "".join(f"<li>{_e(line.strip())}</li>" for line in lines[1:])
+    rows = "".join(
+        f'<tr><th>{_e(p["x"])} vs {_e(p["y"])}</th><td class="num">{p["x_over_y"]:,}</td>'
+        f'<td class="num">{p["y_over_x"]:,}</td></tr>'
+        for p in report["pairwise"]
+    )
+    return (
+        f"<h2>Axioms</h2><p>{_e(lines[0])}</p><ul>{items}</ul>"
+        f"<table><tr><th>head to head</th><th>first over second</th>"
+        f"<th>second over first</th></tr>{rows}</table>"
+    )
+
+
+def rounds_html(
+    counts: list[Count], contest: str, png: bytes, axioms: dict[str, Any] | None = None
+) -> str:
+    """The self-contained page of ``counts``: the chart ``png``, the round tables and,
+    when given, the ``axioms`` report."""
     parts = [f"<h1>{_e(contest)}</h1>"]
     total = counts[0].total if counts else 0
     parts.append(
@@ -181,4 +205,6 @@ def rounds_html(counts: list[Count], contest: str, png: bytes) -> str:
         seat = f"Seat {i + 1}: " if len(counts) > 1 else ""
         parts.append(f"<h2>{seat}winners: {winners or 'none'}</h2>")
         parts.append(_table(count))
+    if axioms is not None:
+        parts.append(_axioms(axioms))
     return html_document(contest, "\n".join(parts))

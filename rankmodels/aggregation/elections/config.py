@@ -21,7 +21,7 @@ from rankmodels.errors import InputError
 
 __all__ = ["PROVIDERS", "Candidate", "Contest", "Source", "read_config"]
 
-PROVIDERS = ("ess", "cdf", "dominion", "clearBallot", "hart")
+PROVIDERS = ("ess", "cdf", "dominion", "clearBallot", "hart", "genericCsv")
 """CVR providers with a reader (RCTab's names)."""
 
 _TOP = {"tabulatorVersion", "outputSettings", "cvrFileSources", "candidates", "rules"}

@@ -38,8 +38,10 @@ def read_cvr_ballots(
     path: str | os.PathLike[str],
     candidates: Sequence[str] | None = None,
     conventions: CvrConventions | None = None,
+    write_ins_last: bool = True,
 ) -> CastBallots:
-    """The ballots of the rank-column record at ``path``, as cast."""
+    """The ballots of the rank-column record at ``path``, as cast; undeclared write-ins
+    are the last candidate, or with ``write_ins_last`` False where they first appear."""
     path = Path(path)
     conv = conventions or CvrConventions()
     skipped = {m.strip().casefold() for m in ("", *conv.skipped)}
@@ -131,7 +133,8 @@ def read_cvr_ballots(
         if not increasing:  # two columns of one rank: marks merged at their rank
             marked = ranking_from_marks((rank, xs[0]) for rank, xs in marked)
         counter.add(marked, count * times)
-    if UNDECLARED_WRITE_INS in code and code[UNDECLARED_WRITE_INS] != len(names) - 1:
+    last = len(names) - 1
+    if write_ins_last and UNDECLARED_WRITE_INS in code and code[UNDECLARED_WRITE_INS] != last:
         return _write_ins_last(counter.ballots(names))
     return counter.ballots(names)
 

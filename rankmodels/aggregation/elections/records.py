@@ -8,6 +8,7 @@ from rankmodels.aggregation.elections.clear_ballot import read_clear_ballot
 from rankmodels.aggregation.elections.config import Contest
 from rankmodels.aggregation.elections.dominion import read_dominion
 from rankmodels.aggregation.elections.ess import read_ess
+from rankmodels.aggregation.elections.generic_csv import read_generic_csv
 from rankmodels.aggregation.elections.hart import read_hart
 from rankmodels.aggregation.elections.names import CandidateNames
 
@@ -28,6 +29,8 @@ def read_ballots(contest: Contest) -> CastBallots:
             read_dominion(source, names, counter)
         elif source.provider == "hart":
             read_hart(source, names, counter)
+        elif source.provider == "genericCsv":
+            read_generic_csv(source, names, counter)
         else:
             read_cdf(source, names, counter)
     return counter.ballots(names.names)

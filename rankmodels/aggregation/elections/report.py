@@ -96,9 +96,10 @@ def rctab_json(count: Count, contest: str, info: dict[str, str] | None = None) -
 
 
 def _percent(votes: Decimal, total: Decimal) -> str:
-    """A share as RCTab prints it: truncated to two decimals, at least one shown."""
+    """A share as RCTab prints it: truncated to two decimals, at least one shown; nothing
+    when no ballot counts."""
     if total == 0:
-        return "0.0%"
+        return ""
     share = (votes * 100 / total).quantize(Decimal("0.01"), rounding="ROUND_DOWN")
     text = f"{share.normalize():f}"
     return f"{text}%" if "." in text else f"{text}.0%"
