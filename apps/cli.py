@@ -36,6 +36,11 @@ _SUBCOMMANDS = {
         "simulate_float",
         "Simulate a RAFOS float on the DIMES source array, launched where DIMES float 767 was.",
     ),
+    "simulate-experiment": (
+        "rankmodels_app.experiment",
+        "simulate_experiment",
+        "Replay the DIMES experiment: simulate its floats on the real metadata in METADATA.",
+    ),
     "ltr": ("rankmodels_app.ltr", "ltr_group", "Learning to rank on LETOR / SVMlight files."),
     "mallows": (
         "rankmodels_app.mallows",

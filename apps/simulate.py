@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from rankmodels.errors import InputError
-from rankmodels.tracking.records import write_float
+from rankmodels.tracking.records import write_float, write_truth
 from rankmodels.tracking.simulate import (
     FLOAT767_DAYS,
     MAX_DAYS,
@@ -30,9 +30,7 @@ from rankmodels_app._common import (
     reports_bad_input,
     seed_option,
 )
-
-#: Option names of the :class:`Mismatch` fields that are not spelled alike.
-_OPTION_NAMES = {"clock_drift": "float-drift", "clock_offset": "float-clock-offset"}
+from rankmodels_app.sim_options import bad_setting, make_folder, signal_options, signal_spec
 
 #: Longest ``--name`` (bytes): NAME_truth.nc and its temporary twin must fit in a file name.
 MAX_NAME_BYTES = 200
@@ -98,27 +96,7 @@ def _plain_name(ctx: click.Context, param: click.Parameter, value: str | None) -
     show_default=True,
     help="Float clock ahead of true time at launch (s)  [-600 <= x <= 600].",
 )
-@click.option(
-    "--true-sound-speed",
-    type=float,
-    default=None,
-    help="Speed (m/s) the signals travel at; the record keeps its nominal sound_speed  "
-    "[default: the nominal; 1400 <= x <= 1600].",
-)
-@click.option(
-    "--offset-error",
-    type=float,
-    default=0.0,
-    show_default=True,
-    help="Std (s) of the errors of the written source_offset values  [0 <= x <= 60].",
-)
-@click.option(
-    "--multipath",
-    type=float,
-    default=0.0,
-    show_default=True,
-    help="Fraction of source arrivals delayed by Uniform(10, 60) s  [0 <= x < 1].",
-)
+@signal_options
 @click.option(
     "--source-drift",
     type=float,
@@ -170,6 +148,10 @@ def simulate_float(
     fix_until: float | None,
     fix_error: float,
     lost: bool,
+    sigma: float,
+    p_detect: float,
+    p_detect_far: float,
+    clutter_rate: float,
     **mismatch: float | None,
 ) -> None:
     """Simulate a RAFOS float on the DIMES source array, launched where DIMES float 767 was.
@@ -180,13 +162,13 @@ def simulate_float(
     data/float767.nc and data/float767_truth.nc are `rankmodels simulate-float --out data
     --name float767 --float-drift 0.02 --true-sound-speed 1470 --offset-error 1 --multipath
     0.02`. --fix-every adds GPS fixes at surfacings, --lost leaves out the recovery fix,
-    --source-drift makes the sources' clocks drift (stated in the record).
+    --source-drift makes the sources' clocks drift (stated in the record). --sigma,
+    --p-detect, --p-detect-far and --clutter-rate set the signals (defaults: the sample's).
     """
     try:
         departure = Mismatch(**mismatch)
     except InputError as err:
-        option = "--" + _OPTION_NAMES.get(err.field or "", (err.field or "").replace("_", "-"))
-        raise BadInput(f"{option}: {err.message}") from None
+        raise bad_setting(err) from None
     if not (math.isfinite(source_drift) and abs(source_drift) <= 1.0):
         raise BadInput(f"--source-drift: expected a number in [-1, 1] s/day, got {source_drift!r}")
     schedule = None
@@ -197,16 +179,14 @@ def simulate_float(
             raise BadInput(f"--fix-{err.field}: {err.message}") from None
     elif fix_until is not None:
         raise BadInput("--fix-until: needs --fix-every")
-    try:  # before the work: a bad --out fails at once
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise BadInput(f"{out}: --out: cannot create the folder ({err.strerror})") from None
+    make_folder(out)
     name = name or simulated_float_id(trajectory, seed, days)
     with progressbar(simulation_steps(days, trajectory), "Simulating", quiet) as bar:
         record, truth = dimes_float767(
             seed,
             days=days,
             trajectory=trajectory,
+            spec=signal_spec(sigma, p_detect, p_detect_far, clutter_rate),
             mismatch=departure,
             progress=bar.update,
             fixes=schedule,
@@ -216,15 +196,7 @@ def simulate_float(
     with atomic_path(out / f"{name}.nc") as tmp:
         write_float(record, tmp)
     with atomic_path(out / f"{name}_truth.nc") as tmp:
-        truth.to_netcdf(
-            tmp,
-            engine="netcdf4",
-            encoding={
-                name: {"zlib": True}
-                for name in ("true_label", "lat", "lon", "multipath_delay")
-                if name in truth
-            },
-        )
+        write_truth(truth, tmp)
     fixes = f", {count(record.sizes['fix'], 'fix', 'fixes')}" if "fix_time" in record else ""
     click.echo(
         f"wrote {out / f'{name}.nc'} and {out / f'{name}_truth.nc'} "

@@ -44,6 +44,7 @@ __all__ = [
     "read_float",
     "validate_float",
     "write_float",
+    "write_truth",
 ]
 
 PathLike = str | os.PathLike[str]
@@ -518,6 +519,14 @@ def write_float(ds: xr.Dataset, path: PathLike) -> None:
     compressed NetCDF4 float record at ``path``."""
     ds = validate_float(ds, labels_required="source_label" in ds)
     ds.to_netcdf(os.fspath(path), engine="netcdf4", encoding=compressed_encoding(ds))
+
+
+def write_truth(truth: xr.Dataset, path: PathLike) -> None:
+    """Write the truth of a simulated record (``schema.TRUTH``) as NetCDF4 at ``path``, its
+    per-cycle arrays compressed."""
+    per_cycle = ("true_label", "lat", "lon", "multipath_delay")
+    encoding = {name: {"zlib": True} for name in per_cycle if name in truth}
+    truth.to_netcdf(os.fspath(path), engine="netcdf4", encoding=encoding)
 
 
 def active_sources(record: xr.Dataset) -> np.ndarray:

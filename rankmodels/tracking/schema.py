@@ -394,6 +394,14 @@ TRUTH = FileFormat(
             units="s",
         ),
         Variable(
+            "source_drift",
+            ("source",),
+            "real",
+            "true source clock drift",
+            "only in an experiment replay (simulate-experiment); the record states the table's",
+            units="s day-1",
+        ),
+        Variable(
             "multipath_delay",
             ("cycle", "source"),
             "real",
