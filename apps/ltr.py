@@ -168,8 +168,9 @@ def _training_options(f: F) -> F:
             default="linear",
             show_default=True,
             help="linear (L-BFGS), mlp (tanh hidden layers, Adam), boost "
-            "(listwise gradient boosting of regression trees or single features) or rerank (the --base model's "
-            "scores re-ranked by cosine-similarity kernels, dissertation eq. 2.20).",
+            "(listwise gradient boosting of regression trees or single features) or rerank "
+            "(the --base model's scores re-ranked by cosine-similarity kernels, "
+            "dissertation eq. 2.20).",
         ),
         click.option(
             "--normalise",

@@ -244,7 +244,7 @@ for _spec in (
     LossSpec("bregman", "NDCG-consistent Bregman surrogate (dissertation ch. 3)", bregman_loss),
     LossSpec(
         "bregman_mix",
-        "mixture of the three Bregman surrogates, weights normalised, and its scale (dissertation 3.5)",
+        "mixture of the three Bregman surrogates: normalised weights, a scale (dissertation 3.5)",
         bregman_mixture_loss,
     ),
 ):

@@ -250,9 +250,7 @@ def pirank_loss(
         if not defined[b] or m == 0:
             continue
         kk = m if k is None else min(k, m)
-        P, backward = relaxed_topk(
-            batch.scores[b, :m], tau, kk, block_size, level_ratio, level_k
-        )
+        P, backward = relaxed_topk(batch.scores[b, :m], tau, kk, block_size, level_ratio, level_k)
         ub, db = u[b, :m], d[:kk]
         if straight_through:
             value[b] = 1.0 - ub[orders[b, :kk]] @ db
