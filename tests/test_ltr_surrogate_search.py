@@ -5,7 +5,6 @@ objectives with a known maximiser, and eqs. 3.25-3.26 end to end on synthetic qu
 from __future__ import annotations
 
 import json
-import math
 
 import numpy as np
 import pytest
