@@ -25,13 +25,19 @@ from rankmodels.ltr.model_io import MODEL_KINDS, AnyRanker, ranker_to_dict, read
 from rankmodels.ltr.query_norm import NORMALISATIONS, NormalisedRanker, normalise_queries
 from rankmodels.ltr.rerank import L2_GRID, fit_reranker
 from rankmodels.ltr.splits import holdout_split, kfold_indices
-from rankmodels.ltr.surrogate_search import SurrogateSearch, best_surrogate, mixture_options
+from rankmodels.ltr.surrogate_search import (
+    SEARCHES,
+    SurrogateSearch,
+    best_surrogate,
+    mixture_options,
+)
 from rankmodels.ltr.train import (
     TrainingError,
     check_learnable,
     fit_linear_ranker,
     ridge_ranker,
 )
+from rankmodels.ltr.weak_learners import WEAK_LEARNERS
 from rankmodels_app._common import (
     BadInput,
     NumberRange,
@@ -162,8 +168,9 @@ def _training_options(f: F) -> F:
             default="linear",
             show_default=True,
             help="linear (L-BFGS), mlp (tanh hidden layers, Adam), boost "
-            "(listwise gradient boosting of regression trees) or rerank (the --base model's "
-            "scores re-ranked by cosine-similarity kernels, dissertation eq. 2.20).",
+            "(listwise gradient boosting of regression trees or single features) or rerank "
+            "(the --base model's scores re-ranked by cosine-similarity kernels, "
+            "dissertation eq. 2.20).",
         ),
         click.option(
             "--normalise",
@@ -177,6 +184,12 @@ def _training_options(f: F) -> F:
             "--hidden",
             metavar="W1[,W2...]",
             help=_knob_help("mlp: hidden layer widths", fit_mlp_ranker, "hidden"),
+        ),
+        click.option(
+            "--weak-learner",
+            type=click.Choice(WEAK_LEARNERS),
+            help="boost: regression trees, or single features x_k chosen by the exhaustive "
+            "argmax of dissertation eq. 3.18 (section 3.6; a linear ranker).  [default: tree]",
         ),
         click.option(
             "--max-depth",
@@ -212,8 +225,16 @@ def _training_options(f: F) -> F:
             "--surrogate-search",
             "search_evals",
             type=click.IntRange(1, 1000),
-            help="with --loss bregman_mix: choose its weights alpha on validation queries "
-            "(dissertation 3.5) by this many fits (the simplex grid, then Nelder-Mead).",
+            help="with --loss bregman_mix: choose its weights alpha in [0,1]^3 (their sum is "
+            "the surrogate's scale) on validation queries (dissertation 3.5) by this many fits.",
+        ),
+        click.option(
+            "--search",
+            "search_method",
+            type=click.Choice(SEARCHES),
+            help="How --surrogate-search chooses alpha: the finest grid on [0,1]^3 that the "
+            "fits allow (section 3.5.1), or pattern search from section 3.6's five starts.  "
+            "[default: grid]",
         ),
         click.option(
             "--l2",
@@ -250,6 +271,7 @@ class _Recipe:
     max_iter: int
     seed: int
     search_evals: int | None
+    search_method: str
     cutoff: int
     source: Path
     mlp: dict[str, object]
@@ -281,7 +303,9 @@ class _Recipe:
         return best_surrogate(
             lambda weights: self._fit(train, valid, weights, progress),
             lambda ranker: ranker.ndcg(valid, self.cutoff),
+            method=self.search_method,
             max_evals=self.search_evals,
+            seed=self.seed,
         )
 
     def _fit(
@@ -356,12 +380,14 @@ def _model_knobs(
     kind: str,
     base: str,
     hidden: str | None,
+    weak_learner: str | None,
     max_depth: int | None,
     min_leaf: int | None,
     shrinkage: float | None,
 ) -> tuple[dict[str, object], dict[str, object]]:
-    """The library keywords of ``--hidden`` (mlp) and ``--max-depth``, ``--min-leaf``,
-    ``--shrinkage`` (boost), refused for a model that has no such knob."""
+    """The library keywords of ``--hidden`` (mlp) and ``--weak-learner``, ``--max-depth``,
+    ``--min-leaf``, ``--shrinkage`` (boost), refused for a model that has no such knob
+    (single-feature learners have no depth or leaves)."""
     trained = {kind, base} if kind == "rerank" else {kind}
     what = f"--model {kind}" + (f" --base {base}" if kind == "rerank" else "")
     mlp: dict[str, object] = {}
@@ -377,23 +403,36 @@ def _model_knobs(
         if not all(1 <= w <= 10_000 for w in widths):
             raise BadInput(f"--hidden: layer widths must be in 1 .. 10000, got {hidden!r}")
         mlp["hidden"] = widths
-    knobs = {"max_depth": max_depth, "min_leaf": min_leaf, "shrinkage": shrinkage}
+    knobs = {
+        "weak_learner": weak_learner,
+        "max_depth": max_depth,
+        "min_leaf": min_leaf,
+        "shrinkage": shrinkage,
+    }
     trees = {name: value for name, value in knobs.items() if value is not None}
     if trees and "boost" not in trained:
         flag = "--" + next(iter(trees)).replace("_", "-")
-        raise BadInput(f"{flag}: only boost grows trees, not {what}")
+        raise BadInput(f"{flag}: only boost has weak learners, not {what}")
+    if weak_learner == "feature" and (max_depth is not None or min_leaf is not None):
+        flag = "--max-depth" if max_depth is not None else "--min-leaf"
+        raise BadInput(f"{flag}: only trees have it, not --weak-learner feature")
     return mlp, trees
 
 
-def _check_search(search_evals: int | None, loss: str, opts: dict[str, object]) -> None:
-    """``--surrogate-search`` needs ``--loss bregman_mix`` and chooses its weights itself."""
+def _check_search(
+    search_evals: int | None, method: str | None, loss: str, opts: dict[str, object]
+) -> None:
+    """``--surrogate-search`` needs ``--loss bregman_mix`` and chooses its weights and scale
+    itself; ``--search`` needs ``--surrogate-search``."""
     if search_evals is None:
+        if method is not None:
+            raise BadInput("--search: chooses how --surrogate-search N searches; give that too")
         return
     if loss != "bregman_mix":
         raise BadInput(
             f"--surrogate-search: searches the weights of --loss bregman_mix, not {loss}"
         )
-    fixed = sorted(set(opts) & set(SURROGATES))
+    fixed = sorted(set(opts) & {*SURROGATES, "scale"})
     if fixed:
         raise BadInput(f"--surrogate-search: chooses {', '.join(fixed)} itself; drop that --option")
 
@@ -441,11 +480,13 @@ def ltr_train(
     kind: str,
     normalise: str,
     hidden: str | None,
+    weak_learner: str | None,
     max_depth: int | None,
     min_leaf: int | None,
     shrinkage: float | None,
     base: str,
     search_evals: int | None,
+    search_method: str | None,
     l2: float,
     max_iter: int,
     valid: Path | None,
@@ -465,9 +506,9 @@ def ltr_train(
     spec = LOSSES[loss]
     opts = _parse_options(options, spec)
     _check_anneal(kind, anneal)
-    _check_search(search_evals, loss, opts)
+    _check_search(search_evals, search_method, loss, opts)
     stages = _parse_anneal(anneal, spec, opts)
-    knobs = _model_knobs(kind, base, hidden, max_depth, min_leaf, shrinkage)
+    knobs = _model_knobs(kind, base, hidden, weak_learner, max_depth, min_leaf, shrinkage)
     if output is not None:
         refuse_to_overwrite(output, [data] + ([valid] if valid else []))
     letor = normalise_queries(_read(data), normalise)
@@ -490,7 +531,19 @@ def ltr_train(
     check_learnable(train, data)
     ridge = ridge_ranker(train)
     recipe = _Recipe(
-        kind, base, loss, opts, stages, l2, max_iter, seed, search_evals, cutoff, data, *knobs
+        kind,
+        base,
+        loss,
+        opts,
+        stages,
+        l2,
+        max_iter,
+        seed,
+        search_evals,
+        search_method or "grid",
+        cutoff,
+        data,
+        *knobs,
     )
     with progressbar(recipe.steps, f"training {loss} {kind}", quiet) as bar:
         model, search = recipe.fit(train, valid_data, bar.update)
@@ -646,11 +699,13 @@ def ltr_crossval(
     kind: str,
     normalise: str,
     hidden: str | None,
+    weak_learner: str | None,
     max_depth: int | None,
     min_leaf: int | None,
     shrinkage: float | None,
     base: str,
     search_evals: int | None,
+    search_method: str | None,
     l2: float,
     max_iter: int,
     folds: int,
@@ -664,16 +719,28 @@ def ltr_crossval(
     spec = LOSSES[loss]
     opts = _parse_options(options, spec)
     _check_anneal(kind, anneal)
-    _check_search(search_evals, loss, opts)
+    _check_search(search_evals, search_method, loss, opts)
     stages = _parse_anneal(anneal, spec, opts)
-    knobs = _model_knobs(kind, base, hidden, max_depth, min_leaf, shrinkage)
+    knobs = _model_knobs(kind, base, hidden, weak_learner, max_depth, min_leaf, shrinkage)
     letor = normalise_queries(_read(data), normalise)
     n_queries = letor.lengths.shape[0]
     if folds > n_queries:
         raise BadInput(f"--folds {folds} is more than the {n_queries} queries of {data}")
     values, alphas = [], []
     recipe = _Recipe(
-        kind, base, loss, opts, stages, l2, max_iter, seed, search_evals, cutoff, data, *knobs
+        kind,
+        base,
+        loss,
+        opts,
+        stages,
+        l2,
+        max_iter,
+        seed,
+        search_evals,
+        search_method or "grid",
+        cutoff,
+        data,
+        *knobs,
     )
     with progressbar(folds * recipe.steps, f"crossval {loss} {kind}", quiet) as bar:
         for train_idx, test_idx in kfold_indices(n_queries, folds, seed):

@@ -30,6 +30,11 @@ CASES = [
         "pirank",
         {"tau": 0.9, "k": 2, "block_size": 3, "level_ratio": 0.5, "straight_through": False},
     ),
+    (
+        "pirank",
+        {"tau": 0.7, "k": 1, "block_size": (3, 2), "level_k": 1, "straight_through": False},
+    ),
+    ("pirank", {"tau": 0.7, "k": 1, "block_size": 4, "level_k": (2, 1), "straight_through": False}),
     ("ranknet", {}),
     ("lambdarank", {}),
     ("lambdarank", {"k": 3, "discount": "sinkprop"}),
@@ -38,6 +43,8 @@ CASES = [
     ("bregman", {"surrogate": "square"}),
     ("bregman", {"surrogate": "cross_entropy", "c": 0.5}),
     ("bregman", {"surrogate": "qnorm"}),
+    ("bregman", {"surrogate": "qnorm", "scale": 0.4}),
+    ("bregman", {"surrogate": "cross_entropy", "c": 0.5, "scale": 3.0}),
 ]
 LENGTHS = (7, 1, 5, 6, 4)
 

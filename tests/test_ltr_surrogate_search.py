@@ -1,11 +1,10 @@
 """Best-surrogate estimation: the mixture surrogate by its definition and NDCG
-consistency, the simplex grid by enumeration, the derivative-free search on objectives
-with a known maximiser, and eqs. 3.25-3.26 end to end on synthetic queries."""
+consistency, the grid on [0, 1]^d by enumeration, the grid and pattern searches on
+objectives with a known maximiser, and eqs. 3.25-3.26 end to end on synthetic queries."""
 
 from __future__ import annotations
 
 import json
-import math
 
 import numpy as np
 import pytest
@@ -17,9 +16,12 @@ from rankmodels.ltr.letor import format_letor, read_letor
 from rankmodels.ltr.splits import holdout_split
 from rankmodels.ltr.surrogate_search import (
     best_surrogate,
+    box_grid,
+    grid_resolution,
     mixture_options,
-    search_simplex,
-    simplex_grid,
+    pattern_search,
+    pattern_starts,
+    search_box,
 )
 from rankmodels.ltr.synthetic import synthetic_letor
 from rankmodels.ltr.train import fit_linear_ranker
@@ -63,32 +65,74 @@ def test_the_mixture_minimiser_orders_by_gain(seed):
     np.testing.assert_array_equal(np.argsort(-res.x), np.argsort(-rel))
 
 
-@pytest.mark.parametrize(("dim", "resolution"), [(1, 3), (2, 4), (3, 2), (3, 5), (4, 3)])
-def test_simplex_grid_is_every_lattice_point(dim, resolution):
-    grid = simplex_grid(dim, resolution)
-    brute = {c for c in np.ndindex(*(resolution + 1,) * dim) if sum(c) == resolution}
-    assert grid.shape == (math.comb(resolution + dim - 1, dim - 1), dim)
+@pytest.mark.parametrize(("dim", "resolution"), [(1, 3), (2, 4), (3, 1), (3, 2), (4, 3)])
+def test_box_grid_is_every_lattice_point_but_zero(dim, resolution):
+    grid = box_grid(dim, resolution)
+    brute = {c for c in np.ndindex(*(resolution + 1,) * dim) if any(c)}
+    assert grid.shape == ((resolution + 1) ** dim - 1, dim)
     assert {tuple(np.rint(g * resolution).astype(int)) for g in grid} == brute
-    np.testing.assert_allclose(grid.sum(axis=1), 1.0)
-    assert np.all(grid[:dim].max(axis=1) == 1.0)  # the vertices come first
+    np.testing.assert_array_equal(grid[:dim], np.eye(dim))  # the single surrogates first
+    np.testing.assert_array_equal(grid[dim if dim > 1 else 0], np.ones(dim))  # then all ones
 
 
-def test_search_refines_beyond_the_grid_towards_a_known_maximum():
-    target = np.array([0.15, 0.6, 0.25])  # not a grid point
-    search = search_simplex(lambda a: -float(np.sum((a - target) ** 2)), 3, max_evals=40)
-    grid_best = max(-np.sum((g - target) ** 2) for g in simplex_grid(3, 2))
-    assert len(search.trace) <= 40
-    assert search.value > grid_best
-    assert np.abs(search.alpha - target).max() < 0.05
+@pytest.mark.parametrize(("dim", "evals", "r"), [(3, 6, 1), (3, 7, 1), (3, 25, 1), (3, 26, 2)])
+def test_grid_resolution_is_the_finest_that_fits(dim, evals, r):
+    assert grid_resolution(dim, evals) == r
+    search = search_box(lambda a: 0.0, dim, max_evals=evals)
+    assert len(search.trace) == min(evals, (r + 1) ** dim - 1)
+
+
+@pytest.mark.parametrize("target", [[0.3, 0.55, 0.8], [0.9, 0.1, 0.45]])
+def test_pattern_search_converges_on_a_quadratic(target):
+    """Interior maximiser of a concave quadratic: compass search ends within its mesh."""
+    target = np.array(target)
+    search = search_box(
+        lambda a: -float(np.sum((a - target) ** 2)), 3, method="pattern", max_evals=300, seed=1
+    )
+    assert len(search.trace) <= 300
+    assert np.abs(search.alpha - target).max() < 1 / 32
     assert search.value == max(v for _, v in search.trace)
-    np.testing.assert_allclose(search.alpha.sum(), 1.0)
+    # each of the five starts of section 3.6 is evaluated
+    starts = pattern_starts(3, 1)
+    tried = np.array([a for a, _ in search.trace])
+    assert all(np.any(np.all(tried == s, axis=1)) for s in starts)
+
+
+def test_pattern_search_steps_by_the_compass_rule():
+    """From 0.5 on a line with the maximum at 0.8: poll +0.25 (better: 0.75, step doubles
+    to 0.5), +0.5 leaves the box, -0.5 worse, halve: +0.25 out, -0.25 worse, ..."""
+    seen = []
+
+    def f(a):
+        seen.append(float(a[0]))
+        return -abs(float(a[0]) - 0.8)
+
+    x, fx = pattern_search(f, np.array([0.5]), step=0.25, min_step=0.1)
+    assert seen[:4] == [0.5, 0.75, 0.25, 1.0]
+    assert x[0] == pytest.approx(0.75) and fx == pytest.approx(-0.05)
 
 
 def test_search_finds_a_vertex_of_a_piecewise_constant_objective():
     """NDCG-like: constant pieces, best when the second weight dominates."""
-    search = search_simplex(lambda a: float(np.argmax(a) == 1), 3, max_evals=6)
-    assert len(search.trace) == 6 and search.value == 1.0 and np.argmax(search.alpha) == 1
-    assert search_simplex(lambda a: 0.0, 3, max_evals=2).trace[0][0].tolist() == [1, 0, 0]
+    for method in ("grid", "pattern"):
+        search = search_box(lambda a: float(np.argmax(a) == 1), 3, method=method, max_evals=12)
+        assert search.value == 1.0 and np.argmax(search.alpha) == 1
+    assert search_box(lambda a: 0.0, 3, max_evals=2).trace[0][0].tolist() == [1, 0, 0]
+
+
+def test_mixture_options_scale_the_dictionary_as_psi_alpha():
+    """psi_alpha = sum_i alpha_i psi_i: phi_alpha(s) = sum_i alpha_i phi_i(s / |alpha|), so
+    alpha = e_i is psi_i itself and 2 alpha is a different surrogate."""
+    rng = np.random.default_rng(3)
+    S, R = rng.normal(size=(2, 5)), rng.integers(0, 3, size=(2, 5)).astype(float)
+    alpha = np.array([0.2, 0.5, 0.7])
+    mix = bregman_mixture_loss(S, R, **mixture_options(alpha)).value
+    parts = [bregman_loss(S / alpha.sum(), R, surrogate=name).value for name in SURROGATES]
+    np.testing.assert_allclose(mix, sum(a * p for a, p in zip(alpha, parts, strict=True)))
+    single = bregman_mixture_loss(S, R, **mixture_options(np.array([0.0, 1.0, 0.0])))
+    np.testing.assert_allclose(single.value, bregman_loss(S, R, surrogate="square").value)
+    double = bregman_mixture_loss(S, R, **mixture_options(2 * alpha)).value
+    assert np.abs(double - mix).max() > 1e-3
 
 
 def test_best_surrogate_end_to_end_picks_the_validation_best():
@@ -100,9 +144,9 @@ def test_best_surrogate_end_to_end_picks_the_validation_best():
         fitted.append(options)
         return fit_linear_ranker(train, "bregman_mix", options=options, max_iter=30)
 
-    ranker, search = best_surrogate(fit, lambda r: r.ndcg(valid), max_evals=9)
-    assert len(fitted) == len(search.trace) == 9
-    assert set(fitted[0]) == set(SURROGATES)
+    ranker, search = best_surrogate(fit, lambda r: r.ndcg(valid), max_evals=7)
+    assert len(fitted) == len(search.trace) == 7
+    assert set(fitted[0]) == {*SURROGATES, "scale"}
     assert ranker.ndcg(valid) == search.value == max(v for _, v in search.trace)
     single = [
         fit_linear_ranker(train, "bregman", options={"surrogate": s}, max_iter=30)
@@ -149,9 +193,15 @@ def test_cli_crossval_reports_alpha_per_fold(tmp_path):
     result = _cli(*args, "--model", "boost", "--max-iter", 5, "--format", "json", "-q")
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout)
-    assert len(summary["alpha"]) == 3 and set(summary["alpha"][0]) == set(SURROGATES)
+    assert len(summary["alpha"]) == 3 and set(summary["alpha"][0]) == {*SURROGATES, "scale"}
     text = _cli(*args[:-1], 2, "--max-iter", 5, "-q")
     assert text.exit_code == 0 and text.stdout.count(" alpha ") == 3
+    pattern = _cli(*args[:-1], 9, "--search", "pattern", "--max-iter", 5, "--format", "json")
+    assert pattern.exit_code == 0, pattern.output
+    for alpha in json.loads(pattern.stdout)["alpha"]:
+        weights = [alpha[name] for name in SURROGATES]
+        assert min(weights) >= 0 and max(weights) <= 1
+        assert alpha["scale"] == pytest.approx(sum(weights))
 
 
 @pytest.mark.parametrize(
@@ -160,6 +210,7 @@ def test_cli_crossval_reports_alpha_per_fold(tmp_path):
         (["--loss", "softrank"], "searches the weights of --loss bregman_mix, not softrank"),
         (["--loss", "bregman_mix", "--option", "square=2"], "chooses square itself"),
         (["--loss", "bregman_mix", "--option", "square=-1"], "mixture weights must be"),
+        (["--loss", "bregman_mix", "--option", "scale=2"], "chooses scale itself"),
     ],
 )
 def test_cli_search_bad_input(tmp_path, extra, fragment):
@@ -169,3 +220,14 @@ def test_cli_search_bad_input(tmp_path, extra, fragment):
     result = _cli("train", path, "--surrogate-search", 3, *extra)
     assert result.exit_code == 2 and "Traceback" not in result.output
     assert len(result.stderr.strip().splitlines()) == 1 and fragment in result.stderr
+
+
+def test_cli_search_method_needs_the_search(tmp_path):
+    data, _ = synthetic_letor(12, 3, docs=(4, 6), seed=7)
+    path = tmp_path / "train.txt"
+    path.write_text(format_letor(data))
+    result = _cli("train", path, "--loss", "bregman_mix", "--search", "pattern")
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert result.stderr.strip() == (
+        "Error: --search: chooses how --surrogate-search N searches; give that too"
+    )

@@ -1,5 +1,6 @@
 """Listwise functional gradient boosting (dissertation chapter 3, Algorithm 1) with
-regression-tree weak learners, shrinkage, backtracking line search and early stopping.
+regression-tree or single-feature weak learners, shrinkage, backtracking line search and
+early stopping.
 
 The ranking function is additive, ``f = sum_t alpha_t h_t``, started at ``f = 0``. With the
 empirical risk over the ``B`` training queries
@@ -10,10 +11,12 @@ empirical risk over the ``B`` training queries
 Friedman's gradient boosting, so that the step sizes do not shrink with ``B``; for a
 Bregman surrogate ``grad_s loss_b = grad psi*(s_b) - r~_b``, so ``d_1`` is
 ``r~ - grad psi*(0)`` per document, Algorithm 1's initialisation up to its sign), round
-``t`` fits a regression tree ``h_t`` to ``d_t`` by least squares -- the tree whose
-predictions best align with ``d_t``, a greedy version of eq. 3.18's maximal
-``<d_t, h> / ||h||`` -- and steps along the **negative** gradient (the dissertation prints
-the step along ``+grad``, which ascends the risk):
+``t`` fits a weak learner ``h_t`` to ``d_t``: with ``weak_learner="tree"`` a regression
+tree by least squares -- the tree whose predictions best align with ``d_t``, a greedy
+version of eq. 3.18's maximal ``<d_t, h> / ||h||`` (section 3.6.4) --, with ``"feature"``
+the single feature ``+-x_k`` of eq. 3.18's exhaustive argmax (section 3.6;
+:mod:`rankmodels.ltr.weak_learners`) -- and steps along the **negative** gradient (the
+dissertation prints the step along ``+grad``, which ascends the risk):
 
     alpha_t = eta <d_t, h_t> / ||h_t||^2     (eta = ``shrinkage``; = eta for mean leaves),
 
@@ -29,13 +32,15 @@ relaxed value). After every round the validation NDCG@k is measured; the ensembl
 back to the best round, stopping after ``patience`` rounds without improvement (without
 validation data a random ``valid_fraction`` of the training queries is held out).
 
-Trees split raw features (monotone transforms do not change them): no standardisation.
+Trees split raw features (monotone transforms do not change them) and single-feature
+learners use them as they are (eq. 3.18 divides by ``||h||``): no standardisation.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -46,6 +51,7 @@ from rankmodels.ltr.models import mean_ndcg
 from rankmodels.ltr.splits import holdout_split
 from rankmodels.ltr.train import TrainingError, check_learnable
 from rankmodels.ltr.trees import Tree, fit_tree, quantile_edges
+from rankmodels.ltr.weak_learners import WEAK_LEARNERS, FeatureLearner, fit_feature_learner
 
 __all__ = ["ARMIJO", "BoostedRanker", "fit_boosted_ranker"]
 
@@ -55,7 +61,7 @@ ARMIJO = 1e-4
 
 @dataclass(frozen=True)
 class BoostedRanker:
-    """``score(x) = sum_t tree_t(x)`` (each tree's leaves already times its step).
+    """``score(x) = sum_t tree_t(x)`` (each weak learner already times its step).
 
     ``train_loss``: the training risk ``J`` at the start (after ``f_0`` when there is
     one) and after each boosting round run (including those cut back by early
@@ -63,7 +69,7 @@ class BoostedRanker:
     ``gains_start``: the first tree is the start ``f_0`` (module docstring).
     """
 
-    trees: tuple[Tree, ...]
+    trees: tuple[Tree | FeatureLearner, ...]
     train_loss: tuple[float, ...] = ()
     valid_ndcg: tuple[float, ...] = ()
     gains_start: bool = False
@@ -95,13 +101,17 @@ def fit_boosted_ranker(
     patience: int = 30,
     valid_fraction: float = 0.2,
     k: int = 10,
+    weak_learner: str = "tree",
     seed: int | np.random.Generator = 0,
     progress: Callable[[int], None] | None = None,
 ) -> BoostedRanker:
-    """Boost ``loss`` (module docstring); ``progress`` gets 1 per round and the rest when
-    stopping early, ``n_trees`` in all."""
+    """Boost ``loss`` (module docstring) with ``weak_learner`` ``"tree"`` (``max_depth``,
+    ``min_leaf``, ``max_bins``) or ``"feature"``; ``progress`` gets 1 per round and the
+    rest when stopping early, ``n_trees`` (rounds) in all."""
     if n_trees < 1 or patience < 1 or max_halvings < 0:
         raise ValueError("n_trees and patience must be >= 1, max_halvings >= 0")
+    if weak_learner not in WEAK_LEARNERS:
+        raise ValueError(f"weak_learner must be one of {WEAK_LEARNERS}, got {weak_learner!r}")
     if not 0 < shrinkage <= 1:
         raise ValueError(f"shrinkage must be in (0, 1], got {shrinkage}")
     if valid is None and data.lengths.shape[0] > 1 and valid_fraction > 0:
@@ -119,17 +129,27 @@ def fit_boosted_ranker(
 
     mask = data.mask
     docs = data.features[mask]
-    edges = quantile_edges(docs, max_bins)
+    fit_learner: Callable[[np.ndarray], Tree | FeatureLearner] = (
+        partial(fit_feature_learner, docs)
+        if weak_learner == "feature"
+        else partial(
+            fit_tree,
+            docs,
+            edges=quantile_edges(docs, max_bins),
+            max_depth=max_depth,
+            min_leaf=min_leaf,
+        )
+    )
     monitor = valid if valid is not None and valid.lengths.shape[0] else data
     s = np.zeros(data.relevance.shape)
     value, grad = risk(s)
     if not np.isfinite(value):
         raise TrainingError(f"the {loss} objective is not finite at zero scores ({opts})")
 
-    def boosting_round() -> tuple[Tree, np.ndarray, float, np.ndarray] | None:
-        """Tree fitted to the pseudo-residuals, Armijo-backtracked; None: no descent."""
+    def boosting_round() -> tuple[Tree | FeatureLearner, np.ndarray, float, np.ndarray] | None:
+        """Learner fitted to the pseudo-residuals, Armijo-backtracked; None: no descent."""
         direction = -grad[mask]
-        tree = fit_tree(docs, direction, edges, max_depth, min_leaf)
+        tree = fit_learner(direction)
         h = np.zeros_like(s)
         h[mask] = tree.predict(docs)
         along = float(direction @ h[mask])  # <d, h> = ||h||^2 for mean leaves
@@ -143,11 +163,11 @@ def fit_boosted_ranker(
             step /= 2
         return None
 
-    trees: list[Tree] = []
+    trees: list[Tree | FeatureLearner] = []
     first = boosting_round()
     if first is None:  # no descent from tied scores: start by ordering on the gains
         gains = -LOSSES["bregman"].function(s, data.relevance, data.lengths).grad
-        trees.append(fit_tree(docs, gains[mask], edges, max_depth, min_leaf).scaled(shrinkage))
+        trees.append(fit_learner(gains[mask]).scaled(shrinkage))
         s[mask] = trees[0].predict(docs)
         value, grad = risk(s)
         if progress is not None:

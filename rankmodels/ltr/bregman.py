@@ -25,6 +25,19 @@ with an order-preserving gradient (a convex combination of order-preserving maps
 again strongly NDCG-consistent. The dictionary is mixed through the conjugates -- linear
 in ``alpha`` and in closed form, as section 3.5.1 wants -- rather than as
 ``sum_i alpha_i psi_i``, whose conjugate has no closed form for the q-norm.
+
+Scale (sections 2.4.1, 3.6.3: "the multiplicative factor in psi is significant"): option
+``scale = beta > 0`` takes the surrogate of ``beta psi``. As ``(beta psi)*(s) =
+beta psi*(s / beta)``,
+
+    phi_beta(s, r) = beta phi(s / beta, r),     grad_s phi_beta(s, r) = grad psi*(s / beta) - r~,
+
+minimised at ``beta grad psi(r~)``: the same ordering, but a fitted ranker (boosted with a
+finite number of steps, or l2-penalised) changes with ``beta``. For the cross-entropy
+surrogate ``beta`` multiplies ``c``. The weights ``alpha in [0, 1]^d`` of section 3.5.1
+(``psi = sum_i alpha_i psi_i``, not normalised) are ``scale = sum_i alpha_i`` with the
+normalised weights ``alpha / sum_i alpha_i``: then ``psi_{lambda alpha} = lambda psi_alpha``
+and ``alpha = e_i`` is ``psi_i`` itself, as in the dissertation.
 """
 
 from __future__ import annotations
@@ -48,13 +61,15 @@ def _norm(x: np.ndarray, p: np.ndarray) -> np.ndarray:
 
 
 def _target(
-    batch: RaggedBatch, surrogate: str, c: float, gain: str, discount: object
+    batch: RaggedBatch, surrogate: str, c: float, scale: float, gain: str, discount: object
 ) -> np.ndarray:
     """``r~ = G(r) / ||G(r)||_D`` ``(B, n)`` (eq. 3.2) after checking the options."""
     if surrogate not in SURROGATES:
         raise ValueError(f"surrogate must be one of {SURROGATES}, got {surrogate!r}")
     if not c > 0:
         raise ValueError(f"c must be positive, got {c}")
+    if not 0 < scale < np.inf:
+        raise ValueError(f"scale must be positive and finite, got {scale}")
     return ndcg_weights(batch, None, gain, discount)[0]
 
 
@@ -65,14 +80,16 @@ def bregman_loss(
     *,
     surrogate: str = "square",
     c: float = 1.0,
+    scale: float = 1.0,
     gain: str = "exp2m1",
     discount: str | np.ndarray = "log2",
 ) -> LossResult:
-    """The Bregman surrogate ``phi(s, r)`` of eq. 3.28 (value >= 0) and its gradient."""
+    """The Bregman surrogate of ``scale * psi``, ``scale * phi(s / scale, r)`` with
+    ``phi`` of eq. 3.28 (value >= 0), and its gradient ``grad phi(s / scale)``."""
     batch = ragged_batch(scores, relevance, lengths)
     mask = batch.mask
-    rt = _target(batch, surrogate, c, gain, discount)
-    s = np.where(mask, batch.scores, 0.0)
+    rt = _target(batch, surrogate, c, scale, gain, discount)
+    s = np.where(mask, batch.scores, 0.0) / scale
     if surrogate == "square":
         value = ((rt - s / 2.0) ** 2).sum(axis=1)
         grad = s / 2.0 - rt
@@ -90,7 +107,7 @@ def bregman_loss(
         value = _norm(rt, q) ** 2 + ns**2 / 4.0 - (s * rt).sum(axis=1)
         dual = 0.5 * safe[:, None] ** (2.0 - p[:, None]) * np.abs(s) ** (p[:, None] - 1.0)
         grad = np.where(ns[:, None] > 0, dual * np.sign(s), 0.0) - rt
-    return batch.result(value, grad)
+    return batch.result(scale * value, grad)
 
 
 def bregman_mixture_loss(
@@ -102,12 +119,14 @@ def bregman_mixture_loss(
     square: float = 1.0,
     qnorm: float = 1.0,
     c: float = 1.0,
+    scale: float = 1.0,
     gain: str = "exp2m1",
     discount: str | np.ndarray = "log2",
 ) -> LossResult:
-    """``phi_alpha = sum_i alpha_i phi_{psi_i}`` over the dictionary (module docstring), the
-    weights ``alpha`` (``cross_entropy``, ``square``, ``qnorm``; >= 0, not all 0)
-    normalised to sum 1; ``c`` is the cross-entropy surrogate's scale."""
+    """``phi_alpha = scale sum_i alpha_i phi_{psi_i}(s / scale)`` over the dictionary
+    (module docstring), the weights ``alpha`` (``cross_entropy``, ``square``, ``qnorm``;
+    >= 0, not all 0) normalised to sum 1; ``c`` is the cross-entropy surrogate's constant,
+    ``scale`` the overall scale ``beta`` of ``psi_alpha``."""
     weights = {"cross_entropy": cross_entropy, "square": square, "qnorm": qnorm}
     if not all(0 <= w < np.inf for w in weights.values()) or sum(weights.values()) <= 0:
         raise ValueError(f"mixture weights must be finite, >= 0 and not all 0, got {weights}")
@@ -116,7 +135,14 @@ def bregman_mixture_loss(
         (
             weight / total,
             bregman_loss(
-                scores, relevance, lengths, surrogate=name, c=c, gain=gain, discount=discount
+                scores,
+                relevance,
+                lengths,
+                surrogate=name,
+                c=c,
+                scale=scale,
+                gain=gain,
+                discount=discount,
             ),
         )
         for name, weight in weights.items()
@@ -133,14 +159,16 @@ def bregman_minimiser(
     *,
     surrogate: str = "square",
     c: float = 1.0,
+    scale: float = 1.0,
     gain: str = "exp2m1",
     discount: str | np.ndarray = "log2",
 ) -> np.ndarray:
-    """Scores ``grad psi(r~)`` minimising :func:`bregman_loss` (``-inf`` for zero gain under
-    the cross-entropy surrogate); they sort documents by gain (NDCG consistency)."""
+    """Scores ``scale * grad psi(r~)`` minimising :func:`bregman_loss` (``-inf`` for zero
+    gain under the cross-entropy surrogate); they sort documents by gain (NDCG
+    consistency)."""
     rel = relevance
     batch = ragged_batch(np.zeros(np.shape(np.asarray(rel, dtype=float))), rel, lengths)
-    rt = _target(batch, surrogate, c, gain, discount)
+    rt = _target(batch, surrogate, c, scale, gain, discount)
     if surrogate == "square":
         out = 2.0 * rt
     elif surrogate == "cross_entropy":
@@ -151,4 +179,4 @@ def bregman_minimiser(
         nr = _norm(rt, q)
         safe = np.where(nr > 0, nr, 1.0)
         out = 2.0 * safe[:, None] ** (2.0 - q[:, None]) * np.abs(rt) ** (q[:, None] - 1.0)
-    return batch.per_item(np.where(batch.mask, out, 0.0))
+    return batch.per_item(np.where(batch.mask, scale * out, 0.0))

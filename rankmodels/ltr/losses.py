@@ -61,7 +61,8 @@ class LossOption:
     """One keyword option of a loss.
 
     ``kind`` is the type a ``KEY=VALUE`` text parses to (``bool``, ``int``, ``float`` or
-    ``str``; ``object`` for options only the library can pass, e.g. a random generator);
+    ``str``; ``object`` for options only the library can pass, e.g. a random generator;
+    an ``int`` option that also accepts a ``tuple`` parses ``1,2,3`` to one);
     ``accepts`` the types a library call may pass; ``optional`` whether ``None`` is
     allowed; ``words`` the allowed strings of a ``str`` option.
     """
@@ -78,6 +79,8 @@ class LossOption:
         """What the option takes, for messages and docs."""
         names = {bool: "true or false", int: "an integer", float: "a finite number", str: "a word"}
         text = names.get(self.kind, "a value only the library can pass")
+        if self.kind is int and tuple in self.accepts:
+            text = "an integer or comma-separated integers"
         if self.words:
             text = "one of " + ", ".join(self.words)
         return f"{text} (or none)" if self.optional else text
@@ -95,7 +98,11 @@ class LossOption:
             try:
                 value = int(raw)
             except ValueError:
-                pass
+                if tuple in self.accepts and "," in raw:
+                    try:
+                        value = tuple(int(v) for v in raw.split(","))
+                    except ValueError:
+                        pass
         elif self.kind is float:
             try:
                 value = float(raw)
@@ -124,7 +131,7 @@ class LossOption:
 def _accepted(annotation: object) -> tuple[tuple[type, ...], bool]:
     """The types an annotation (``float``, ``int | None``, ``str | np.ndarray``) admits."""
     args = typing.get_args(annotation) or (annotation,)
-    types = tuple(a for a in args if a is not type(None))
+    types = tuple(typing.get_origin(a) or a for a in args if a is not type(None))
     accepts = tuple(t for a in types for t in _ISINSTANCE.get(a, (a,)))
     return accepts, len(types) < len(args)
 
@@ -237,7 +244,7 @@ for _spec in (
     LossSpec("bregman", "NDCG-consistent Bregman surrogate (dissertation ch. 3)", bregman_loss),
     LossSpec(
         "bregman_mix",
-        "mixture of the three Bregman surrogates, weights normalised (dissertation 3.5)",
+        "mixture of the three Bregman surrogates: normalised weights, a scale (dissertation 3.5)",
         bregman_mixture_loss,
     ),
 ):

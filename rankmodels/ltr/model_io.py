@@ -8,7 +8,8 @@ of ``weights``):
 * ``mlp``: ``hidden`` (layer widths), ``params`` (flat, :class:`~rankmodels.ltr.models.MLP`
   layout), ``feature_mean``, ``feature_scale``;
 * ``boost``: ``trees``, each ``{"feature", "threshold", "left", "right", "value"}`` node lists
-  (:class:`~rankmodels.ltr.trees.Tree`);
+  (:class:`~rankmodels.ltr.trees.Tree`) or, for single-feature weak learners,
+  ``{"feature": k, "weight": w}`` (:class:`~rankmodels.ltr.weak_learners.FeatureLearner`);
 * ``rerank``: ``base`` (a linear, mlp or boost model object as above), ``kernels`` (names of
   :data:`~rankmodels.ltr.rerank.KERNELS`), ``weights`` (one per kernel) and ``l2``
   (:class:`~rankmodels.ltr.rerank.RerankedRanker`).
@@ -35,6 +36,7 @@ from rankmodels.ltr.models import MLP, LinearRanker, Ranker
 from rankmodels.ltr.query_norm import NORMALISATIONS, NormalisedRanker
 from rankmodels.ltr.rerank import KERNELS, RerankedRanker
 from rankmodels.ltr.trees import Tree
+from rankmodels.ltr.weak_learners import FeatureLearner
 
 __all__ = ["MODEL_KINDS", "n_features_of", "ranker_from_dict", "ranker_to_dict", "read_ranker"]
 
@@ -60,7 +62,9 @@ def ranker_to_dict(ranker: AnyRanker, n_features: int) -> dict[str, Any]:
         }
     if isinstance(ranker, BoostedRanker):
         trees = [
-            {
+            {"feature": t.feature, "weight": t.weight}
+            if isinstance(t, FeatureLearner)
+            else {
                 "feature": t.feature.tolist(),
                 "threshold": [None if np.isnan(v) else float(v) for v in t.threshold],
                 "left": t.left.tolist(),
@@ -116,9 +120,18 @@ def _standardisation(spec: dict, path: Path, n: int) -> tuple[np.ndarray, np.nda
     return mean, scale
 
 
-def _tree(node: object, path: Path, where: str, n_features: int) -> Tree:
+def _tree(node: object, path: Path, where: str, n_features: int) -> Tree | FeatureLearner:
     if not isinstance(node, dict):
         raise InputError("must be an object of node lists", path=path, field=where)
+    if "weight" in node:
+        k, w = node.get("feature"), node["weight"]
+        if not (isinstance(k, int) and not isinstance(k, bool) and 0 <= k < n_features):
+            raise InputError(
+                f"must be in 0 .. {n_features - 1}", path=path, field=f"{where}.feature"
+            )
+        if isinstance(w, bool) or not isinstance(w, int | float) or not np.isfinite(w):
+            raise InputError("must be a finite number", path=path, field=f"{where}.weight")
+        return FeatureLearner(k, float(w))
     feature = _array(node, "feature", path, None, int, where)
     m = feature.shape[0]
     raw = node.get("threshold")

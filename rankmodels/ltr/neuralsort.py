@@ -15,10 +15,15 @@ the loss is ``1 - DCG_hat@k / IDCG@k``.
 ``1 - NDCG@k`` of the sorted scores while the gradient is the relaxed one.
 
 *Multi-level (divide and conquer)*: for long lists, split the items into blocks of at most
-``block_size``, relax-sort each block and keep its top ``min(k, block)`` rows, concatenate
-the relaxed top values ``y = P_c s_c`` and relax-sort them again (recursively), so that
-``P_hat = Q [blockdiag(P_c)]`` costs ``O(k n + block * n)`` instead of ``O(n^2)``
-(PiRank section 3.2, appendix B, eqs. 19-23). The sorts at height ``j = 1 .. d`` (``1``:
+``b_1`` items, relax-sort each block and keep its top ``min(k_1, block)`` rows, concatenate
+the relaxed top values ``y = P_c s_c`` and relax-sort them again -- in blocks of ``b_2``
+keeping ``k_2`` rows, and so on --, the last sort keeping ``k``, so that
+``P_hat = Q [blockdiag(P_c)]`` costs ``O(k n + b_1 n)`` instead of ``O(n^2)`` (PiRank
+section 3.2, appendix B, eqs. 19-23). The block size ``b_j`` and rows kept ``k_j`` of height
+``j`` are per level (``block_size`` and ``level_k``: one integer for every level, or a
+sequence whose last entry repeats for the levels beyond it; ``k_j`` defaults to ``k``);
+each needs ``k <= k_j < b_j``, so that every level shrinks the list and the top ``k``
+survive in the ``tau -> 0`` limit. The sorts at height ``j = 1 .. d`` (``1``:
 the blocks of the scores, ``d``: the last sort) have temperatures increasing with height,
 ``tau_1 <= ... <= tau_d = tau`` (appendix B, eq. 19; its limit ``tau -> 0`` lowers
 ``tau_1`` first, then ``tau_2``, ...): here ``tau_j = tau * level_ratio^(d - j)`` with
@@ -28,6 +33,7 @@ the blocks of the scores, ``d``: the last sort) have temperatures increasing wit
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable
 
 import numpy as np
@@ -69,54 +75,110 @@ def _neuralsort_vjp(s: np.ndarray, tau: float, P: np.ndarray, gP: np.ndarray) ->
     return (coef @ gZ - (cz * sg.sum(axis=1) + sg @ cz)) / tau
 
 
-def relaxed_levels(n: int, k: int, block_size: int | None) -> int:
+PerLevel = int | tuple[int, ...]
+"""One integer for every level, or one per level (the last repeating)."""
+
+
+def _per_level(value: PerLevel | None, name: str) -> tuple[int, ...] | None:
+    """``value`` as a tuple of positive integers, one per level (None stays None)."""
+    if value is None:
+        return None
+    levels = (value,) if isinstance(value, numbers.Integral) else tuple(value)
+    if not levels or not all(
+        isinstance(v, numbers.Integral) and not isinstance(v, bool) and v >= 1 for v in levels
+    ):
+        raise ValueError(f"{name} must be a positive integer or a list of them, got {value!r}")
+    return tuple(int(v) for v in levels)
+
+
+def _levels(
+    k: int | None, block_size: PerLevel | None, level_k: PerLevel | None
+) -> tuple[tuple[int, ...] | None, tuple[int, ...]]:
+    """Per-level block sizes and rows kept, checked: ``k <= k_j < b_j`` at every level
+    (module docstring)."""
+    sizes = _per_level(block_size, "block_size")
+    keeps = _per_level(level_k, "level_k")
+    if sizes is None:
+        if keeps is not None:
+            raise ValueError("level_k needs block_size (the multi-level relaxation)")
+        return None, (1,)
+    keeps = keeps or (k or 0,)
+    pairs = [(_at(sizes, j), _at(keeps, j)) for j in range(max(len(sizes), len(keeps)))]
+    if k is None or not all(k <= kj < b for b, kj in pairs):
+        raise ValueError(
+            "block_size needs a cut-off k below it, with k <= level_k < block_size at every "
+            f"level; got k={k}, block_size={block_size}, level_k={level_k}"
+        )
+    return sizes, keeps
+
+
+def _at(values: tuple[int, ...], j: int) -> int:
+    """The entry of level ``j`` (0-based), the last one repeating."""
+    return values[min(j, len(values) - 1)]
+
+
+def relaxed_levels(
+    n: int, k: int, block_size: PerLevel | None, level_k: PerLevel | None = None
+) -> int:
     """The height ``d`` of the multi-level relaxation of ``n`` items (1: one NeuralSort)."""
-    if block_size is None or n <= block_size:
-        return 1
-    sizes = [min(block_size, n - i) for i in range(0, n, block_size)]
-    return 1 + relaxed_levels(sum(min(k, m) for m in sizes), k, block_size)
+    sizes, keeps = _levels(k, block_size, level_k)
+    d = 1
+    while sizes is not None and n > _at(sizes, d - 1):
+        b, kj = _at(sizes, d - 1), _at(keeps, d - 1)
+        n = sum(min(kj, n - i, b) for i in range(0, n, b))
+        d += 1
+    return d
 
 
 def relaxed_topk(
     s: np.ndarray,
     tau: float,
     k: int,
-    block_size: int | None = None,
+    block_size: PerLevel | None = None,
     level_ratio: float = 1.0,
+    level_k: PerLevel | None = None,
 ) -> tuple[np.ndarray, Backward]:
     """Relaxed top-``k`` rows ``(min(k, n), n)`` of the sorting matrix and its VJP.
 
     With ``block_size`` the multi-level construction of the module docstring is used
-    (``block_size`` must exceed ``k`` so that every level shrinks the list), the sort at
-    height ``j`` of ``d`` with temperature ``tau * level_ratio^(d - j)``.
+    (block sizes ``b_j`` and rows kept ``k_j``, from ``level_k``, per level, with
+    ``k <= k_j < b_j``), the sort at height ``j`` of ``d`` with temperature
+    ``tau * level_ratio^(d - j)``.
     """
     _check_tau(tau)
     if not 0 < level_ratio <= 1:
         raise ValueError(f"level_ratio must be in (0, 1], got {level_ratio}")
     s = np.asarray(s, dtype=float)
-    if block_size is not None and block_size <= k:
-        raise ValueError(f"block_size must exceed k={k}, got {block_size}")
-    d = relaxed_levels(s.shape[0], k, block_size)
+    sizes, keeps = _levels(k, block_size, level_k)
+    d = relaxed_levels(s.shape[0], k, block_size, level_k)
     taus = [tau * level_ratio ** (d - j) for j in range(1, d + 1)]
     if not all(t > 0 for t in taus):
         raise ValueError(f"level_ratio {level_ratio} makes the lowest temperature 0")
-    return _relaxed_topk(s, taus, k, block_size)
+    return _relaxed_topk(s, taus, k, sizes, keeps)
 
 
 def _relaxed_topk(
-    s: np.ndarray, taus: list[float], k: int, block_size: int | None
+    s: np.ndarray,
+    taus: list[float],
+    k: int,
+    sizes: tuple[int, ...] | None,
+    keeps: tuple[int, ...],
 ) -> tuple[np.ndarray, Backward]:
-    """:func:`relaxed_topk` with the temperatures ``taus`` of the heights ``1 .. d``."""
+    """:func:`relaxed_topk` with the temperatures ``taus``, block sizes ``sizes`` and rows
+    kept ``keeps`` of the heights ``1 .. d`` (checked)."""
     n = s.shape[0]
-    if block_size is None or n <= block_size:
+    if sizes is None or n <= sizes[0]:
         P = neuralsort(s, taus[0], k)
         return P, lambda gP: _neuralsort_vjp(s, taus[0], P, gP)
-    # blocks of exactly block_size (> k) items, the last one shorter: each level shrinks
-    chunks = [np.arange(i, min(i + block_size, n)) for i in range(0, n, block_size)]
-    children = [neuralsort(s[idx], taus[0], k) for idx in chunks]
+    # blocks of exactly b_1 (> k_1) items, the last one shorter: each level shrinks
+    b = sizes[0]
+    chunks = [np.arange(i, min(i + b, n)) for i in range(0, n, b)]
+    children = [neuralsort(s[idx], taus[0], keeps[0]) for idx in chunks]
     tops = [Pc @ s[idx] for Pc, idx in zip(children, chunks, strict=True)]
     cols = np.split(np.arange(sum(len(t) for t in tops)), np.cumsum([len(t) for t in tops])[:-1])
-    Q, back_q = _relaxed_topk(np.concatenate(tops), taus[1:], k, block_size)
+    Q, back_q = _relaxed_topk(
+        np.concatenate(tops), taus[1:], k, sizes[1:] or sizes, keeps[1:] or keeps
+    )
     P = np.zeros((Q.shape[0], n))
     for Pc, idx, col in zip(children, chunks, cols, strict=True):
         P[:, idx] = Q[:, col] @ Pc
@@ -140,25 +202,32 @@ def pirank_loss(
     relevance: object,
     lengths: object | None = None,
     *,
-    tau: float = 1.0,
-    k: int | None = None,
-    block_size: int | None = None,
+    tau: float = 1000.0,
+    k: int | None = 10,
+    block_size: int | tuple[int, ...] | None = None,
+    level_k: int | tuple[int, ...] | None = None,
     level_ratio: float = 1.0,
     straight_through: bool = True,
     gain: str = "exp2m1",
     discount: str | np.ndarray = "log2",
 ) -> LossResult:
-    """PiRank ``1 - NDCG_hat@k`` with the NeuralSort relaxation and its gradient.
+    """PiRank ``1 - NDCG_hat@k`` with the NeuralSort relaxation and its gradient. The
+    defaults are PiRank's benchmark settings (appendix, Table 2: ``tau = 1000``, ``k = 10``,
+    straight-through estimation, depth 1; its ablations fix ``tau = 5``).
 
     Parameters
     ----------
     tau:
         Temperature; ``tau -> 0`` recovers the hard NDCG@k (PiRank proposition 1).
     k:
-        NDCG cut-off (PiRank uses 10); the whole list when omitted.
+        NDCG cut-off; the whole list when None.
     block_size:
-        Enables the multi-level relaxation for lists longer than ``block_size``; needs a
-        cut-off ``k < block_size`` (each block keeps its top ``k``).
+        Enables the multi-level relaxation for lists longer than the first block size:
+        one block size for every level or one per level (the last repeating); needs a
+        cut-off ``k``.
+    level_k:
+        Rows each block keeps, per level like ``block_size`` (default ``k``), with
+        ``k <= k_j < b_j``.
     level_ratio:
         Per-level temperatures of the multi-level relaxation, ``tau_j = tau *
         level_ratio^(d - j)`` at height ``j`` of ``d`` (PiRank appendix B, eq. 19:
@@ -169,10 +238,7 @@ def pirank_loss(
     _check_tau(tau)
     if not 0 < level_ratio <= 1:
         raise ValueError(f"level_ratio must be in (0, 1], got {level_ratio}")
-    if block_size is not None and (k is None or block_size <= k):
-        raise ValueError(
-            f"block_size needs a cut-off k below it, got k={k}, block_size={block_size}"
-        )
+    _levels(k, block_size, level_k)
     batch = ragged_batch(scores, relevance, lengths)
     u, d, defined = ndcg_weights(batch, k, gain, discount)
     B = batch.scores.shape[0]
@@ -184,7 +250,7 @@ def pirank_loss(
         if not defined[b] or m == 0:
             continue
         kk = m if k is None else min(k, m)
-        P, backward = relaxed_topk(batch.scores[b, :m], tau, kk, block_size, level_ratio)
+        P, backward = relaxed_topk(batch.scores[b, :m], tau, kk, block_size, level_ratio, level_k)
         ub, db = u[b, :m], d[:kk]
         if straight_through:
             value[b] = 1.0 - ub[orders[b, :kk]] @ db

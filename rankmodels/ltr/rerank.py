@@ -55,8 +55,9 @@ __all__ = [
 KERNELS = ("zscore", "minmax")
 """Cosine-similarity kernels, by the per-query normalisation of the features."""
 
-L2_GRID = (1.0, 0.1, 0.01, 1e-3, 0.0)
-"""The ``l2`` penalties tried by :func:`fit_reranker`, largest first."""
+L2_GRID = (1e3, 1e2, 10.0, 1.0, 0.1, 1e-2, 1e-5, 0.0)
+"""The ``l2`` penalties tried by :func:`fit_reranker`, largest first: the dissertation's
+``C in {0, 1e-5, 1e-2, 1e-1, 1, 10, 1e2, 1e3}`` (section 2.4.3)."""
 
 
 def similarity_sums(data: LetorData, kernels: Sequence[str] = KERNELS) -> np.ndarray:
