@@ -288,10 +288,12 @@ def test_per_level_settings_are_checked():
             pirank_loss(s, np.ones(9), k=2, block_size=sizes, level_k=keeps)
     with pytest.raises(ValueError, match="level_k needs block_size"):
         pirank_loss(s, np.ones(9), level_k=3)
-    spec_default = pirank_loss(np.arange(12.0), np.arange(12.0) % 3)  # Table 2: k = 10
-    assert spec_default.value == pytest.approx(
-        pirank_loss(np.arange(12.0), np.arange(12.0) % 3, tau=1000.0, k=10).value
-    )
+    scores, labels = np.linspace(0.0, 2.0, 12), np.arange(12.0) % 3
+    spec_default = pirank_loss(scores, labels)  # Table 2: k = 10; the ablations' tau = 5
+    stated = pirank_loss(scores, labels, tau=5.0, k=10)
+    assert spec_default.value == pytest.approx(stated.value)
+    np.testing.assert_array_equal(spec_default.grad, stated.grad)
+    assert not np.allclose(pirank_loss(scores, labels, tau=1000.0, k=10).grad, stated.grad)
 
 
 def test_cli_parses_per_level_options(tmp_path):
