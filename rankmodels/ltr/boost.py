@@ -1,5 +1,6 @@
 """Listwise functional gradient boosting (dissertation chapter 3, Algorithm 1) with
-regression-tree weak learners, shrinkage, backtracking line search and early stopping.
+regression-tree weak learners, Newton or gradient steps, shrinkage, a backtracking line
+search and early stopping.
 
 The ranking function is additive, ``f = sum_t alpha_t h_t``, started at ``f = 0``. With the
 empirical risk over the ``B`` training queries
@@ -10,24 +11,36 @@ empirical risk over the ``B`` training queries
 Friedman's gradient boosting, so that the step sizes do not shrink with ``B``; for a
 Bregman surrogate ``grad_s loss_b = grad psi*(s_b) - r~_b``, so ``d_1`` is
 ``r~ - grad psi*(0)`` per document, Algorithm 1's initialisation up to its sign), round
-``t`` fits a regression tree ``h_t`` to ``d_t`` by least squares -- the tree whose
-predictions best align with ``d_t``, a greedy version of eq. 3.18's maximal
-``<d_t, h> / ||h||`` -- and steps along the **negative** gradient (the dissertation prints
-the step along ``+grad``, which ascends the risk):
+``t`` fits a weak learner ``h_t`` and steps along it. Two steps (``step``):
 
-    alpha_t = eta <d_t, h_t> / ||h_t||^2     (eta = ``shrinkage``; = eta for mean leaves),
+* ``"newton"`` (default, LambdaMART's): with ``H_t`` the diagonal of each query's Hessian
+  (``LossSpec.with_hessian``; negative curvature of non-convex losses clipped to 0), the
+  tree's leaves minimise the second-order expansion of the loss, ``v_L = sum_L d /
+  (sum_L H + l2)``, and the tree is grown leaf-wise on the same expansion's gains
+  (:func:`rankmodels.ltr.trees.grow_tree`); the step is ``alpha_t = eta``;
+* ``"gradient"`` (Algorithm 1 as written): ``h_t`` is the least-squares tree of ``d_t``
+  (``H = 1``, ``l2 = 0``: mean leaves; a greedy version of eq. 3.18's maximal ``<d_t, h> /
+  ||h||``) and ``alpha_t = eta <d_t, h_t> / ||h_t||^2`` (``= eta`` for mean leaves), along
+  the **negative** gradient (the dissertation prints the step along ``+grad``, which
+  ascends the risk).
 
-halved while the Armijo condition ``J(f + alpha h) <= J(f) - c alpha <d_t, h_t> / B``
-(``c = 1e-4``) fails, at most ``max_halvings`` times; the training risk therefore
-decreases monotonically, and boosting stops when no step decreases it. Losses whose
-gradient gives no descent from the tied scores ``f = 0`` (SinkProp and PiRank, whose
-gradients vanish there by symmetry; LambdaRank's rank-frozen value jumps) start instead
-from ``f_0 = eta h_0``, ``h_0`` the tree fitted to the gains ``r~`` (the square
-surrogate's first direction, a pointwise ordering), and boost from there. Any loss of
+Either step is halved while the Armijo condition ``J(f + alpha h) <= J(f) - c alpha <d_t,
+h_t> / B`` (``c = 1e-4``) fails, at most ``max_halvings`` times; the training risk therefore
+decreases strictly (a step whose decrease is lost to rounding counts as none), and boosting
+stops when no step decreases it. Each round may fit
+its tree to a random ``subsample`` of the training documents and a random ``colsample`` of
+the features (seeded; dissertation section 3.6.4). Losses whose gradient gives no descent
+from the tied scores ``f = 0`` (SinkProp and PiRank, whose gradients vanish there by
+symmetry; LambdaRank's rank-frozen value jumps) start instead from ``f_0 = eta h_0``,
+``h_0`` the least-squares tree of the gains ``r~`` (the square surrogate's first
+direction, a pointwise ordering), and boost from there. Any loss of
 :data:`rankmodels.ltr.losses.LOSSES` can be boosted (its training options, e.g. PiRank's
 relaxed value). After every round the validation NDCG@k is measured; the ensemble is cut
 back to the best round, stopping after ``patience`` rounds without improvement (without
 validation data a random ``valid_fraction`` of the training queries is held out).
+
+The weak learner is the seam :data:`WeakLearner`: a function fitting one learner to the
+documents' ``(gradient, hessian)`` on given rows and features.
 
 Trees split raw features (monotone transforms do not change them): no standardisation.
 """
@@ -35,7 +48,7 @@ Trees split raw features (monotone transforms do not change them): no standardis
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -45,9 +58,17 @@ from rankmodels.ltr.losses import LOSSES
 from rankmodels.ltr.models import mean_ndcg
 from rankmodels.ltr.splits import holdout_split
 from rankmodels.ltr.train import TrainingError, check_learnable
-from rankmodels.ltr.trees import Tree, fit_tree, quantile_edges
+from rankmodels.ltr.trees import Tree, TreeShape, bin_features, grow_tree, quantile_edges
 
-__all__ = ["ARMIJO", "BoostedRanker", "fit_boosted_ranker"]
+__all__ = ["ARMIJO", "STEPS", "BoostedRanker", "WeakLearner", "fit_boosted_ranker"]
+
+STEPS = ("newton", "gradient")
+"""The boosting steps (module docstring); the first is the default."""
+
+WeakLearner = Callable[[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None], Tree]
+"""``fit(grad, hess, rows, features)``: a weak learner fitted to the training documents'
+gradient and (diagonal) Hessian ``(N,)``, on the documents ``rows`` (None: all) and the
+features where ``features`` ``(F,)`` is True (None: all), predicting the step to add."""
 
 ARMIJO = 1e-4
 """Sufficient-decrease constant ``c`` of the backtracking line search."""
@@ -80,16 +101,40 @@ class BoostedRanker:
         return mean_ndcg(data, self.scores(data), k)
 
 
+def tree_learner(
+    docs: np.ndarray, shape: TreeShape, max_bins: int
+) -> tuple[WeakLearner, WeakLearner]:
+    """Histogram trees on ``docs`` ``(N, F)`` binned once: the second-order learner of
+    ``shape`` and its least-squares twin (``H = 1``, ``l2 = 0``, no ``min_hessian``)."""
+    binned = bin_features(docs, quantile_edges(docs, max_bins))
+    squares = replace(shape, l2=0.0, min_hessian=0.0)
+
+    def newton(grad, hess, rows, features):
+        return grow_tree(binned, grad, hess, shape, rows, features)
+
+    def least_squares(grad, hess, rows, features):
+        return grow_tree(binned, grad, np.ones_like(grad), squares, rows, features)
+
+    return newton, least_squares
+
+
 def fit_boosted_ranker(
     data: LetorData,
     loss: str = "bregman",
     *,
     valid: LetorData | None = None,
     options: Mapping[str, object] | None = None,
+    step: str = "newton",
     n_trees: int = 300,
     shrinkage: float = 0.1,
-    max_depth: int = 4,
-    min_leaf: int = 10,
+    num_leaves: int = 31,
+    max_depth: int | None = None,
+    min_leaf: int = 20,
+    min_hessian: float = 1e-3,
+    l2: float = 0.0,
+    min_gain: float = 0.0,
+    subsample: float = 1.0,
+    colsample: float = 1.0,
     max_bins: int = 64,
     max_halvings: int = 30,
     patience: int = 30,
@@ -98,58 +143,84 @@ def fit_boosted_ranker(
     seed: int | np.random.Generator = 0,
     progress: Callable[[int], None] | None = None,
 ) -> BoostedRanker:
-    """Boost ``loss`` (module docstring); ``progress`` gets 1 per round and the rest when
-    stopping early, ``n_trees`` in all."""
+    """Boost ``loss`` (module docstring) with trees of at most ``num_leaves`` leaves (and
+    ``max_depth``, ``min_leaf``, ``min_hessian``, ``l2``, ``min_gain``: see
+    :class:`rankmodels.ltr.trees.TreeShape`); ``progress`` gets 1 per round and the rest
+    when stopping early, ``n_trees`` in all."""
+    if step not in STEPS:
+        raise ValueError(f"step must be one of {STEPS}, got {step!r}")
     if n_trees < 1 or patience < 1 or max_halvings < 0:
         raise ValueError("n_trees and patience must be >= 1, max_halvings >= 0")
     if not 0 < shrinkage <= 1:
         raise ValueError(f"shrinkage must be in (0, 1], got {shrinkage}")
+    if not (0 < subsample <= 1 and 0 < colsample <= 1):
+        raise ValueError(f"subsample and colsample must be in (0, 1], got {subsample}, {colsample}")
+    shape = TreeShape(num_leaves, max_depth, min_leaf, min_hessian, l2, min_gain)
+    rng = np.random.default_rng(seed)
     if valid is None and data.lengths.shape[0] > 1 and valid_fraction > 0:
-        fit_idx, valid_idx = holdout_split(data.lengths.shape[0], valid_fraction, seed)
+        fit_idx, valid_idx = holdout_split(data.lengths.shape[0], valid_fraction, rng)
         data, valid = data.subset(fit_idx), data.subset(valid_idx)
     check_learnable(data)
     spec = LOSSES[loss]
     opts = spec.validate({**spec.fit_options, **(options or {})})
     n_queries = data.lengths.shape[0]
+    newton = step == "newton"
 
-    def risk(s: np.ndarray) -> tuple[float, np.ndarray]:
+    def risk(s: np.ndarray) -> tuple[float, np.ndarray, np.ndarray | None]:
+        """``J(s)``, the loss gradient and (Newton) the clipped Hessian diagonal."""
         with np.errstate(over="ignore", invalid="ignore"):
-            res = spec.function(s, data.relevance, data.lengths, **opts)
-        return float(np.mean(res.value)), res.grad
+            if not newton:
+                res = spec.function(s, data.relevance, data.lengths, **opts)
+                return float(np.mean(res.value)), res.grad, None
+            res, hess = spec.with_hessian(s, data.relevance, data.lengths, **opts)
+        return float(np.mean(res.value)), res.grad, np.maximum(hess, 0.0)
 
     mask = data.mask
     docs = data.features[mask]
-    edges = quantile_edges(docs, max_bins)
+    second_order, least_squares = tree_learner(docs, shape, max_bins)
+    learner = second_order if newton else least_squares
     monitor = valid if valid is not None and valid.lengths.shape[0] else data
     s = np.zeros(data.relevance.shape)
-    value, grad = risk(s)
+    value, grad, hess = risk(s)
     if not np.isfinite(value):
         raise TrainingError(f"the {loss} objective is not finite at zero scores ({opts})")
+    n_docs, n_features = docs.shape
 
-    def boosting_round() -> tuple[Tree, np.ndarray, float, np.ndarray] | None:
-        """Tree fitted to the pseudo-residuals, Armijo-backtracked; None: no descent."""
-        direction = -grad[mask]
-        tree = fit_tree(docs, direction, edges, max_depth, min_leaf)
+    def sample() -> tuple[np.ndarray | None, np.ndarray | None]:
+        """This round's rows and features (None: all)."""
+        rows = features = None
+        if subsample < 1:
+            rows = np.sort(rng.choice(n_docs, max(1, round(subsample * n_docs)), replace=False))
+        if colsample < 1:
+            chosen = rng.choice(n_features, max(1, round(colsample * n_features)), replace=False)
+            features = np.zeros(n_features, dtype=bool)
+            features[chosen] = True
+        return rows, features
+
+    def boosting_round():
+        """Weak learner along the pseudo-residuals, Armijo-backtracked; None: no descent."""
+        g = grad[mask]
+        tree = learner(g, hess[mask] if newton else None, *sample())
         h = np.zeros_like(s)
         h[mask] = tree.predict(docs)
-        along = float(direction @ h[mask])  # <d, h> = ||h||^2 for mean leaves
+        along = -float(g @ h[mask])  # <d, h>
         if not along > 0:
             return None
-        step = shrinkage * along / float(h[mask] @ h[mask])
+        alpha = shrinkage if newton else shrinkage * along / float(h[mask] @ h[mask])
         for _ in range(max_halvings + 1):
-            new_value, new_grad = risk(s + step * h)
-            if new_value <= value - ARMIJO * step * along / n_queries:
-                return tree.scaled(step), step * h, new_value, new_grad
-            step /= 2
+            new = risk(s + alpha * h)
+            if new[0] < value and new[0] <= value - ARMIJO * alpha * along / n_queries:
+                return tree.scaled(alpha), alpha * h, new
+            alpha /= 2
         return None
 
     trees: list[Tree] = []
     first = boosting_round()
     if first is None:  # no descent from tied scores: start by ordering on the gains
         gains = -LOSSES["bregman"].function(s, data.relevance, data.lengths).grad
-        trees.append(fit_tree(docs, gains[mask], edges, max_depth, min_leaf).scaled(shrinkage))
+        trees.append(least_squares(-gains[mask], None, None, None).scaled(shrinkage))
         s[mask] = trees[0].predict(docs)
-        value, grad = risk(s)
+        value, grad, hess = risk(s)
         if progress is not None:
             progress(1)
     s_valid = sum((t.predict(monitor.features) for t in trees), np.zeros(monitor.relevance.shape))
@@ -159,7 +230,7 @@ def fit_boosted_ranker(
         found = first if first is not None and not ndcgs else boosting_round()
         if found is None:
             break  # no step decreases the risk: converged
-        tree, delta, value, grad = found
+        tree, delta, (value, grad, hess) = found
         s = s + delta
         trees.append(tree)
         losses.append(value)
