@@ -27,11 +27,14 @@ Bregman surrogate ``grad_s loss_b = grad psi*(s_b) - r~_b``, so ``d_1`` is
 Either step is halved while the Armijo condition ``J(f + alpha h) <= J(f) - c alpha <d_t,
 h_t> / B`` (``c = 1e-4``) fails, at most ``max_halvings`` times; the training risk therefore
 decreases strictly (a step whose decrease is lost to rounding counts as none), and boosting
-stops when no step decreases it. Each round may fit
-its tree to a random ``subsample`` of the training documents and a random ``colsample`` of
-the features (seeded; dissertation section 3.6.4). Losses whose gradient gives no descent
-from the tied scores ``f = 0`` (SinkProp and PiRank, whose gradients vanish there by
-symmetry; LambdaRank's rank-frozen value jumps) start instead from ``f_0 = eta h_0``,
+stops when no step decreases it. With Newton steps, LambdaRank's ``J(f + alpha h)`` keeps
+the ranks of ``f`` (the rank-frozen objective whose gradient and Hessian the step used; at
+the new ranks it is another function, and comparing with that stalls the boosting), so
+its recorded risk need not decrease. Each round may fit its tree to a random
+``subsample`` of the training documents and a random ``colsample`` of the features
+(seeded; dissertation section 3.6.4). Losses whose gradient gives no descent from the tied
+scores ``f = 0`` (SinkProp and PiRank, whose gradients vanish there by symmetry;
+LambdaRank's value at new ranks jumps under gradient steps) start instead from ``f_0 = eta h_0``,
 ``h_0`` the least-squares tree of the gains ``r~`` (the square surrogate's first
 direction, a pointwise ordering), and boost from there. Any loss of
 :data:`rankmodels.ltr.losses.LOSSES` can be boosted (its training options, e.g. PiRank's
@@ -165,14 +168,19 @@ def fit_boosted_ranker(
     opts = spec.validate({**spec.fit_options, **(options or {})})
     n_queries = data.lengths.shape[0]
     newton = step == "newton"
+    rank_frozen = newton and "ranked_by" in spec.option_names
 
-    def risk(s: np.ndarray) -> tuple[float, np.ndarray, np.ndarray | None]:
-        """``J(s)``, the loss gradient and (Newton) the clipped Hessian diagonal."""
+    def risk(
+        s: np.ndarray, frozen_at: np.ndarray | None = None
+    ) -> tuple[float, np.ndarray, np.ndarray | None]:
+        """``J(s)``, the loss gradient and (Newton) the clipped Hessian diagonal; with
+        ``frozen_at``, a rank-frozen loss (LambdaRank) keeps the ranks of those scores."""
+        frozen = {} if frozen_at is None or not rank_frozen else {"ranked_by": frozen_at}
         with np.errstate(over="ignore", invalid="ignore"):
             if not newton:
-                res = spec.function(s, data.relevance, data.lengths, **opts)
+                res = spec.function(s, data.relevance, data.lengths, **opts, **frozen)
                 return float(np.mean(res.value)), res.grad, None
-            res, hess = spec.with_hessian(s, data.relevance, data.lengths, **opts)
+            res, hess = spec.with_hessian(s, data.relevance, data.lengths, **opts, **frozen)
         return float(np.mean(res.value)), res.grad, np.maximum(hess, 0.0)
 
     mask = data.mask
@@ -208,9 +216,9 @@ def fit_boosted_ranker(
             return None
         alpha = shrinkage if newton else shrinkage * along / float(h[mask] @ h[mask])
         for _ in range(max_halvings + 1):
-            new = risk(s + alpha * h)
+            new = risk(s + alpha * h, s)
             if new[0] < value and new[0] <= value - ARMIJO * alpha * along / n_queries:
-                return tree.scaled(alpha), alpha * h, new
+                return tree.scaled(alpha), alpha * h, risk(s + alpha * h) if rank_frozen else new
             alpha /= 2
         return None
 

@@ -101,10 +101,14 @@ def lambdarank_loss(
     k: int | None = None,
     gain: str = "exp2m1",
     discount: str | np.ndarray = "log2",
+    ranked_by: np.ndarray | None = None,
 ) -> LossResult:
     """LambdaRank: RankNet pairs weighted by ``|Delta NDCG@k|`` of swapping them in the
-    current ranking; the gradient is the lambda vector (see the module docstring)."""
-    return lambdarank_with_hessian(scores, relevance, lengths, k=k, gain=gain, discount=discount)[0]
+    current ranking (or in the ranking by the scores ``ranked_by``: the rank-frozen
+    objective at other scores); the gradient is the lambda vector (module docstring)."""
+    return lambdarank_with_hessian(
+        scores, relevance, lengths, k=k, gain=gain, discount=discount, ranked_by=ranked_by
+    )[0]
 
 
 def lambdarank_with_hessian(
@@ -115,10 +119,12 @@ def lambdarank_with_hessian(
     k: int | None = None,
     gain: str = "exp2m1",
     discount: str | np.ndarray = "log2",
+    ranked_by: np.ndarray | None = None,
 ) -> tuple[LossResult, np.ndarray]:
     """:func:`lambdarank_loss` and the diagonal of the rank-frozen objective's Hessian,
     LambdaMART's ``sum_j |Delta NDCG_ij| rho_ij (1 - rho_ij)``."""
     batch = ragged_batch(scores, relevance, lengths)
     u, d, _ = ndcg_weights(batch, k, gain, discount)  # u = G / IDCG (0 when IDCG = 0)
-    rank = inverse(hard_orders(batch.scores, batch.lengths))
+    ranking = batch.scores if ranked_by is None else np.reshape(ranked_by, batch.scores.shape)
+    rank = inverse(hard_orders(ranking, batch.lengths))
     return _weighted_ranknet(batch, u, d[rank])  # d[rank]: discount at each current position
