@@ -16,7 +16,7 @@ import numpy as np
 
 from rankmodels import __version__
 from rankmodels.ltr import metrics
-from rankmodels.ltr.boost import fit_boosted_ranker
+from rankmodels.ltr.boost import STEPS, fit_boosted_ranker
 from rankmodels.ltr.bregman import SURROGATES
 from rankmodels.ltr.letor import LetorData, LetorOrderWarning, read_letor
 from rankmodels.ltr.losses import LOSSES, LossSpec
@@ -192,10 +192,31 @@ def _training_options(f: F) -> F:
             "argmax of dissertation eq. 3.18 (section 3.6; a linear ranker).  [default: tree]",
         ),
         click.option(
+            "--step",
+            type=click.Choice(STEPS),
+            help=_knob_help(
+                "boost: newton (leaves minimise the loss's second-order expansion, "
+                "LambdaMART's step) or gradient (least-squares trees, dissertation Algorithm 1)",
+                fit_boosted_ranker,
+                "step",
+            ),
+        ),
+        click.option(
+            "--num-leaves",
+            type=click.IntRange(2, 10**6),
+            help=_knob_help(
+                "boost: leaves of each tree, grown best split first",
+                fit_boosted_ranker,
+                "num_leaves",
+            ),
+        ),
+        click.option(
             "--max-depth",
             type=click.IntRange(1, 30),
             help=_knob_help(
-                "boost: depth of each regression tree", fit_boosted_ranker, "max_depth"
+                "boost: depth limit of each tree (None: leaves alone limit it)",
+                fit_boosted_ranker,
+                "max_depth",
             ),
         ),
         click.option(
@@ -203,6 +224,33 @@ def _training_options(f: F) -> F:
             type=click.IntRange(1, 10**9),
             help=_knob_help(
                 "boost: least documents in a tree leaf", fit_boosted_ranker, "min_leaf"
+            ),
+        ),
+        click.option(
+            "--min-gain",
+            type=NumberRange(min=0.0, max=1e12),
+            help=_knob_help(
+                "boost: least gain of a split (decrease of the second-order expansion, x2)",
+                fit_boosted_ranker,
+                "min_gain",
+            ),
+        ),
+        click.option(
+            "--subsample",
+            type=NumberRange(0.0, 1.0, min_open=True),
+            help=_knob_help(
+                "boost: fraction of the training documents each tree is fitted to (seeded)",
+                fit_boosted_ranker,
+                "subsample",
+            ),
+        ),
+        click.option(
+            "--colsample",
+            type=NumberRange(0.0, 1.0, min_open=True),
+            help=_knob_help(
+                "boost: fraction of the features each tree may split (seeded)",
+                fit_boosted_ranker,
+                "colsample",
             ),
         ),
         click.option(
@@ -376,18 +424,19 @@ def _check_anneal(kind: str, anneal: str | None) -> None:
         raise BadInput(f"--anneal: only the linear model anneals, not --model {kind}")
 
 
+#: The boost options that single-feature learners have (the rest shape trees).
+FEATURE_KNOBS = ("weak_learner", "step", "shrinkage", "subsample", "colsample")
+
+
 def _model_knobs(
     kind: str,
     base: str,
     hidden: str | None,
-    weak_learner: str | None,
-    max_depth: int | None,
-    min_leaf: int | None,
-    shrinkage: float | None,
+    knobs: dict[str, object],
 ) -> tuple[dict[str, object], dict[str, object]]:
-    """The library keywords of ``--hidden`` (mlp) and ``--weak-learner``, ``--max-depth``,
-    ``--min-leaf``, ``--shrinkage`` (boost), refused for a model that has no such knob
-    (single-feature learners have no depth or leaves)."""
+    """The library keywords of ``--hidden`` (mlp) and of the tree options (``knobs``: the
+    boost options' values by keyword, None where not given), refused for a model that has
+    no such knob."""
     trained = {kind, base} if kind == "rerank" else {kind}
     what = f"--model {kind}" + (f" --base {base}" if kind == "rerank" else "")
     mlp: dict[str, object] = {}
@@ -403,19 +452,15 @@ def _model_knobs(
         if not all(1 <= w <= 10_000 for w in widths):
             raise BadInput(f"--hidden: layer widths must be in 1 .. 10000, got {hidden!r}")
         mlp["hidden"] = widths
-    knobs = {
-        "weak_learner": weak_learner,
-        "max_depth": max_depth,
-        "min_leaf": min_leaf,
-        "shrinkage": shrinkage,
-    }
     trees = {name: value for name, value in knobs.items() if value is not None}
     if trees and "boost" not in trained:
         flag = "--" + next(iter(trees)).replace("_", "-")
         raise BadInput(f"{flag}: only boost has weak learners, not {what}")
-    if weak_learner == "feature" and (max_depth is not None or min_leaf is not None):
-        flag = "--max-depth" if max_depth is not None else "--min-leaf"
-        raise BadInput(f"{flag}: only trees have it, not --weak-learner feature")
+    if trees.get("weak_learner") == "feature":
+        tree_only = [name for name in trees if name not in FEATURE_KNOBS]
+        if tree_only:
+            flag = "--" + tree_only[0].replace("_", "-")
+            raise BadInput(f"{flag}: only trees have it, not --weak-learner feature")
     return mlp, trees
 
 
@@ -480,10 +525,6 @@ def ltr_train(
     kind: str,
     normalise: str,
     hidden: str | None,
-    weak_learner: str | None,
-    max_depth: int | None,
-    min_leaf: int | None,
-    shrinkage: float | None,
     base: str,
     search_evals: int | None,
     search_method: str | None,
@@ -495,6 +536,7 @@ def ltr_train(
     output: Path | None,
     seed: int,
     quiet: bool,
+    **tree_knobs: Any,
 ) -> None:
     """Fit a ranker on the queries of DATA with LOSS and report NDCG@k.
 
@@ -508,7 +550,7 @@ def ltr_train(
     _check_anneal(kind, anneal)
     _check_search(search_evals, search_method, loss, opts)
     stages = _parse_anneal(anneal, spec, opts)
-    knobs = _model_knobs(kind, base, hidden, weak_learner, max_depth, min_leaf, shrinkage)
+    knobs = _model_knobs(kind, base, hidden, tree_knobs)
     if output is not None:
         refuse_to_overwrite(output, [data] + ([valid] if valid else []))
     letor = normalise_queries(_read(data), normalise)
@@ -699,10 +741,6 @@ def ltr_crossval(
     kind: str,
     normalise: str,
     hidden: str | None,
-    weak_learner: str | None,
-    max_depth: int | None,
-    min_leaf: int | None,
-    shrinkage: float | None,
     base: str,
     search_evals: int | None,
     search_method: str | None,
@@ -713,6 +751,7 @@ def ltr_crossval(
     fmt: str,
     seed: int,
     quiet: bool,
+    **tree_knobs: Any,
 ) -> None:
     """K-fold cross-validation by query: fit on the other folds, NDCG@k on each fold, and
     the mean with its standard error (std over folds / sqrt(folds))."""
@@ -721,7 +760,7 @@ def ltr_crossval(
     _check_anneal(kind, anneal)
     _check_search(search_evals, search_method, loss, opts)
     stages = _parse_anneal(anneal, spec, opts)
-    knobs = _model_knobs(kind, base, hidden, weak_learner, max_depth, min_leaf, shrinkage)
+    knobs = _model_knobs(kind, base, hidden, tree_knobs)
     letor = normalise_queries(_read(data), normalise)
     n_queries = letor.lengths.shape[0]
     if folds > n_queries:

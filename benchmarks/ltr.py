@@ -30,6 +30,18 @@ fit (selection and refit included).
 Run: ``python benchmarks/ltr.py [DATA] [--models linear,mlp,boost] [--losses ...]
 [--rows SUBSTRING,...]`` (``--rows`` keeps the rows whose name contains one of the
 substrings). Needs ``lightgbm``.
+
+``python benchmarks/ltr.py --timing [--rounds 100] [--leaves 31] [--big-queries 10000]``
+instead times our boosting (``fit_boosted_ranker``, the library call behind ``rankmodels
+ltr train --model boost``) against LightGBM ``lambdarank`` at equal rounds, leaves, least
+documents per leaf (20), learning rate (0.1) and bins (64), no early stopping, both given
+the test part as validation set (evaluated every round), on: MQ2008 (5 folds), the MSLR
+sample (train file, test file) and a generated LETOR-shaped set (``--big-queries`` x 100
+documents, 136 features, :func:`rankmodels.ltr.synthetic.synthetic_letor`; 10^6 documents
+by default). Reported per set: fit seconds of each and their ratio, NDCG@10 on the test
+part of each and the paired difference (mean over folds +- its standard error on MQ2008).
+Both use ``--threads`` threads (numba's and LightGBM's ``num_threads``; default 2, the
+machine's cores).
 """
 
 from __future__ import annotations
@@ -51,6 +63,7 @@ from rankmodels.ltr.rerank import fit_reranker
 from rankmodels.ltr.sinkprop import annealing_schedule
 from rankmodels.ltr.splits import holdout_split, kfold_splits
 from rankmodels.ltr.surrogate_search import best_surrogate
+from rankmodels.ltr.synthetic import synthetic_letor
 from rankmodels.ltr.train import fit_linear_ranker, ridge_ranker
 
 DEFAULT_DATA = "../shared/data/letor/mq2008-fold1-test/test.txt"
@@ -244,6 +257,95 @@ def _fitters(models: Sequence[str], losses: Sequence[str]) -> dict[str, Callable
     return out
 
 
+TIMING_LOSSES = ("lambdarank", "bregman")
+"""The losses of our boosting timed against LightGBM lambdarank."""
+
+
+def _timed_pair(
+    train: LetorData, test: LetorData, loss: str, rounds: int, leaves: int, threads: int
+) -> tuple[float, float, float, float]:
+    """``(our seconds, LightGBM seconds, our NDCG@10, LightGBM NDCG@10)`` of one fit of
+    each at equal settings (module docstring)."""
+    import lightgbm as lgb
+
+    t0 = time.perf_counter()
+    ours = fit_boosted_ranker(
+        train,
+        loss,
+        valid=test,
+        n_trees=rounds,
+        num_leaves=leaves,
+        min_leaf=20,
+        shrinkage=0.1,
+        max_bins=64,
+        patience=rounds,
+    )
+    t_ours = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    X, y = train.features[train.mask], train.relevance[train.mask]
+    Xt, yt = test.features[test.mask], test.relevance[test.mask]
+    train_set = lgb.Dataset(X, y, group=train.lengths, params={"max_bin": 64})
+    test_set = lgb.Dataset(Xt, yt, group=test.lengths, reference=train_set)
+    params = {
+        "objective": "lambdarank",
+        "metric": "ndcg",
+        "eval_at": [10],
+        "num_leaves": leaves,
+        "min_data_in_leaf": 20,
+        "learning_rate": 0.1,
+        "max_bin": 64,
+        "verbose": -1,
+        "num_threads": threads,
+    }
+    model = lgb.train(params, train_set, num_boost_round=rounds, valid_sets=[test_set])
+    t_lgb = time.perf_counter() - t0
+    s_lgb = np.zeros(test.relevance.shape)
+    s_lgb[test.mask] = model.predict(Xt)
+    return t_ours, t_lgb, ours.ndcg(test), mean_ndcg(test, s_lgb, 10)
+
+
+def timing(args: argparse.Namespace) -> None:
+    """The ``--timing`` table (module docstring)."""
+    import numba
+
+    numba.set_num_threads(args.threads)
+    mq = read_letor(args.data)
+    letor = "../shared/data/letor/mslr-web-fold1-5k/msn1.fold1."
+    mslr_train = read_letor(letor + "train.5k.txt")
+    mslr_test = read_letor(letor + "test.5k.txt", n_features=mslr_train.features.shape[2])
+    big = synthetic_letor(n_queries=args.big_queries, n_features=136, docs=(100, 100), seed=1)[0]
+    n_fit = round(0.8 * args.big_queries)
+    sets = {
+        "MQ2008 (5 folds)": list(kfold_splits(mq, 5, seed=args.seed)),
+        "MSLR sample (train / test file)": [(mslr_train, mslr_test)],
+        f"generated, {args.big_queries * 100:,} documents x 136": [
+            (big.subset(np.arange(n_fit)), big.subset(np.arange(n_fit, args.big_queries)))
+        ],
+    }
+    print(
+        f"{args.rounds} rounds, {args.leaves} leaves, min 20 per leaf, rate 0.1, 64 bins, "
+        f"{args.threads} thread(s)"
+    )
+    print(
+        "| data | our loss | ours (s) | LightGBM (s) | ratio | ours NDCG@10 | LightGBM NDCG@10 "
+        "| Δ (paired) |\n|---|---|---:|---:|---:|---:|---:|---:|",
+        flush=True,
+    )
+    for name, folds in sets.items():
+        for loss in TIMING_LOSSES:
+            runs = np.array(
+                [_timed_pair(a, b, loss, args.rounds, args.leaves, args.threads) for a, b in folds]
+            )
+            t_ours, t_lgb = runs[:, 0].sum(), runs[:, 1].sum()
+            delta = runs[:, 2] - runs[:, 3]
+            shown = _mean_se(delta, signed=True) if len(folds) > 1 else f"{delta[0]:+.4f}"
+            print(
+                f"| {name} | {loss} | {t_ours:.2f} | {t_lgb:.2f} | {t_ours / t_lgb:.2f} "
+                f"| {runs[:, 2].mean():.4f} | {runs[:, 3].mean():.4f} | {shown} |",
+                flush=True,
+            )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("data", nargs="?", default=DEFAULT_DATA)
@@ -252,7 +354,15 @@ def main() -> None:
     parser.add_argument("--rows", default="", help="keep rows containing one of these")
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--timing", action="store_true", help="time against LightGBM")
+    parser.add_argument("--rounds", type=int, default=100)
+    parser.add_argument("--leaves", type=int, default=31)
+    parser.add_argument("--big-queries", type=int, default=10_000)
+    parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
+    if args.timing:
+        timing(args)
+        return
     data = read_letor(args.data)
     folds = []
     for train, test in kfold_splits(data, args.folds, seed=args.seed):

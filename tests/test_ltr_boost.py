@@ -79,12 +79,16 @@ def test_first_round_is_algorithm_one_initial_direction(rng):
     data, _ = synthetic_letor(n_queries=4, n_features=3, docs=(3, 5), seed=rng)
     eta = 0.3
     model = fit_boosted_ranker(
-        data, "bregman", valid=data, n_trees=1, shrinkage=eta, max_depth=8, min_leaf=1
+        data, "bregman", valid=data, step="gradient", n_trees=1, shrinkage=eta, min_leaf=1
     )
     expected = np.zeros(data.relevance.shape)
     for b, n in enumerate(data.lengths):
         expected[b, :n] = eta * _ideal_weights(data.relevance[b, :n])
     np.testing.assert_allclose(model.scores(data), expected, atol=1e-12)
+    # Newton: the square surrogate's Hessian is 1/2, so one leaf per document steps eta of
+    # the way to the exact minimiser grad psi(r~) = 2 r~
+    newton = fit_boosted_ranker(data, "bregman", valid=data, n_trees=1, shrinkage=eta, min_leaf=1)
+    np.testing.assert_allclose(newton.scores(data), 2 * expected, atol=1e-12)
 
 
 @pytest.mark.parametrize(
@@ -95,15 +99,17 @@ def test_first_round_is_algorithm_one_initial_direction(rng):
         ("listnet", {}),
         ("softrank", {"sigma": 0.5}),
         ("lambdarank", {}),
+        ("listmle", {}),
     ],
 )
-def test_training_risk_decreases_monotonically_with_sufficient_decrease(rng, loss, options):
+@pytest.mark.parametrize("step", ["newton", "gradient"])
+def test_training_risk_decreases_monotonically_with_sufficient_decrease(rng, loss, options, step):
     """Every accepted step satisfies J_t <= J_{t-1} - c alpha <d, h> < J_{t-1} (stepping
     along +grad, the dissertation's printed sign, would raise J and fail; a line search
     that accepted any step would too at shrinkage 1)."""
     data, _ = synthetic_letor(n_queries=30, n_features=4, docs=(4, 9), noise=1.0, seed=rng)
     model = fit_boosted_ranker(
-        data, loss, valid=data, options=options, n_trees=25, shrinkage=1.0, patience=100
+        data, loss, valid=data, options=options, step=step, n_trees=25, shrinkage=1.0, patience=100
     )
     J = np.array(model.train_loss)
     assert len(J) > 10

@@ -76,7 +76,9 @@ def test_the_accepted_step_is_the_first_halving_meeting_the_armijo_condition(mon
 
     risk = ScriptedRisk(grad, script)
     _use(monkeypatch, risk)
-    model = fit_boosted_ranker(data, "scripted", valid=data, n_trees=1, shrinkage=1.0)
+    model = fit_boosted_ranker(
+        data, "scripted", valid=data, step="gradient", n_trees=1, shrinkage=1.0
+    )
     assert len(risk.calls) == 3
     full, half = risk.calls[1], risk.calls[2]
     np.testing.assert_allclose(half, full / 2, rtol=1e-12, atol=1e-15)
@@ -97,7 +99,7 @@ def test_a_risk_that_never_decreases_halves_max_halvings_times_then_gives_up(mon
     risk = ScriptedRisk(grad, lambda s, k: 1.0 if k == 0 else 1.0 + 1e-3)
     _use(monkeypatch, risk)
     model = fit_boosted_ranker(
-        data, "scripted", valid=data, n_trees=3, shrinkage=1.0, max_halvings=2
+        data, "scripted", valid=data, step="gradient", n_trees=3, shrinkage=1.0, max_halvings=2
     )
     assert len(risk.calls) == 1 + 3 + 1 + 3
     d = -grad[data.mask]
@@ -111,7 +113,9 @@ def test_no_descent_direction_means_no_step(monkeypatch, data):
     """A zero gradient: the tree fits 0, ``<d, h> = 0``, and no step is tried at all."""
     risk = ScriptedRisk(np.zeros(data.relevance.shape), lambda s, k: 1.0)
     _use(monkeypatch, risk)
-    model = fit_boosted_ranker(data, "scripted", valid=data, n_trees=2, shrinkage=1.0)
+    model = fit_boosted_ranker(
+        data, "scripted", valid=data, step="gradient", n_trees=2, shrinkage=1.0
+    )
     # the start, then the gains tree's risk; no trial step in either round
     assert len(risk.calls) == 2 and model.gains_start and len(model.trees) == 1
 
@@ -131,7 +135,9 @@ def test_a_trial_exactly_at_the_armijo_bound_is_accepted(monkeypatch, data):
     bound = 1.0 - ARMIJO * step * along / data.lengths.shape[0]
     risk = ScriptedRisk(grad, lambda s, k: 1.0 if k == 0 else bound)
     _use(monkeypatch, risk)
-    model = fit_boosted_ranker(data, "scripted", valid=data, n_trees=1, shrinkage=1.0)
+    model = fit_boosted_ranker(
+        data, "scripted", valid=data, step="gradient", n_trees=1, shrinkage=1.0
+    )
     assert len(risk.calls) == 2 and model.train_loss == (1.0, bound)
 
 
@@ -143,7 +149,7 @@ def test_boosting_runs_n_trees_rounds_in_all_with_the_gains_start(monkeypatch, d
     risk = ScriptedRisk(grad, lambda s, k: script.get(k, 0.9 - 0.1 * (k - 2)))
     _use(monkeypatch, risk)
     model = fit_boosted_ranker(
-        data, "scripted", valid=data, n_trees=3, shrinkage=1.0, max_halvings=0
+        data, "scripted", valid=data, step="gradient", n_trees=3, shrinkage=1.0, max_halvings=0
     )
     assert model.gains_start and len(model.train_loss) == 3 and len(model.valid_ndcg) == 2
 
@@ -155,10 +161,10 @@ def test_boosting_runs_n_trees_rounds_in_all_with_the_gains_start(monkeypatch, d
 )  # fmt: skip
 def test_round_counts_are_checked(data, kw, ok):
     if ok:
-        assert len(fit_boosted_ranker(data, valid=data, **kw).trees) == 1
+        assert len(fit_boosted_ranker(data, valid=data, step="gradient", **kw).trees) == 1
     else:
         with pytest.raises(ValueError, match="n_trees and patience must be >= 1"):
-            fit_boosted_ranker(data, valid=data, **kw)
+            fit_boosted_ranker(data, valid=data, step="gradient", **kw)
 
 
 def test_one_query_or_no_holdout_trains_and_monitors_on_the_data():

@@ -1,6 +1,6 @@
 """Listwise functional gradient boosting (dissertation chapter 3, Algorithm 1) with
-regression-tree or single-feature weak learners, shrinkage, backtracking line search and
-early stopping.
+regression-tree or single-feature weak learners, Newton or gradient steps, shrinkage, a
+backtracking line search and early stopping.
 
 The ranking function is additive, ``f = sum_t alpha_t h_t``, started at ``f = 0``. With the
 empirical risk over the ``B`` training queries
@@ -11,26 +11,46 @@ empirical risk over the ``B`` training queries
 Friedman's gradient boosting, so that the step sizes do not shrink with ``B``; for a
 Bregman surrogate ``grad_s loss_b = grad psi*(s_b) - r~_b``, so ``d_1`` is
 ``r~ - grad psi*(0)`` per document, Algorithm 1's initialisation up to its sign), round
-``t`` fits a weak learner ``h_t`` to ``d_t``: with ``weak_learner="tree"`` a regression
-tree by least squares -- the tree whose predictions best align with ``d_t``, a greedy
-version of eq. 3.18's maximal ``<d_t, h> / ||h||`` (section 3.6.4) --, with ``"feature"``
-the single feature ``+-x_k`` of eq. 3.18's exhaustive argmax (section 3.6;
-:mod:`rankmodels.ltr.weak_learners`) -- and steps along the **negative** gradient (the
-dissertation prints the step along ``+grad``, which ascends the risk):
+``t`` fits a weak learner ``h_t`` and steps along it. Two weak learners
+(``weak_learner``): ``"tree"``, regression trees, and ``"feature"``, the single feature
+``+-x_k`` of eq. 3.18's exhaustive argmax ``h_t = argmax_h <d_t, h> / ||h||`` (section 3.6;
+:mod:`rankmodels.ltr.weak_learners`). Two steps (``step``; default ``"newton"`` for trees and
+``"gradient"`` for single features, as section 3.6 runs them):
 
-    alpha_t = eta <d_t, h_t> / ||h_t||^2     (eta = ``shrinkage``; = eta for mean leaves),
+* ``"newton"`` (default, LambdaMART's): with ``H_t`` the diagonal of each query's Hessian
+  (``LossSpec.with_hessian``; negative curvature of non-convex losses clipped to 0), the
+  tree's leaves minimise the second-order expansion of the loss, ``v_L = sum_L d /
+  (sum_L H + l2)``, and the tree is grown leaf-wise on the same expansion's gains
+  (:func:`rankmodels.ltr.trees.grow_tree`); the step is ``alpha_t = eta``;
+* ``"gradient"`` (Algorithm 1 as written): ``h_t`` is the least-squares tree of ``d_t``
+  (``H = 1``, ``l2 = 0``: mean leaves; a greedy version of eq. 3.18's maximal ``<d_t, h> /
+  ||h||``) and ``alpha_t = eta <d_t, h_t> / ||h_t||^2`` (``= eta`` for mean leaves), along
+  the **negative** gradient (the dissertation prints the step along ``+grad``, which
+  ascends the risk). A single feature takes this step as it is.
 
-halved while the Armijo condition ``J(f + alpha h) <= J(f) - c alpha <d_t, h_t> / B``
-(``c = 1e-4``) fails, at most ``max_halvings`` times; the training risk therefore
-decreases monotonically, and boosting stops when no step decreases it. Losses whose
-gradient gives no descent from the tied scores ``f = 0`` (SinkProp and PiRank, whose
-gradients vanish there by symmetry; LambdaRank's rank-frozen value jumps) start instead
-from ``f_0 = eta h_0``, ``h_0`` the tree fitted to the gains ``r~`` (the square
-surrogate's first direction, a pointwise ordering), and boost from there. Any loss of
+A single feature under ``"newton"`` steps by the Newton step along it, ``alpha_t = eta
+<d_t, h_t> / sum H_t h_t^2`` (the gradient step's where the curvature along it is 0).
+
+Either step is halved while the Armijo condition ``J(f + alpha h) <= J(f) - c alpha <d_t,
+h_t> / B`` (``c = 1e-4``) fails, at most ``max_halvings`` times; the training risk therefore
+decreases strictly (a step whose decrease is lost to rounding counts as none), and boosting
+stops when no step decreases it. With Newton steps, LambdaRank's ``J(f + alpha h)`` keeps
+the ranks of ``f`` (the rank-frozen objective whose gradient and Hessian the step used; at
+the new ranks it is another function, and comparing with that stalls the boosting), so
+its recorded risk need not decrease. Each round may fit its tree to a random
+``subsample`` of the training documents and a random ``colsample`` of the features
+(seeded; dissertation section 3.6.4). Losses whose gradient gives no descent from the tied
+scores ``f = 0`` (SinkProp and PiRank, whose gradients vanish there by symmetry;
+LambdaRank's value at new ranks jumps under gradient steps) start instead from ``f_0 = eta h_0``,
+``h_0`` the least-squares tree of the gains ``r~`` (the square surrogate's first
+direction, a pointwise ordering), and boost from there. Any loss of
 :data:`rankmodels.ltr.losses.LOSSES` can be boosted (its training options, e.g. PiRank's
 relaxed value). After every round the validation NDCG@k is measured; the ensemble is cut
 back to the best round, stopping after ``patience`` rounds without improvement (without
 validation data a random ``valid_fraction`` of the training queries is held out).
+
+The weak learner is the seam :data:`WeakLearner`: a function fitting one learner to the
+documents' ``(gradient, hessian)`` on given rows and features.
 
 Trees split raw features (monotone transforms do not change them) and single-feature
 learners use them as they are (eq. 3.18 divides by ``||h||``): no standardisation.
@@ -39,8 +59,7 @@ learners use them as they are (eq. 3.18 divides by ``||h||``): no standardisatio
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from functools import partial
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -50,10 +69,20 @@ from rankmodels.ltr.losses import LOSSES
 from rankmodels.ltr.models import mean_ndcg
 from rankmodels.ltr.splits import holdout_split
 from rankmodels.ltr.train import TrainingError, check_learnable
-from rankmodels.ltr.trees import Tree, fit_tree, quantile_edges
+from rankmodels.ltr.trees import Tree, TreeShape, bin_features, grow_tree, quantile_edges
 from rankmodels.ltr.weak_learners import WEAK_LEARNERS, FeatureLearner, fit_feature_learner
 
-__all__ = ["ARMIJO", "BoostedRanker", "fit_boosted_ranker"]
+__all__ = ["ARMIJO", "STEPS", "BoostedRanker", "WeakLearner", "fit_boosted_ranker"]
+
+STEPS = ("newton", "gradient")
+"""The boosting steps (module docstring); the first is the default."""
+
+WeakLearner = Callable[
+    [np.ndarray, np.ndarray | None, np.ndarray | None, np.ndarray | None], Tree | FeatureLearner
+]
+"""``fit(grad, hess, rows, features)``: a weak learner fitted to the training documents'
+gradient and (diagonal) Hessian ``(N,)``, on the documents ``rows`` (None: all) and the
+features where ``features`` ``(F,)`` is True (None: all), predicting the step to add."""
 
 ARMIJO = 1e-4
 """Sufficient-decrease constant ``c`` of the backtracking line search."""
@@ -86,90 +115,155 @@ class BoostedRanker:
         return mean_ndcg(data, self.scores(data), k)
 
 
+def tree_learner(
+    docs: np.ndarray, shape: TreeShape, max_bins: int
+) -> tuple[WeakLearner, WeakLearner]:
+    """Histogram trees on ``docs`` ``(N, F)`` binned once: the second-order learner of
+    ``shape`` and its least-squares twin (``H = 1``, ``l2 = 0``, no ``min_hessian``)."""
+    binned = bin_features(docs, quantile_edges(docs, max_bins))
+    squares = replace(shape, l2=0.0, min_hessian=0.0)
+
+    def newton(grad, hess, rows, features):
+        return grow_tree(binned, grad, hess, shape, rows, features)
+
+    def least_squares(grad, hess, rows, features):
+        return grow_tree(binned, grad, np.ones_like(grad), squares, rows, features)
+
+    return newton, least_squares
+
+
+def feature_learner(docs: np.ndarray) -> WeakLearner:
+    """Eq. 3.18's single-feature learner on ``docs`` ``(N, F)``, fitted to the
+    pseudo-residuals ``-grad`` of the given rows among the given features."""
+
+    def fit(grad, hess, rows, features):
+        X, g = (docs, grad) if rows is None else (docs[rows], grad[rows])
+        return fit_feature_learner(X, -g, features)
+
+    return fit
+
+
 def fit_boosted_ranker(
     data: LetorData,
     loss: str = "bregman",
     *,
     valid: LetorData | None = None,
     options: Mapping[str, object] | None = None,
+    step: str | None = None,
+    weak_learner: str = "tree",
     n_trees: int = 300,
     shrinkage: float = 0.1,
-    max_depth: int = 4,
-    min_leaf: int = 10,
+    num_leaves: int = 31,
+    max_depth: int | None = None,
+    min_leaf: int = 20,
+    min_hessian: float = 1e-3,
+    l2: float = 0.0,
+    min_gain: float = 0.0,
+    subsample: float = 1.0,
+    colsample: float = 1.0,
     max_bins: int = 64,
     max_halvings: int = 30,
     patience: int = 30,
     valid_fraction: float = 0.2,
     k: int = 10,
-    weak_learner: str = "tree",
     seed: int | np.random.Generator = 0,
     progress: Callable[[int], None] | None = None,
 ) -> BoostedRanker:
-    """Boost ``loss`` (module docstring) with ``weak_learner`` ``"tree"`` (``max_depth``,
-    ``min_leaf``, ``max_bins``) or ``"feature"``; ``progress`` gets 1 per round and the
-    rest when stopping early, ``n_trees`` (rounds) in all."""
-    if n_trees < 1 or patience < 1 or max_halvings < 0:
-        raise ValueError("n_trees and patience must be >= 1, max_halvings >= 0")
+    """Boost ``loss`` (module docstring) with ``weak_learner`` ``"tree"`` (trees of at most
+    ``num_leaves`` leaves and ``max_depth``, ``min_leaf``, ``min_hessian``, ``l2``,
+    ``min_gain``: see :class:`rankmodels.ltr.trees.TreeShape`; ``max_bins``) or
+    ``"feature"``; ``step`` None: ``"newton"`` for trees, ``"gradient"`` for features.
+    ``progress`` gets 1 per round and the rest when stopping early, ``n_trees`` in all."""
     if weak_learner not in WEAK_LEARNERS:
         raise ValueError(f"weak_learner must be one of {WEAK_LEARNERS}, got {weak_learner!r}")
+    if step is None:
+        step = "newton" if weak_learner == "tree" else "gradient"
+    if step not in STEPS:
+        raise ValueError(f"step must be one of {STEPS}, got {step!r}")
+    if n_trees < 1 or patience < 1 or max_halvings < 0:
+        raise ValueError("n_trees and patience must be >= 1, max_halvings >= 0")
     if not 0 < shrinkage <= 1:
         raise ValueError(f"shrinkage must be in (0, 1], got {shrinkage}")
+    if not (0 < subsample <= 1 and 0 < colsample <= 1):
+        raise ValueError(f"subsample and colsample must be in (0, 1], got {subsample}, {colsample}")
+    shape = TreeShape(num_leaves, max_depth, min_leaf, min_hessian, l2, min_gain)
+    rng = np.random.default_rng(seed)
     if valid is None and data.lengths.shape[0] > 1 and valid_fraction > 0:
-        fit_idx, valid_idx = holdout_split(data.lengths.shape[0], valid_fraction, seed)
+        fit_idx, valid_idx = holdout_split(data.lengths.shape[0], valid_fraction, rng)
         data, valid = data.subset(fit_idx), data.subset(valid_idx)
     check_learnable(data)
     spec = LOSSES[loss]
     opts = spec.validate({**spec.fit_options, **(options or {})})
     n_queries = data.lengths.shape[0]
+    newton = step == "newton"
+    rank_frozen = newton and "ranked_by" in spec.option_names
 
-    def risk(s: np.ndarray) -> tuple[float, np.ndarray]:
+    def risk(
+        s: np.ndarray, frozen_at: np.ndarray | None = None
+    ) -> tuple[float, np.ndarray, np.ndarray | None]:
+        """``J(s)``, the loss gradient and (Newton) the clipped Hessian diagonal; with
+        ``frozen_at``, a rank-frozen loss (LambdaRank) keeps the ranks of those scores."""
+        frozen = {} if frozen_at is None or not rank_frozen else {"ranked_by": frozen_at}
         with np.errstate(over="ignore", invalid="ignore"):
-            res = spec.function(s, data.relevance, data.lengths, **opts)
-        return float(np.mean(res.value)), res.grad
+            if not newton:
+                res = spec.function(s, data.relevance, data.lengths, **opts, **frozen)
+                return float(np.mean(res.value)), res.grad, None
+            res, hess = spec.with_hessian(s, data.relevance, data.lengths, **opts, **frozen)
+        return float(np.mean(res.value)), res.grad, np.maximum(hess, 0.0)
 
     mask = data.mask
     docs = data.features[mask]
-    fit_learner: Callable[[np.ndarray], Tree | FeatureLearner] = (
-        partial(fit_feature_learner, docs)
-        if weak_learner == "feature"
-        else partial(
-            fit_tree,
-            docs,
-            edges=quantile_edges(docs, max_bins),
-            max_depth=max_depth,
-            min_leaf=min_leaf,
-        )
-    )
+    second_order, least_squares = tree_learner(docs, shape, max_bins)
+    learner = second_order if newton else least_squares
+    if weak_learner == "feature":
+        learner = feature_learner(docs)
     monitor = valid if valid is not None and valid.lengths.shape[0] else data
     s = np.zeros(data.relevance.shape)
-    value, grad = risk(s)
+    value, grad, hess = risk(s)
     if not np.isfinite(value):
         raise TrainingError(f"the {loss} objective is not finite at zero scores ({opts})")
+    n_docs, n_features = docs.shape
 
-    def boosting_round() -> tuple[Tree | FeatureLearner, np.ndarray, float, np.ndarray] | None:
-        """Learner fitted to the pseudo-residuals, Armijo-backtracked; None: no descent."""
-        direction = -grad[mask]
-        tree = fit_learner(direction)
+    def sample() -> tuple[np.ndarray | None, np.ndarray | None]:
+        """This round's rows and features (None: all)."""
+        rows = features = None
+        if subsample < 1:
+            rows = np.sort(rng.choice(n_docs, max(1, round(subsample * n_docs)), replace=False))
+        if colsample < 1:
+            chosen = rng.choice(n_features, max(1, round(colsample * n_features)), replace=False)
+            features = np.zeros(n_features, dtype=bool)
+            features[chosen] = True
+        return rows, features
+
+    def boosting_round():
+        """Weak learner along the pseudo-residuals, Armijo-backtracked; None: no descent."""
+        g = grad[mask]
+        tree = learner(g, hess[mask] if newton else None, *sample())
         h = np.zeros_like(s)
         h[mask] = tree.predict(docs)
-        along = float(direction @ h[mask])  # <d, h> = ||h||^2 for mean leaves
+        along = -float(g @ h[mask])  # <d, h>
         if not along > 0:
             return None
-        step = shrinkage * along / float(h[mask] @ h[mask])
+        curvature = float(hess[mask] @ h[mask] ** 2) if newton and weak_learner == "feature" else 0
+        if newton and weak_learner == "tree":
+            alpha = shrinkage
+        else:  # along h: the Newton step where there is curvature, else the gradient step
+            alpha = shrinkage * along / (curvature or float(h[mask] @ h[mask]))
         for _ in range(max_halvings + 1):
-            new_value, new_grad = risk(s + step * h)
-            if new_value <= value - ARMIJO * step * along / n_queries:
-                return tree.scaled(step), step * h, new_value, new_grad
-            step /= 2
+            new = risk(s + alpha * h, s)
+            if new[0] < value and new[0] <= value - ARMIJO * alpha * along / n_queries:
+                return tree.scaled(alpha), alpha * h, risk(s + alpha * h) if rank_frozen else new
+            alpha /= 2
         return None
 
     trees: list[Tree | FeatureLearner] = []
     first = boosting_round()
     if first is None:  # no descent from tied scores: start by ordering on the gains
         gains = -LOSSES["bregman"].function(s, data.relevance, data.lengths).grad
-        trees.append(fit_learner(gains[mask]).scaled(shrinkage))
+        start = least_squares if weak_learner == "tree" else learner
+        trees.append(start(-gains[mask], None, None, None).scaled(shrinkage))
         s[mask] = trees[0].predict(docs)
-        value, grad = risk(s)
+        value, grad, hess = risk(s)
         if progress is not None:
             progress(1)
     s_valid = sum((t.predict(monitor.features) for t in trees), np.zeros(monitor.relevance.shape))
@@ -179,7 +273,7 @@ def fit_boosted_ranker(
         found = first if first is not None and not ndcgs else boosting_round()
         if found is None:
             break  # no step decreases the risk: converged
-        tree, delta, value, grad = found
+        tree, delta, (value, grad, hess) = found
         s = s + delta
         trees.append(tree)
         losses.append(value)

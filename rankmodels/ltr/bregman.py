@@ -17,6 +17,14 @@ at ``s = grad psi(r~)``, which orders the documents by gain. (Eq. 3.3 as printed
 * ``"qnorm"``: ``psi(x) = ||x||_q^2`` with ``q = ln(m) + 2`` (``m`` documents),
   ``psi*(s) = ||s||_p^2 / 4`` with ``1/p + 1/q = 1``.
 
+The Hessian of ``phi`` in ``s`` is that of ``psi*``; its diagonal (Newton boosting) is
+``1/2`` (square), ``e^{s_i/c} / c`` (cross-entropy) and, for the q-norm,
+
+    (1/2) [(2 - p) ||s||_p^{2-2p} |s_i|^{2p-2} + (p - 1) ||s||_p^{2-p} |s_i|^{p-2}],
+
+which is infinite where ``s_i = 0`` (``p < 2``: ``psi*`` is not twice differentiable
+there); those documents get the square surrogate's ``1/2`` instead.
+
 Mixtures (section 3.5, :func:`bregman_mixture_loss`): with weights ``alpha >= 0``
 normalised to sum 1, ``phi_alpha = sum_i alpha_i phi_{psi_i}``. By eq. 3.28 this is
 ``psi_alpha*(s) - <s, r~>`` (+ terms free of ``s``) with ``psi_alpha* = sum_i alpha_i
@@ -38,6 +46,7 @@ surrogate ``beta`` multiplies ``c``. The weights ``alpha in [0, 1]^d`` of sectio
 (``psi = sum_i alpha_i psi_i``, not normalised) are ``scale = sum_i alpha_i`` with the
 normalised weights ``alpha / sum_i alpha_i``: then ``psi_{lambda alpha} = lambda psi_alpha``
 and ``alpha = e_i`` is ``psi_i`` itself, as in the dissertation.
+The Hessian's diagonal of ``phi_beta`` is that of ``phi`` at ``s / beta``, over ``beta``.
 """
 
 from __future__ import annotations
@@ -47,7 +56,14 @@ import numpy as np
 from rankmodels.ltr.batching import LossResult, RaggedBatch, ragged_batch
 from rankmodels.ltr.metrics import ndcg_weights
 
-__all__ = ["SURROGATES", "bregman_loss", "bregman_minimiser", "bregman_mixture_loss"]
+__all__ = [
+    "SURROGATES",
+    "bregman_loss",
+    "bregman_minimiser",
+    "bregman_mixture_loss",
+    "bregman_mixture_with_hessian",
+    "bregman_with_hessian",
+]
 
 SURROGATES = ("cross_entropy", "square", "qnorm")
 
@@ -86,6 +102,30 @@ def bregman_loss(
 ) -> LossResult:
     """The Bregman surrogate of ``scale * psi``, ``scale * phi(s / scale, r)`` with
     ``phi`` of eq. 3.28 (value >= 0), and its gradient ``grad phi(s / scale)``."""
+    return bregman_with_hessian(
+        scores,
+        relevance,
+        lengths,
+        surrogate=surrogate,
+        c=c,
+        scale=scale,
+        gain=gain,
+        discount=discount,
+    )[0]
+
+
+def bregman_with_hessian(
+    scores: object,
+    relevance: object,
+    lengths: object | None = None,
+    *,
+    surrogate: str = "square",
+    c: float = 1.0,
+    scale: float = 1.0,
+    gain: str = "exp2m1",
+    discount: str | np.ndarray = "log2",
+) -> tuple[LossResult, np.ndarray]:
+    """:func:`bregman_loss` and the diagonal of its Hessian (module docstring)."""
     batch = ragged_batch(scores, relevance, lengths)
     mask = batch.mask
     rt = _target(batch, surrogate, c, scale, gain, discount)
@@ -93,12 +133,14 @@ def bregman_loss(
     if surrogate == "square":
         value = ((rt - s / 2.0) ** 2).sum(axis=1)
         grad = s / 2.0 - rt
+        hess = np.full(s.shape, 0.5)
     elif surrogate == "cross_entropy":
         with np.errstate(divide="ignore", invalid="ignore"):
             xlogx = np.where(rt > 0, rt * np.log(np.where(rt > 0, rt, 1.0)), 0.0)
         es = np.where(mask, np.exp(s / c), 0.0)
         value = c * (xlogx - rt).sum(axis=1) + c * es.sum(axis=1) - (s * rt).sum(axis=1)
         grad = es - rt
+        hess = es / c
     else:
         q = _q_of(batch.lengths)
         p = q / (q - 1.0)
@@ -107,7 +149,16 @@ def bregman_loss(
         value = _norm(rt, q) ** 2 + ns**2 / 4.0 - (s * rt).sum(axis=1)
         dual = 0.5 * safe[:, None] ** (2.0 - p[:, None]) * np.abs(s) ** (p[:, None] - 1.0)
         grad = np.where(ns[:, None] > 0, dual * np.sign(s), 0.0) - rt
-    return batch.result(scale * value, grad)
+        pc = p[:, None]
+        with np.errstate(divide="ignore"):
+            a = np.abs(s)
+            curv = 0.5 * (
+                (2.0 - pc) * safe[:, None] ** (2.0 - 2.0 * pc) * a ** (2.0 * pc - 2.0)
+                + (pc - 1.0) * safe[:, None] ** (2.0 - pc) * a ** (pc - 2.0)
+            )
+        hess = np.where((a > 0) & (ns[:, None] > 0), curv, 0.5)
+    hess = np.where(mask, hess, 0.0) / scale
+    return batch.result(scale * value, grad), batch.per_item(hess)
 
 
 def bregman_mixture_loss(
@@ -127,6 +178,35 @@ def bregman_mixture_loss(
     (module docstring), the weights ``alpha`` (``cross_entropy``, ``square``, ``qnorm``;
     >= 0, not all 0) normalised to sum 1; ``c`` is the cross-entropy surrogate's constant,
     ``scale`` the overall scale ``beta`` of ``psi_alpha``."""
+    return bregman_mixture_with_hessian(
+        scores,
+        relevance,
+        lengths,
+        cross_entropy=cross_entropy,
+        square=square,
+        qnorm=qnorm,
+        c=c,
+        scale=scale,
+        gain=gain,
+        discount=discount,
+    )[0]
+
+
+def bregman_mixture_with_hessian(
+    scores: object,
+    relevance: object,
+    lengths: object | None = None,
+    *,
+    cross_entropy: float = 1.0,
+    square: float = 1.0,
+    qnorm: float = 1.0,
+    c: float = 1.0,
+    scale: float = 1.0,
+    gain: str = "exp2m1",
+    discount: str | np.ndarray = "log2",
+) -> tuple[LossResult, np.ndarray]:
+    """:func:`bregman_mixture_loss` and the diagonal of its Hessian, the same mixture of
+    the surrogates' diagonals."""
     weights = {"cross_entropy": cross_entropy, "square": square, "qnorm": qnorm}
     if not all(0 <= w < np.inf for w in weights.values()) or sum(weights.values()) <= 0:
         raise ValueError(f"mixture weights must be finite, >= 0 and not all 0, got {weights}")
@@ -134,7 +214,7 @@ def bregman_mixture_loss(
     parts = [
         (
             weight / total,
-            bregman_loss(
+            bregman_with_hessian(
                 scores,
                 relevance,
                 lengths,
@@ -148,9 +228,10 @@ def bregman_mixture_loss(
         for name, weight in weights.items()
         if weight > 0
     ]
-    value = sum(w * np.asarray(part.value) for w, part in parts)
-    grad = sum(w * part.grad for w, part in parts)
-    return LossResult(float(value) if np.ndim(value) == 0 else value, grad)
+    value = sum(w * np.asarray(part.value) for w, (part, _) in parts)
+    grad = sum(w * part.grad for w, (part, _) in parts)
+    hess = sum(w * h for w, (_, h) in parts)
+    return LossResult(float(value) if np.ndim(value) == 0 else value, grad), hess
 
 
 def bregman_minimiser(

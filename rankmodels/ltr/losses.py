@@ -15,6 +15,11 @@ parsing and checking of ``--option KEY=VALUE``, :func:`rankmodels.ltr.train.fit_
 option names and types::
 
     LOSSES["softrank"](scores, relevance, lengths, sigma=0.5)
+
+:meth:`LossSpec.with_hessian` adds the diagonal of the Hessian in the scores (Newton
+boosting): in closed form where the entry has ``hessian`` (the Bregman surrogates, ListNet,
+ListMLE, RankNet, LambdaRank's rank-frozen objective), by central differences of the
+gradient otherwise (:mod:`rankmodels.ltr.curvature`).
 """
 
 from __future__ import annotations
@@ -28,11 +33,28 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from rankmodels.ltr.batching import LossResult
-from rankmodels.ltr.bregman import SURROGATES, bregman_loss, bregman_mixture_loss
-from rankmodels.ltr.listwise import listmle_loss, listnet_loss
+from rankmodels.ltr.bregman import (
+    SURROGATES,
+    bregman_loss,
+    bregman_mixture_loss,
+    bregman_mixture_with_hessian,
+    bregman_with_hessian,
+)
+from rankmodels.ltr.curvature import diagonal_by_differences
+from rankmodels.ltr.listwise import (
+    listmle_loss,
+    listmle_with_hessian,
+    listnet_loss,
+    listnet_with_hessian,
+)
 from rankmodels.ltr.metrics import DISCOUNTS, GAINS
 from rankmodels.ltr.neuralsort import pirank_loss
-from rankmodels.ltr.pairwise import lambdarank_loss, ranknet_loss
+from rankmodels.ltr.pairwise import (
+    lambdarank_loss,
+    lambdarank_with_hessian,
+    ranknet_loss,
+    ranknet_with_hessian,
+)
 from rankmodels.ltr.sinkprop import MEASURES, sinkprop_loss
 from rankmodels.ltr.softrank import METHODS, softndcg_loss
 from rankmodels.registry import Registry
@@ -163,6 +185,7 @@ class LossSpec:
     smoothing: str | None = None
     fit_options: Mapping[str, object] = field(default_factory=dict, hash=False)
     options: tuple[LossOption, ...] = ()
+    hessian: Callable[..., tuple[LossResult, np.ndarray]] | None = None
 
     def __post_init__(self) -> None:
         if not self.options:
@@ -209,6 +232,16 @@ class LossSpec:
     ) -> LossResult:
         return self.function(scores, relevance, lengths, **self.check(options))
 
+    def with_hessian(
+        self, scores: np.ndarray, relevance: np.ndarray, lengths: np.ndarray, **options: object
+    ) -> tuple[LossResult, np.ndarray]:
+        """The loss on a ``(B, n)`` batch and the ``(B, n)`` diagonal of its Hessian in the
+        scores (module docstring); options as for a call, unchecked."""
+        if self.hessian is not None:
+            return self.hessian(scores, relevance, lengths, **options)
+        result = self.function(scores, relevance, lengths, **options)
+        return result, diagonal_by_differences(self.function, scores, relevance, lengths, **options)
+
 
 LOSSES = Registry[LossSpec]("loss")
 """The losses by name, in the order of ``docs/ltr.md``."""
@@ -233,19 +266,41 @@ for _spec in (
         smoothing="tau",
         fit_options={"straight_through": False},
     ),
-    LossSpec("ranknet", "pairwise logistic loss over pairs r_i > r_j (RankNet)", ranknet_loss),
+    LossSpec(
+        "ranknet",
+        "pairwise logistic loss over pairs r_i > r_j (RankNet)",
+        ranknet_loss,
+        hessian=ranknet_with_hessian,
+    ),
     LossSpec(
         "lambdarank",
         "RankNet pairs weighted by |Delta NDCG| of swapping them (LambdaRank)",
         lambdarank_loss,
+        hessian=lambdarank_with_hessian,
     ),
-    LossSpec("listnet", "top-one cross-entropy of score and label softmax (ListNet)", listnet_loss),
-    LossSpec("listmle", "Plackett-Luce likelihood of the label order (ListMLE)", listmle_loss),
-    LossSpec("bregman", "NDCG-consistent Bregman surrogate (dissertation ch. 3)", bregman_loss),
+    LossSpec(
+        "listnet",
+        "top-one cross-entropy of score and label softmax (ListNet)",
+        listnet_loss,
+        hessian=listnet_with_hessian,
+    ),
+    LossSpec(
+        "listmle",
+        "Plackett-Luce likelihood of the label order (ListMLE)",
+        listmle_loss,
+        hessian=listmle_with_hessian,
+    ),
+    LossSpec(
+        "bregman",
+        "NDCG-consistent Bregman surrogate (dissertation ch. 3)",
+        bregman_loss,
+        hessian=bregman_with_hessian,
+    ),
     LossSpec(
         "bregman_mix",
         "mixture of the three Bregman surrogates: normalised weights, a scale (dissertation 3.5)",
         bregman_mixture_loss,
+        hessian=bregman_mixture_with_hessian,
     ),
 ):
     LOSSES.register(_spec)

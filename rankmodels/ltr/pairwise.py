@@ -21,36 +21,76 @@ both documents of a misordered pair the same way; the absolute value is Burges' 
 
 from __future__ import annotations
 
+import numba as nb
 import numpy as np
 
 from rankmodels.ltr.batching import LossResult, RaggedBatch, hard_orders, ragged_batch
 from rankmodels.ltr.metrics import ndcg_weights
 from rankmodels.permutations import inverse
 
-__all__ = ["lambdarank_loss", "ranknet_loss"]
+__all__ = ["lambdarank_loss", "lambdarank_with_hessian", "ranknet_loss", "ranknet_with_hessian"]
 
 
-def _pairs(batch: RaggedBatch) -> tuple[np.ndarray, np.ndarray]:
-    """``(B, n, n)`` mask of pairs ``r_i > r_j`` and the score differences ``s_i - s_j``."""
-    m = batch.mask
-    r = batch.relevance
-    pairs = (r[:, :, None] > r[:, None, :]) & m[:, :, None] & m[:, None, :]
-    return pairs, batch.scores[:, :, None] - batch.scores[:, None, :]
+@nb.njit(cache=True, parallel=True)
+def _pair_terms(s, r, lengths, u, dr, weighted):
+    """Per query the weighted RankNet value, its gradient and its diagonal second
+    derivative ``sum_j w_ij rho_ij (1 - rho_ij)``, ``rho_ij = sigmoid(-(s_i - s_j))``;
+    ``w_ij = |u_i - u_j| |dr_i - dr_j|`` when ``weighted``, else 1."""
+    B, n = s.shape
+    value = np.zeros(B)
+    grad = np.zeros((B, n))
+    hess = np.zeros((B, n))
+    for b in nb.prange(B):
+        for i in range(lengths[b]):
+            for j in range(lengths[b]):
+                if r[b, i] <= r[b, j]:
+                    continue
+                w = abs(u[b, i] - u[b, j]) * abs(dr[b, i] - dr[b, j]) if weighted else 1.0
+                if w == 0.0:
+                    continue
+                diff = s[b, i] - s[b, j]
+                e = np.exp(-abs(diff))
+                value[b] += w * (max(-diff, 0.0) + np.log1p(e))
+                rho = e / (1.0 + e) if diff >= 0 else 1.0 / (1.0 + e)  # sigmoid(-diff)
+                grad[b, i] -= w * rho
+                grad[b, j] += w * rho
+                curvature = w * rho * (1.0 - rho)
+                hess[b, i] += curvature
+                hess[b, j] += curvature
+    return value, grad, hess
 
 
-def _weighted_ranknet(batch: RaggedBatch, weight: np.ndarray) -> LossResult:
-    pairs, diff = _pairs(batch)
-    w = np.where(pairs, weight, 0.0)
-    value = (w * np.logaddexp(0.0, -diff)).sum(axis=(1, 2))
-    # d/ds_i log(1 + e^{-(s_i - s_j)}) = -sigmoid(-(s_i - s_j)); opposite for s_j
-    lam = w * np.exp(-np.logaddexp(0.0, diff))  # sigmoid(-diff), stable
-    grad = -lam.sum(axis=2) + lam.sum(axis=1)
-    return batch.result(value, grad)
+def _weighted_ranknet(
+    batch: RaggedBatch, u: np.ndarray | None = None, dr: np.ndarray | None = None
+) -> tuple[LossResult, np.ndarray]:
+    """RankNet over the pairs ``r_i > r_j`` (weighted by ``|u_i - u_j| |dr_i - dr_j|``
+    when ``u``, ``dr`` are given) and the diagonal of its Hessian."""
+    s = np.ascontiguousarray(np.where(batch.mask, batch.scores, 0.0), dtype=np.float64)
+    r = np.ascontiguousarray(batch.relevance, dtype=np.float64)
+    weighted = u is not None
+    zeros = np.zeros_like(s)
+    value, grad, hess = _pair_terms(
+        s,
+        r,
+        batch.lengths.astype(np.int64),
+        np.ascontiguousarray(u, dtype=np.float64) if weighted else zeros,
+        np.ascontiguousarray(dr, dtype=np.float64) if weighted else zeros,
+        weighted,
+    )
+    return batch.result(value, grad), batch.per_item(np.where(batch.mask, hess, 0.0))
+
+
+def ranknet_with_hessian(
+    scores: object, relevance: object, lengths: object | None = None
+) -> tuple[LossResult, np.ndarray]:
+    """:func:`ranknet_loss` and the diagonal of its Hessian,
+    ``d^2 C / ds_i^2 = sum_{j paired with i} rho_ij (1 - rho_ij)``."""
+    return _weighted_ranknet(ragged_batch(scores, relevance, lengths))
 
 
 def ranknet_loss(scores: object, relevance: object, lengths: object | None = None) -> LossResult:
     """RankNet cost (SoftRank eq. 5) summed over the pairs ``r_i > r_j`` of each query."""
-    return _weighted_ranknet(ragged_batch(scores, relevance, lengths), np.ones(()))
+    return ranknet_with_hessian(scores, relevance, lengths)[0]
 
 
 def lambdarank_loss(
@@ -61,12 +101,30 @@ def lambdarank_loss(
     k: int | None = None,
     gain: str = "exp2m1",
     discount: str | np.ndarray = "log2",
+    ranked_by: np.ndarray | None = None,
 ) -> LossResult:
     """LambdaRank: RankNet pairs weighted by ``|Delta NDCG@k|`` of swapping them in the
-    current ranking; the gradient is the lambda vector (see the module docstring)."""
+    current ranking (or in the ranking by the scores ``ranked_by``: the rank-frozen
+    objective at other scores); the gradient is the lambda vector (module docstring)."""
+    return lambdarank_with_hessian(
+        scores, relevance, lengths, k=k, gain=gain, discount=discount, ranked_by=ranked_by
+    )[0]
+
+
+def lambdarank_with_hessian(
+    scores: object,
+    relevance: object,
+    lengths: object | None = None,
+    *,
+    k: int | None = None,
+    gain: str = "exp2m1",
+    discount: str | np.ndarray = "log2",
+    ranked_by: np.ndarray | None = None,
+) -> tuple[LossResult, np.ndarray]:
+    """:func:`lambdarank_loss` and the diagonal of the rank-frozen objective's Hessian,
+    LambdaMART's ``sum_j |Delta NDCG_ij| rho_ij (1 - rho_ij)``."""
     batch = ragged_batch(scores, relevance, lengths)
     u, d, _ = ndcg_weights(batch, k, gain, discount)  # u = G / IDCG (0 when IDCG = 0)
-    rank = inverse(hard_orders(batch.scores, batch.lengths))
-    dr = d[rank]  # discount at each document's current position
-    delta = np.abs(u[:, :, None] - u[:, None, :]) * np.abs(dr[:, :, None] - dr[:, None, :])
-    return _weighted_ranknet(batch, delta)
+    ranking = batch.scores if ranked_by is None else np.reshape(ranked_by, batch.scores.shape)
+    rank = inverse(hard_orders(ranking, batch.lengths))
+    return _weighted_ranknet(batch, u, d[rank])  # d[rank]: discount at each current position

@@ -41,15 +41,18 @@ class FeatureLearner:
         return FeatureLearner(self.feature, factor * self.weight)
 
 
-def fit_feature_learner(X: np.ndarray, d: np.ndarray) -> FeatureLearner:
+def fit_feature_learner(
+    X: np.ndarray, d: np.ndarray, features: np.ndarray | None = None
+) -> FeatureLearner:
     """Eq. 3.18 over single features: the ``sigma x_k`` maximising ``<d, h> / ||h||`` for
-    documents ``X`` ``(N, F)`` and pseudo-residuals ``d`` ``(N,)`` (module docstring);
-    ``weight = sigma``."""
+    documents ``X`` ``(N, F)`` and pseudo-residuals ``d`` ``(N,)`` (module docstring), among
+    the features where ``features`` ``(F,)`` is True (None: all); ``weight = sigma``."""
     if X.ndim != 2 or d.shape != (X.shape[0],):
         raise ValueError(f"need X (N, F) and d (N,), got {X.shape} and {d.shape}")
     norms = np.sqrt(np.einsum("nf,nf->f", X, X))
     along = d @ X
-    margin = np.where(norms > 0, np.abs(along) / np.where(norms > 0, norms, 1.0), -np.inf)
+    usable = norms > 0 if features is None else (norms > 0) & features
+    margin = np.where(usable, np.abs(along) / np.where(norms > 0, norms, 1.0), -np.inf)
     k = int(np.argmax(margin))
     if not np.isfinite(margin[k]):
         raise ValueError("every feature is 0 on every document: no weak learner")
