@@ -372,23 +372,28 @@ def solve_newton(
     prior: np.ndarray,
     prior_mean: np.ndarray,
     held_var: np.ndarray,
+    hold_first: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The geometry's M-step from ``stats`` at ``theta``: the Newton step of :func:`m_step`
     for the ``estimated`` entries (a boolean mask), each entry with a finite prior dropped
     (held) while its posterior variance exceeds ``1 / (1 + MIN_DATA_TO_PRIOR)`` of the
     prior's. ``prior`` the prior precisions (0: none), ``prior_mean`` their centres,
-    ``held_var`` each entry's variance when held (the consider covariance). Returns the new
-    ``theta``, the covariance of the entries still estimated and that mask (all False:
-    nothing determined, ``theta`` unchanged). Raises ValueError when the normal equations
-    cannot be solved."""
+    ``held_var`` each entry's variance when held (the consider covariance); ``hold_first``
+    (integer per entry, default all equal): of the undetermined entries only those of the
+    highest rank are held before solving again (an entry confounded with another may be
+    determined once the other is held). Returns the new ``theta``, the covariance of the
+    entries still estimated and that mask (all False: nothing determined, ``theta``
+    unchanged). Raises ValueError when the normal equations cannot be solved."""
     estimated = np.asarray(estimated, dtype=bool).copy()
+    rank = np.zeros(theta.size, dtype=int) if hold_first is None else np.asarray(hold_first)
     values, cov = theta.copy(), np.zeros((0, 0))
     while estimated.any():
         values, cov = _newton_step(theta, estimated, stats, prior, prior_mean, held_var)
         undetermined = np.diag(cov) * prior[estimated] * (1.0 + MIN_DATA_TO_PRIOR) > 1.0
         if not undetermined.any():
             break
-        estimated[np.flatnonzero(estimated)[undetermined]] = False
+        index = np.flatnonzero(estimated)[undetermined]
+        estimated[index[rank[index] == rank[index].max()]] = False
     if not estimated.any():
         return theta.copy(), np.zeros((0, 0)), estimated
     return values, cov, estimated
