@@ -375,16 +375,25 @@ def _on_dask(
     return [r for r in rows if r is not None]
 
 
-def write_summary(table: pd.DataFrame, out: str | os.PathLike[str]) -> list[str]:
+def write_summary(
+    table: pd.DataFrame,
+    out: str | os.PathLike[str],
+    experiment: dict[str, Any] | None = None,
+) -> list[str]:
     """Write ``table`` as ``out/summary.csv`` and ``out/summary.json`` (``{"columns": meaning
-    of each column, "floats": [row, ...]}``, NaN as null), rounded to
-    :data:`SUMMARY_DECIMALS`, atomically; returns the names."""
+    of each column, "floats": [row, ...]}``, NaN as null, and with ``experiment`` -- the
+    shared estimates of a joint calibration,
+    :func:`~rankmodels.tracking.experiment.shared_summary` -- under ``"experiment"``),
+    rounded to :data:`SUMMARY_DECIMALS`, atomically; returns the names."""
     folder = Path(out)
     table = table.round({c: d for c, d in SUMMARY_DECIMALS.items() if c in table.columns})
     with atomic_output(folder / SUMMARY_FILES[0], "w") as handle:
         table.to_csv(handle, index=False, lineterminator="\n")
     rows = json.loads(table.to_json(orient="records"))
     with atomic_output(folder / SUMMARY_FILES[1], "w") as handle:
-        json.dump({"columns": SUMMARY_COLUMNS, "floats": rows}, handle, indent=1)
+        document = {"columns": SUMMARY_COLUMNS, "floats": rows}
+        if experiment is not None:
+            document["experiment"] = experiment
+        json.dump(document, handle, indent=1)
         handle.write("\n")
     return list(SUMMARY_FILES)

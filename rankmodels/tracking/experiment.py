@@ -35,15 +35,19 @@ The floats must agree on their sources: a source name at two positions more than
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import xarray as xr
 
 from rankmodels.errors import InputError
+from rankmodels.files import atomic_output
 from rankmodels.threads import numba_threads, prepare_environment
 from rankmodels.tracking.batch import float_folders, read_record, worker_threads
 from rankmodels.tracking.calibration import (
@@ -78,6 +82,8 @@ from rankmodels.tracking.shared import FloatCalibration, with_drift_correction
 __all__ = [
     "MIN_EVIDENCE",
     "SAME_POSITION_KM",
+    "SOURCES_FILE",
+    "SOURCE_COLUMNS",
     "ExperimentResult",
     "ExperimentSources",
     "FloatPass",
@@ -85,6 +91,9 @@ __all__ = [
     "experiment_passes",
     "experiment_sources",
     "float_e_step",
+    "shared_summary",
+    "source_table",
+    "write_sources",
 ]
 
 #: Farthest apart (km) two floats may place the same source name: positions written with
@@ -428,3 +437,63 @@ def _result(
         names=names,
         floats=tuple(floats),
     )
+
+
+#: Columns of the experiment's source table (:func:`source_table`, ``sources.csv``).
+SOURCE_COLUMNS: dict[str, str] = {
+    "source": "source name",
+    "lat": "degrees_north",
+    "lon": "degrees_east",
+    "offset_correction": "shared correction of the written source_offset (s)",
+    "offset_correction_std": "its standard error (s; NaN where not estimated)",
+    "drift_correction": "shared correction of the source clock drift (s/day)",
+    "drift_correction_std": "its standard error (s/day; NaN where not estimated)",
+    "floats": f"floats that heard the source (at least {MIN_EVIDENCE:g} expected direct arrival)",
+    "arrivals": "expected direct arrivals from the source over all floats",
+}
+
+
+def source_table(result: ExperimentResult) -> pd.DataFrame:
+    """One row per source of the experiment (:data:`SOURCE_COLUMNS`)."""
+    p, src = result.parameters, result.sources
+    return pd.DataFrame(
+        {
+            "source": list(src.names),
+            "lat": src.lat,
+            "lon": src.lon,
+            "offset_correction": p.offset_correction,
+            "offset_correction_std": p.offset_correction_std,
+            "drift_correction": p.drift_correction,
+            "drift_correction_std": p.drift_correction_std,
+            "floats": result.floats_per_source,
+            "arrivals": np.round(result.arrivals, 1),
+        },
+        columns=list(SOURCE_COLUMNS),
+    )
+
+
+def shared_summary(result: ExperimentResult) -> dict[str, object]:
+    """The shared estimates for ``summary.json``: ``sound_speed`` and its ``_std`` (m/s;
+    null where not estimated), ``floats``, ``em_passes``, ``kept_pass``, ``stop`` and
+    ``sources`` (:func:`source_table` rows)."""
+    p = result.parameters
+    sources = json.loads(source_table(result).to_json(orient="records"))
+    return {
+        "sound_speed": p.sound_speed,
+        "sound_speed_std": p.sound_speed_std if np.isfinite(p.sound_speed_std) else None,
+        "floats": len(result.names),
+        "em_passes": len(result.loglik),
+        "kept_pass": result.best,
+        "stop": result.stop,
+        "sources": sources,
+    }
+
+
+SOURCES_FILE = "sources.csv"
+
+
+def write_sources(result: ExperimentResult, out: str | os.PathLike[str]) -> list[str]:
+    """Write :func:`source_table` as ``out/sources.csv`` (atomically); returns the name."""
+    with atomic_output(Path(out) / SOURCES_FILE, "w") as handle:
+        source_table(result).to_csv(handle, index=False, lineterminator="\n", float_format="%.5g")
+    return [SOURCES_FILE]
