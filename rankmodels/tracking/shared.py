@@ -13,6 +13,7 @@ import numpy as np
 import xarray as xr
 
 from rankmodels.tracking.calibration import CalibrationResult
+from rankmodels.tracking.schema import TRACK, annotate
 
 __all__ = ["CALIBRATION_MODE", "FloatCalibration", "with_drift_correction"]
 
@@ -54,11 +55,5 @@ class FloatCalibration:
             source_drift_correction=("source", self.drift_correction),
             source_drift_correction_std=("source", self.drift_correction_std),
         )
-        out["source_drift_correction"].attrs.update(
-            units="s/day",
-            long_name="shared correction of the source clock drift (experiment calibration); "
-            "source_drift includes it",
-        )
-        out["source_drift_correction_std"].attrs["units"] = "s/day"
         out.attrs.update(calibration_mode=CALIBRATION_MODE, experiment_floats=self.floats)
-        return out
+        return annotate(out, TRACK)
