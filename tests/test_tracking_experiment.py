@@ -212,9 +212,7 @@ def _speed_experiment(folder, days, n_floats, particles):
         multipath=0.02, sigma=3.0,
     )  # fmt: skip
     joint = calibrate_experiment(paths, config).parameters
-    alone = [
-        track_float(read_float(p), config)[1].calibration.calibration for p in paths
-    ]
+    alone = [track_float(read_float(p), config)[1].calibration.calibration for p in paths]
     return joint, alone
 
 
