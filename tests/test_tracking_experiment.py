@@ -241,3 +241,38 @@ def test_joint_calibration_recovers_speed_and_offsets_on_four_floats(tmp_path):
     heard = np.isfinite(joint.offset_correction_std)
     err = joint.offset_correction[heard] + OFFSET_ERRORS[heard]
     assert np.all(np.abs(err - err.mean()) < 3.0 * joint.offset_correction_std[heard] + 0.3)
+
+
+def test_a_drift_correction_moves_the_written_offsets_along_the_source_clocks(tiny):
+    """The corrected record's written offsets grow by the correction times the days since
+    each source's deployment (the clock reference)."""
+    from rankmodels.tracking.records import source_days, written_offsets
+    from rankmodels.tracking.shared import with_drift_correction
+
+    record = read_float(tiny[0])
+    correction = np.linspace(-0.02, 0.03, record.sizes["source"])
+    moved = written_offsets(with_drift_correction(record, correction)) - written_offsets(record)
+    days = source_days(record)
+    assert days.min() > 5.0  # the sources were deployed before the launch
+    np.testing.assert_allclose(moved, correction * days, atol=1e-9)
+
+
+def test_a_drift_a_short_record_cannot_tell_from_an_offset_is_held_first(rng):
+    """Over 20 days, 60 days after the deployment, a source drift is a near-constant delay:
+    the drifts are held and the offsets, then determined, estimated."""
+    layout = JointLayout(n_sources=3, n_floats=2)
+    stats, sources = [], []
+    for _ in range(2):
+        k = 200
+        src = rng.integers(0, 3, k)
+        day = rng.uniform(0.0, 20.0, k)
+        dist = rng.uniform(100.0, 1500.0, k)
+        resid = rng.normal(0.0, 4.0, k)
+        stats.append(
+            float_design(dist, day, src, day + 60.0, resid, np.ones(k), n_sources=3, sigma=4.0)
+        )
+        sources.append(np.arange(3))
+    got = joint_m_step(pool(stats, sources, layout), JointParameters.nominal(layout, NOMINAL),
+                       layout, NOMINAL)  # fmt: skip
+    assert np.isnan(got.drift_correction_std).all()
+    assert np.isfinite(got.offset_correction_std).all()
