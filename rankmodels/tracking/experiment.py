@@ -335,7 +335,10 @@ def calibrate_experiment(
         threads = worker_threads(client)
     n = len(paths)
 
+    ran = [0]  # passes of E-steps so far (for the progress count)
+
     def e_steps(theta, models, factor=1.0, fit=True):
+        ran[0] += 1
         return _e_steps(
             paths, config, theta, sources, models, factor, fit, client, threads or 1, progress
         )
@@ -345,12 +348,11 @@ def calibrate_experiment(
         return joint_m_step(stats, theta, layout, nominal, frozenset(geometry))
 
     nominal_theta = JointParameters.nominal(layout, nominal)
-    theta, skipped = nominal_theta, 0
+    theta = nominal_theta
     for factor in ANNEALING if geometry else ():
         try:
             theta = m_step(theta, e_steps(theta, [None] * n, factor, fit=False))
         except ValueError:  # cannot solve even assuming a noisier TOA: start from the files'
-            skipped += 1
             break
     candidates = [(nominal_theta, [None] * n)]
     if theta is not nominal_theta:
@@ -384,8 +386,7 @@ def calibrate_experiment(
         candidates.append((new, [p.fitted for p in kept]))
         steps += 1
     if progress:
-        left = experiment_passes(config) - len(scores) - len(ANNEALING) + skipped
-        progress(max(left, 0) * n)
+        progress(max(experiment_passes(config) - ran[0], 0) * n)
     return _result(candidates, pass_log, scores, best, stop, names, sources, layout, config)
 
 
