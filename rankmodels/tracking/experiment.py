@@ -252,11 +252,6 @@ class ExperimentResult:
     names: tuple[str, ...]
     floats: tuple[FloatCalibration, ...]
 
-    @property
-    def kept_file_values(self) -> bool:
-        """Whether no estimate beat the files' values."""
-        return self.best == 0
-
 
 def experiment_passes(config: TrackConfig) -> int:
     """Most E-step passes of :func:`calibrate_experiment` (each one task per float)."""
@@ -316,7 +311,8 @@ def calibrate_experiment(
     per float and pass (at most ``len(files) *`` :func:`experiment_passes`).
 
     Raises :class:`~rankmodels.errors.InputError` for an unreadable record (its path in the
-    message) or sources placed differently by different floats."""
+    message; a file that cannot be read too) or sources placed differently by different
+    floats."""
     paths = [os.fspath(f) for f in files]
     names = tuple(float_folders(paths))
     records = {}
@@ -325,6 +321,8 @@ def calibrate_experiment(
             records[name] = read_record(path, labels_required=config.engine == "labels")[0]
         except InputError as err:
             raise err.with_path(path) from None
+        except OSError as err:
+            raise InputError(str(err.strerror or err), path=path) from None
     sources = experiment_sources(records)
     layout = JointLayout(len(sources.names), len(paths))
     nominal = config.sound_speed or float(

@@ -260,7 +260,8 @@ def joint_m_step(
     (:data:`SOURCE_DRIFT_PRIOR_STD`) and the clocks
     (:data:`~rankmodels.tracking.calibration.CLOCK_OFFSET_PRIOR_STD`,
     :data:`~rankmodels.tracking.calibration.DRIFT_PRIOR_STD`) about 0. An entry the pooled
-    data do not determine is held (its standard error NaN unless ``current`` had one).
+    data do not determine is held (its standard error NaN unless ``current`` had one), the
+    source drifts before the rest.
 
     With one trajectory per float (positions known) the result is the closed-form weighted
     least squares with these priors, ``(A^T W A + P)^-1 (A^T W y + P mu)`` over the stacked
