@@ -324,6 +324,15 @@ def _warnings(summary: TrackSummary) -> list[str]:
     "noise) with the track (Monte Carlo EM; see docs/tracking.md).",
 )
 @click.option(
+    "--calibrate-mode",
+    type=click.Choice(["float", "experiment"]),
+    default="float",
+    show_default=True,
+    help="Many floats: calibrate each float alone (float) or all together (experiment: one "
+    "sound speed and per-source offset and clock-drift corrections shared by the floats, "
+    "each float with its own clock and statistical model; EM on the Dask workers).",
+)
+@click.option(
     "--calibrate-params",
     default=",".join(CALIBRATION_PARAMS),
     show_default=True,
@@ -369,6 +378,7 @@ def track_float(
     process_noise: float,
     sound_speed: float | None,
     calibrate: bool,
+    calibrate_mode: str,
     calibrate_params: str,
     smooth: bool,
     plots: bool,
@@ -398,17 +408,21 @@ def track_float(
         calibrate=calibrate,
         calibrate_params=calibrate_params,
     )
+    joint = calibrate_mode == "experiment"
+    if joint and not calibrate:
+        raise BadInput("--calibrate-mode experiment: needs --calibrate (not --no-calibrate)")
     if len(files) > 1 or files[0].is_dir():
         run_batch(
             files, out, config, plots=plots, workers=workers, scheduler=scheduler,
             worker_threads=worker_threads, strict=strict, quiet=quiet,
-            exit_quality=EXIT_QUALITY,
+            exit_quality=EXIT_QUALITY, joint=joint,
         )  # fmt: skip
         return
     batch_only = {
         "--workers": workers,
         "--scheduler": scheduler,
         "--worker-threads": worker_threads,
+        "--calibrate-mode": "experiment" if joint else None,
     }
     for option, value in batch_only.items():
         if value is not None:

@@ -17,8 +17,11 @@ from pathlib import Path
 from typing import Any
 
 import click
+import numpy as np
 import pandas as pd
 
+from rankmodels.errors import InputError
+from rankmodels.text import with_error
 from rankmodels.tracking.batch import (
     FAILED,
     SUMMARY_FILES,
@@ -27,6 +30,14 @@ from rankmodels.tracking.batch import (
     write_summary,
 )
 from rankmodels.tracking.config import TrackConfig
+from rankmodels.tracking.experiment import (
+    SOURCES_FILE,
+    ExperimentResult,
+    calibrate_experiment,
+    experiment_passes,
+    shared_summary,
+    write_sources,
+)
 from rankmodels_app._common import EXIT_BAD_INPUT, BadInput, progressbar, refuse_to_overwrite
 
 #: Output folder of a batch when --out is not given.
@@ -60,12 +71,16 @@ def run_batch(
     strict: bool,
     quiet: bool,
     exit_quality: int,
+    joint: bool = False,
 ) -> None:
     """Track every record under ``out`` (default :data:`DEFAULT_BATCH_OUT`), each task's
     kernels on ``worker_threads`` numba threads (None: the default split), and write the
     summary table and, with ``plots``, the fleet overview; one stderr line per failed float
     and per float whose hand labels were dropped, a closing count; exit 2 when any failed
-    (``exit_quality`` with ``strict`` when all ran but a quality check failed)."""
+    (``exit_quality`` with ``strict`` when all ran but a quality check failed). ``joint``:
+    calibrate the floats together first (:func:`rankmodels.tracking.experiment.
+    calibrate_experiment`, on the same Dask client) and track each with its share; the shared
+    estimates go into summary.json, sources.csv, fleet.html and two lines of the summary."""
     from rankmodels.plots.fleet import FLEET_FILES, write_fleet
 
     files = record_files(paths)
@@ -74,24 +89,66 @@ def run_batch(
         float_folders(files)
     except ValueError as err:
         raise BadInput(str(err)) from None
-    for name in (*SUMMARY_FILES, *(FLEET_FILES if plots else ())):
+    for name in (*SUMMARY_FILES, *(FLEET_FILES if plots else ()), *([SOURCES_FILE] * joint)):
         refuse_to_overwrite(out / name, files)
     if scheduler is None and workers is None:
         workers = max(1, min(len(files), os.cpu_count() or 1))
-    with _client(workers, scheduler) as client, progressbar(len(files), "Floats", quiet) as bar:
-        table = track_many(
-            files,
-            out,
-            config,
-            plots=plots,
-            client=client,
-            threads=worker_threads,
-            progress=bar.update,
-        )
-    written = write_summary(table, out)
+    experiment, shared = None, None
+    with _client(workers, scheduler) as client:
+        if joint:
+            steps = len(files) * experiment_passes(config)
+            with progressbar(steps, "Calibrating the experiment", quiet) as bar:
+                try:
+                    experiment = calibrate_experiment(
+                        files, config, client=client, threads=worker_threads,
+                        progress=bar.update,
+                    )  # fmt: skip
+                except InputError as err:
+                    raise BadInput(str(err)) from None
+            shared = shared_summary(experiment)
+        with progressbar(len(files), "Floats", quiet) as bar:
+            table = track_many(
+                files,
+                out,
+                config,
+                plots=plots,
+                client=client,
+                threads=worker_threads,
+                progress=bar.update,
+                calibrations=experiment.floats if experiment else None,
+            )
+    written = write_summary(table, out, shared)
+    if experiment is not None:
+        written += write_sources(experiment, out)
+        for line in _shared_lines(experiment):
+            click.echo(line)
     if plots:
-        written += write_fleet(out, table)
+        written += write_fleet(out, table, shared)
     _report(table, out, written, strict, exit_quality)
+
+
+def _shared_lines(result: ExperimentResult) -> list[str]:
+    """The joint calibration in two lines: the shared sound speed and the source corrections
+    (how many estimated, the largest), with how the EM ended."""
+    p = result.parameters
+    speed = (
+        f"sound speed {with_error(p.sound_speed, p.sound_speed_std, 1)} m/s"
+        if np.isfinite(p.sound_speed_std)
+        else f"sound speed kept at {p.sound_speed:.1f} m/s"
+    )
+    parts = []
+    for label, values, stds, unit, digits in (
+        ("offset corrections", p.offset_correction, p.offset_correction_std, "s", 2),
+        ("clock-drift corrections", p.drift_correction, p.drift_correction_std, "s/day", 4),
+    ):
+        done = np.isfinite(stds)
+        largest = f", largest {np.abs(values[done]).max():.{digits}f} {unit}" if done.any() else ""
+        parts.append(f"{label} for {int(done.sum())} of {done.size} sources{largest}")
+    return [
+        f"experiment calibrated jointly ({len(result.names)} floats, EM pass {result.best} of "
+        f"{len(result.loglik) - 1} kept; {result.stop}): {speed}",
+        f"shared source clocks: {'; '.join(parts)} (sources.csv)",
+    ]
 
 
 @contextmanager

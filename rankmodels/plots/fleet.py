@@ -51,6 +51,7 @@ __all__ = [
     "FLEET_FILES",
     "fleet_map",
     "fleet_report",
+    "shared_section",
     "fleet_tracks",
     "float_colors",
     "write_fleet",
@@ -398,11 +399,52 @@ def parameters_table(table: pd.DataFrame) -> str:
     return f'<table class="fleet parameters">\n<tr>{head}</tr>\n{rows}\n</table>'
 
 
+def shared_section(experiment: Mapping[str, object] | None) -> str:
+    """The joint calibration's shared estimates (``summary.json``'s ``"experiment"``,
+    :func:`~rankmodels.tracking.experiment.shared_summary`): the sound speed ± its standard
+    error and one row per source with its offset and clock-drift corrections ± theirs and
+    its evidence (floats that heard it, expected direct arrivals); '' without."""
+    if experiment is None:
+        return ""
+    speed, sd = experiment["sound_speed"], experiment["sound_speed_std"]
+    speed_text = f"{with_error(speed, sd, 1)} m/s" if sd is not None else f"{speed:.1f} m/s (kept)"
+    head = "".join(
+        f"<th>{_e(h)}</th>"
+        for h in ("Source", "Offset correction (s)", "Drift correction (s/day)", "Floats",
+                  "Arrivals")
+    )  # fmt: skip
+    rows = []
+    for src in experiment["sources"]:
+        cells = [f'<td class="name">{_e(src["source"])}</td>']
+        for name, digits in (("offset_correction", 2), ("drift_correction", 4)):
+            value, err = src[name], src[f"{name}_std"]
+            text = (
+                with_error(value, err, digits, signed=True)
+                if err is not None
+                else f"{value:+.{digits}f} (kept)"
+            )
+            cells.append(f'<td class="num">{_e(text)}</td>')
+        cells.append(f'<td class="num">{int(src["floats"])}</td>')
+        cells.append(f'<td class="num">{float(src["arrivals"]):.0f}</td>')
+        rows.append(f"<tr>{''.join(cells)}</tr>")
+    body = "\n".join(rows)
+    return (
+        '<h2 id="shared">Shared calibration of the experiment</h2>\n'
+        f"<p>{int(experiment['floats'])} floats calibrated together (EM pass "
+        f"{experiment['kept_pass']} of {experiment['em_passes']} kept; {_e(experiment['stop'])}"
+        f"): sound speed {_e(speed_text)}. Each source's corrections, ± the standard error "
+        "where the pooled floats determine them, and its evidence: the floats that heard it "
+        "and their expected direct arrivals from it.</p>\n"
+        f'<table class="fleet sources">\n<tr>{head}</tr>\n{body}\n</table>'
+    )
+
+
 def fleet_report(
     table: pd.DataFrame,
     png: bytes | None,
     links: Mapping[str, str],
     colors: Mapping[str, tuple[float, ...]] | None = None,
+    experiment: Mapping[str, object] | None = None,
 ) -> str:
     """The fleet page (a complete HTML document): the map ``png`` embedded
     (:func:`~rankmodels.plots.report.png_data_uri`; None: no map), then the summary ``table``
@@ -411,7 +453,8 @@ def fleet_report(
     used (:func:`parameters_table`); each header's tooltip names its ``summary.csv`` column
     and meaning, each name's the record file. ``links``: float name -> relative path of its
     report, linked from the name; ``colors``: float name -> its RGBA colour on the map, shown
-    as a swatch."""
+    as a swatch; ``experiment``: the shared estimates of a joint calibration
+    (:func:`shared_section`), shown before the floats."""
     colors = colors or {}
     ok = int((table["status"] == OK).sum())
     title = f"Tracked floats: {ok} of {len(table)}"
@@ -444,6 +487,7 @@ def fleet_report(
 <p class="subtitle">Each float's name links its own report; the numbers are in summary.csv
 and summary.json beside this page.</p>
 {figure}
+{shared_section(experiment)}
 <h2>Floats</h2>
 {floats_table(table, links, colors)}
 {parameters}""",
@@ -451,10 +495,15 @@ and summary.json beside this page.</p>
     )
 
 
-def write_fleet(out: str | os.PathLike[str], table: pd.DataFrame) -> list[str]:
+def write_fleet(
+    out: str | os.PathLike[str],
+    table: pd.DataFrame,
+    experiment: Mapping[str, object] | None = None,
+) -> list[str]:
     """Write :data:`FLEET_FILES` into the batch folder ``out`` from its summary ``table`` and
     the floats' ``out/NAME/track.nc``: ``fleet.png`` only when some float was tracked, and
-    ``fleet.html`` linking the ``NAME/report.html`` of each tracked float that has one.
+    ``fleet.html`` linking the ``NAME/report.html`` of each tracked float that has one (and
+    with ``experiment``, the shared estimates: :func:`shared_section`).
     Atomic; returns the names written."""
     from rankmodels.plots.cartopy_data import use_shipped_natural_earth
     from rankmodels.plots.tracking import figure_png
@@ -475,6 +524,6 @@ def write_fleet(out: str | os.PathLike[str], table: pd.DataFrame) -> list[str]:
         if (folder / name / REPORT_FILE).is_file()
     }
     with atomic_output(folder / FLEET_FILES[1], "w") as handle:
-        handle.write(fleet_report(table, png, links, colors))
+        handle.write(fleet_report(table, png, links, colors, experiment))
     written.append(FLEET_FILES[1])
     return written

@@ -36,6 +36,7 @@ from rankmodels.tracking.geometry import great_circle_km
 from rankmodels.tracking.output import write_track
 from rankmodels.tracking.pipeline import TrackSummary, track_float
 from rankmodels.tracking.records import InvalidLabelsWarning, WindowStretchedWarning, read_float
+from rankmodels.tracking.shared import FloatCalibration
 
 __all__ = [
     "SUMMARY_COLUMNS",
@@ -218,10 +219,13 @@ def track_one(
     config: TrackConfig,
     plots: bool = True,
     name: str | None = None,
+    calibration: FloatCalibration | None = None,
 ) -> dict[str, Any]:
     """Track the record ``file`` into folder ``out`` (``track.nc``, and with ``plots`` the
     figures and ``report.html``, with the true track of a simulated record beside it); the
-    summary row (:data:`SUMMARY_COLUMNS`). Never raises for a bad float: an
+    summary row (:data:`SUMMARY_COLUMNS`). ``calibration``: the float's share of its
+    experiment's joint calibration, tracked with (and recorded in ``track.nc``) instead of
+    its own. Never raises for a bad float: an
     :class:`~rankmodels.errors.InputError` or file-system error is the row's one-line
     ``reason``, any other exception ``"internal error: Type: message"``; the reader's warning
     about dropped hand labels (:func:`read_record`) is the row's ``warning``."""
@@ -230,7 +234,12 @@ def track_one(
     row = _empty_row(file, name if name is not None else Path(out).name)
     try:
         record, row["warning"] = read_record(file, labels_required=config.engine == "labels")
-        track, summary = track_float(record, config)
+        if calibration is None:
+            track, summary = track_float(record, config)
+        else:
+            record = calibration.apply(record)
+            track, summary = track_float(record, config, calibration=calibration.result)
+            track = calibration.annotate(track)
         track.attrs["source_file"] = file
         with atomic_path(Path(out) / TRACK_FILE) as tmp:
             write_track(track, tmp)
@@ -270,25 +279,29 @@ def track_many(
     client: Any | None = None,
     threads: int | None = None,
     progress: Progress = None,
+    calibrations: Sequence[FloatCalibration] | None = None,
 ) -> pd.DataFrame:
     """Track every record of ``files`` into ``out/NAME/`` (:func:`float_folders`), serially or
     as one task per float on the ``dask.distributed`` ``client``, each task with ``threads``
     numba threads (default :func:`worker_threads`; ignored without a client);
-    ``progress(1)`` as each float finishes. Returns the summary table (:data:`SUMMARY_COLUMNS`,
-    input order). A task lost with its worker is a failed row too."""
+    ``progress(1)`` as each float finishes; ``calibrations``: each float's share of the
+    experiment's joint calibration (:func:`track_one`). Returns the summary table
+    (:data:`SUMMARY_COLUMNS`, input order). A task lost with its worker is a failed row
+    too."""
     config = TrackConfig() if config is None else config
     names = float_folders(files)
     paths = [os.fspath(f) for f in files]
     outs = [os.fspath(Path(out) / name) for name in names]
+    joint = list(calibrations) if calibrations is not None else [None] * len(paths)
     if client is None:
         rows = []
-        for path, folder, name in zip(paths, outs, names, strict=True):
-            rows.append(track_one(path, folder, config, plots, name))
+        for path, folder, name, cal in zip(paths, outs, names, joint, strict=True):
+            rows.append(track_one(path, folder, config, plots, name, cal))
             if progress is not None:
                 progress(1)
     else:
         threads = worker_threads(client) if threads is None else threads
-        rows = _on_dask(client, paths, outs, names, config, plots, threads, progress)
+        rows = _on_dask(client, paths, outs, names, config, plots, threads, progress, joint)
     table = pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
     return table.astype(dict.fromkeys(COUNT_COLUMNS, "Int64"))  # counts stay whole with NA
 
@@ -313,12 +326,18 @@ def worker_threads(client: Any) -> int:
 
 
 def _track_task(
-    threads: int, file: str, out: str, config: TrackConfig, plots: bool, name: str
+    threads: int,
+    file: str,
+    out: str,
+    config: TrackConfig,
+    plots: bool,
+    name: str,
+    calibration: FloatCalibration | None,
 ) -> dict[str, Any]:
     """:func:`track_one` on a Dask worker, its kernels on ``threads`` numba threads."""
     prepare_environment()  # before the worker's first parallel kernel (a remote worker's too)
     with numba_threads(threads):
-        return track_one(file, out, config, plots, name)
+        return track_one(file, out, config, plots, name, calibration)
 
 
 def _on_dask(
@@ -330,13 +349,15 @@ def _on_dask(
     plots: bool,
     threads: int,
     progress: Progress,
+    calibrations: list[FloatCalibration | None],
 ) -> list[dict[str, Any]]:
     from distributed import as_completed
 
     n = len(paths)
     futures = client.map(
-        _track_task, [threads] * n, paths, outs, [config] * n, [plots] * n, names, pure=False
-    )
+        _track_task, [threads] * n, paths, outs, [config] * n, [plots] * n, names,
+        calibrations, pure=False,
+    )  # fmt: skip
     index = {future.key: i for i, future in enumerate(futures)}
     rows: list[dict[str, Any] | None] = [None] * len(paths)
     try:
@@ -354,16 +375,25 @@ def _on_dask(
     return [r for r in rows if r is not None]
 
 
-def write_summary(table: pd.DataFrame, out: str | os.PathLike[str]) -> list[str]:
+def write_summary(
+    table: pd.DataFrame,
+    out: str | os.PathLike[str],
+    experiment: dict[str, Any] | None = None,
+) -> list[str]:
     """Write ``table`` as ``out/summary.csv`` and ``out/summary.json`` (``{"columns": meaning
-    of each column, "floats": [row, ...]}``, NaN as null), rounded to
-    :data:`SUMMARY_DECIMALS`, atomically; returns the names."""
+    of each column, "floats": [row, ...]}``, NaN as null, and with ``experiment`` -- the
+    shared estimates of a joint calibration,
+    :func:`~rankmodels.tracking.experiment.shared_summary` -- under ``"experiment"``),
+    rounded to :data:`SUMMARY_DECIMALS`, atomically; returns the names."""
     folder = Path(out)
     table = table.round({c: d for c, d in SUMMARY_DECIMALS.items() if c in table.columns})
     with atomic_output(folder / SUMMARY_FILES[0], "w") as handle:
         table.to_csv(handle, index=False, lineterminator="\n")
     rows = json.loads(table.to_json(orient="records"))
     with atomic_output(folder / SUMMARY_FILES[1], "w") as handle:
-        json.dump({"columns": SUMMARY_COLUMNS, "floats": rows}, handle, indent=1)
+        document = {"columns": SUMMARY_COLUMNS, "floats": rows}
+        if experiment is not None:
+            document["experiment"] = experiment
+        json.dump(document, handle, indent=1)
         handle.write("\n")
     return list(SUMMARY_FILES)

@@ -44,6 +44,7 @@ from rankmodels.tracking.signal_model import SignalModel
 
 __all__ = [
     "CALIBRATION_PARAMS",
+    "ResidualStatistics",
     "CLOCK_OFFSET_PRIOR_STD",
     "DRIFT_PRIOR_STD",
     "GEOMETRY_PARAMS",
@@ -58,6 +59,8 @@ __all__ = [
     "direct_path_share",
     "geometry_log_prior",
     "parse_calibrate_params",
+    "residual_statistics",
+    "solve_newton",
 ]
 
 #: The geometry ``--calibrate-params`` may name: ``drift`` (clock offset and drift),
@@ -281,22 +284,12 @@ def m_step(
     ]
     prior = 1.0 / prior_std**2
     resid = y - dist * theta[0] - fixed @ theta[1:]  # (M, K) at theta_0
-    wr = resid * (w / sigma**2)
-    scores = np.column_stack([(wr * dist).sum(axis=1), wr @ fixed])  # (M, 3 + s)
-    full = _complete_information(dist, fixed, w / sigma**2)
-    estimated = _parameter_mask(params, n_sources)
-    while True:
-        values, cov, info = _newton_step(
-            theta, estimated, scores, full, prior, prior_mean, held_var, dist.shape[0] > 1
-        )
-        # entries with a prior that the record does not determine are held
-        undetermined = np.diag(cov) * prior[estimated] * (1.0 + MIN_DATA_TO_PRIOR) > 1.0
-        if not undetermined.any():
-            break
-        estimated = estimated.copy()
-        estimated[np.flatnonzero(estimated)[undetermined]] = False
-        if not estimated.any():
-            return replace(theta0)
+    stats = residual_statistics(dist, fixed, resid, w / sigma**2)
+    values, cov, estimated = solve_newton(
+        theta, _parameter_mask(params, n_sources), stats, prior, prior_mean, held_var
+    )
+    if not estimated.any():
+        return replace(theta0)
     stds = _vector_std(theta0)
     stds[estimated] = np.sqrt(np.diag(cov))
     u = values[0]
@@ -312,23 +305,112 @@ def m_step(
     )
 
 
-def _newton_step(
+@dataclass(frozen=True)
+class ResidualStatistics:
+    """Sufficient statistics of one record's weighted arrival residuals for the geometry's
+    Newton step, over the columns of a design ``A_m`` (trajectory ``m``):
+
+    ``score (p,)`` the mean over the ``M`` trajectories of the complete-data score
+    ``S_m = A_m^T W r_m`` (``r_m`` the residuals at the current parameters, ``W`` the
+    weights over ``sigma^2``), ``score_cov (p, p)`` their covariance over the trajectories
+    (Louis' missing information; zeros for one trajectory), ``information (p, p)`` the mean
+    complete-data information ``A_m^T W A_m``, ``trajectories`` ``M``.
+
+    Records that are independent given the parameters add: the pooled log-likelihood's
+    score, information and missing information are the sums of the records', each scattered
+    to the pooled parameters its columns stand for (:meth:`scattered`).
+    """
+
+    score: np.ndarray
+    score_cov: np.ndarray
+    information: np.ndarray
+    trajectories: int
+
+    def scattered(self, index: np.ndarray, size: int) -> ResidualStatistics:
+        """These statistics with column ``j`` moved to ``index[j]`` of ``size`` columns (the
+        others zero)."""
+        idx = np.asarray(index)
+        score = np.zeros(size)
+        cov, info = np.zeros((size, size)), np.zeros((size, size))
+        score[idx] = self.score
+        cov[np.ix_(idx, idx)] = self.score_cov
+        info[np.ix_(idx, idx)] = self.information
+        return ResidualStatistics(score, cov, info, self.trajectories)
+
+    def __add__(self, other: ResidualStatistics) -> ResidualStatistics:
+        return ResidualStatistics(
+            self.score + other.score,
+            self.score_cov + other.score_cov,
+            self.information + other.information,
+            max(self.trajectories, other.trajectories),
+        )
+
+
+def residual_statistics(
+    dist: np.ndarray, fixed: np.ndarray, resid: np.ndarray, w: np.ndarray
+) -> ResidualStatistics:
+    """:class:`ResidualStatistics` of the design ``A_m = [d_m, fixed]``: ``dist (M, K)`` the
+    distance column along each trajectory, ``fixed (K, q)`` the columns that do not depend on
+    the position, ``resid (M, K)`` the residuals at the current parameters, ``w (K,)`` the
+    weights over ``sigma^2``."""
+    wr = resid * w
+    scores = np.column_stack([(wr * dist).sum(axis=1), wr @ fixed])  # (M, 1 + q)
+    n = scores.shape[0]
+    cov = np.cov(scores, rowvar=False).reshape(2 * (scores.shape[1],)) if n > 1 else None
+    return ResidualStatistics(
+        score=scores.mean(axis=0),
+        score_cov=np.zeros(2 * (scores.shape[1],)) if cov is None else cov,
+        information=_complete_information(dist, fixed, w),
+        trajectories=n,
+    )
+
+
+def solve_newton(
     theta: np.ndarray,
     estimated: np.ndarray,
-    scores: np.ndarray,
-    full: np.ndarray,
+    stats: ResidualStatistics,
     prior: np.ndarray,
     prior_mean: np.ndarray,
     held_var: np.ndarray,
-    louis: bool,
+    hold_first: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`m_step`'s step for the ``estimated`` entries of ``theta`` (the rest held):
-    the new values, the estimated entries' covariance (consider covariance included) and
-    their observed information. ``scores (M, 3 + s)`` complete-data scores per trajectory,
-    ``full`` the mean complete-data information, ``prior``/``prior_mean`` the prior's
-    precisions and means, ``held_var`` the held entries' variances; ``louis``: several
-    trajectories (Louis' observed information) rather than one track."""
-    score = scores[:, estimated]
+    """The geometry's M-step from ``stats`` at ``theta``: the Newton step of :func:`m_step`
+    for the ``estimated`` entries (a boolean mask), each entry with a finite prior dropped
+    (held) while its posterior variance exceeds ``1 / (1 + MIN_DATA_TO_PRIOR)`` of the
+    prior's. ``prior`` the prior precisions (0: none), ``prior_mean`` their centres,
+    ``held_var`` each entry's variance when held (the consider covariance); ``hold_first``
+    (integer per entry, default all equal): of the undetermined entries only those of the
+    highest rank are held before solving again (an entry confounded with another may be
+    determined once the other is held). Returns the new ``theta``, the covariance of the
+    entries still estimated and that mask (all False: nothing determined, ``theta``
+    unchanged). Raises ValueError when the normal equations cannot be solved."""
+    estimated = np.asarray(estimated, dtype=bool).copy()
+    rank = np.zeros(theta.size, dtype=int) if hold_first is None else np.asarray(hold_first)
+    values, cov = theta.copy(), np.zeros((0, 0))
+    while estimated.any():
+        values, cov = _newton_step(theta, estimated, stats, prior, prior_mean, held_var)
+        undetermined = np.diag(cov) * prior[estimated] * (1.0 + MIN_DATA_TO_PRIOR) > 1.0
+        if not undetermined.any():
+            break
+        index = np.flatnonzero(estimated)[undetermined]
+        estimated[index[rank[index] == rank[index].max()]] = False
+    if not estimated.any():
+        return theta.copy(), np.zeros((0, 0)), estimated
+    return values, cov, estimated
+
+
+def _newton_step(
+    theta: np.ndarray,
+    estimated: np.ndarray,
+    stats: ResidualStatistics,
+    prior: np.ndarray,
+    prior_mean: np.ndarray,
+    held_var: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`solve_newton`'s step for the ``estimated`` entries of ``theta`` (the rest
+    held): the new values and the estimated entries' covariance (consider covariance
+    included); Louis' observed information when ``stats`` come from several trajectories."""
+    full = stats.information
     info = full[np.ix_(estimated, estimated)] + np.diag(prior[estimated])
     scale = np.sqrt(np.diag(info))  # condition judged in correlation form (units aside)
     if not np.all(scale > 0) or np.linalg.cond(info / np.outer(scale, scale)) > 1e12:
@@ -336,17 +418,17 @@ def _newton_step(
             "calibration is not identifiable from these arrivals (too few, too alike in "
             "distance and time, or the clock offset without a prior on the source offsets)"
         )
-    grad = score.mean(axis=0) - prior[estimated] * (theta - prior_mean)[estimated]
+    grad = stats.score[estimated] - prior[estimated] * (theta - prior_mean)[estimated]
     # what the held parameters' own uncertainty adds (consider covariance): theta_e moves by
     # S (phi - phi_0) when the held phi are off, S = I_ee^-1 I_eh (complete data)
     held = ~estimated & (held_var > 0)
     sensitivity = np.linalg.solve(info, full[np.ix_(estimated, held)])
-    if louis:
-        info = _observed_information(info, np.cov(score, rowvar=False).reshape(info.shape))
+    if stats.trajectories > 1:
+        info = _observed_information(info, stats.score_cov[np.ix_(estimated, estimated)])
     cov = np.linalg.inv(info) + (sensitivity * held_var[held]) @ sensitivity.T
     values = theta.copy()
     values[estimated] += np.linalg.solve(info, grad)
-    return values, cov, info
+    return values, cov
 
 
 def calibration_stages(params: frozenset[str]) -> tuple[frozenset[str], ...]:

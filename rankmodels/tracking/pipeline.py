@@ -995,11 +995,15 @@ def track_float(
     config: TrackConfig | None = None,
     *,
     progress: Progress = None,
+    calibration: CalibrationResult | None = None,
 ) -> tuple[xr.Dataset, TrackSummary]:
     """Track one float. ``record``: a validated float record
     (:func:`rankmodels.tracking.records.read_float`). Returns the track dataset (format in
     ``docs/tracking.md``, quality checks included) and a :class:`TrackSummary`.
-    ``progress(1)`` is called :func:`progress_steps` times.
+    ``progress(1)`` is called :func:`progress_steps` times. ``calibration``: an EM run
+    elsewhere (an experiment's joint calibration,
+    :func:`rankmodels.tracking.experiment.calibrate_experiment`): the float is tracked with
+    its kept parameters, as after its own calibration, and ``config.calibrate`` is not used.
 
     Raises :class:`InputError` (before any work) for hand labels the labels engine cannot use
     or a smoother history that does not fit in memory.
@@ -1012,13 +1016,16 @@ def track_float(
     result, final = None, None
     used = Calibration.nominal(run.cycles.n_sources, run.cycles.nominal_speed)
     with numba_event.install_timer("numba:compile", compiling.append):
-        if config.calibrate:
+        if calibration is not None:
+            result, best = calibration, None
+        elif config.calibrate:
             result, best = calibrate(record, config, progress)
+        if result is not None:
             used = result.calibration
             if not result.kept_file_values:
                 run.cycles.calibrate(used)
                 run.use_model(result.statistical_model)
-            if result.particles == config.particles:  # the best iterate is the final pass
+            if best is not None and result.particles == config.particles:  # the final pass
                 final = best
                 if progress:
                     progress(progress_steps(record, replace(config, calibrate=False)))

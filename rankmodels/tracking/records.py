@@ -39,6 +39,7 @@ __all__ = [
     "InvalidLabelsWarning",
     "WindowStretchedWarning",
     "active_sources",
+    "source_days",
     "written_offsets",
     "compressed_encoding",
     "read_float",
@@ -538,17 +539,22 @@ def active_sources(record: xr.Dataset) -> np.ndarray:
     return (np.isnat(start) | (start <= times)) & (np.isnat(end) | (times <= end))
 
 
-def written_offsets(record: xr.Dataset) -> np.ndarray:
-    """``(cycle, source)`` s: each source's written offset at each cycle, ``source_offset +
-    source_drift * (time - reference)`` in days, the reference the source's deployment
-    (``source_start_time``) or, for a source without one, ``launch_time``: the offset the
-    record states is the one at deployment, when a source's clock is set."""
-    offset = np.asarray(record["source_offset"].values, dtype=np.float64)[None, :]
-    if "source_drift" not in record:  # the default: no drift
-        return np.repeat(offset, record.sizes["cycle"], axis=0)
+def source_days(record: xr.Dataset) -> np.ndarray:
+    """``(cycle, source)`` days since each source's clock reference: its deployment
+    (``source_start_time``) or, for a source without one, ``launch_time``."""
     times = np.asarray(record["time"].values).astype("datetime64[ns]")[:, None]
     start = np.asarray(record["source_start_time"].values).astype("datetime64[ns]")
     launch = np.datetime64(record["launch_time"].values, "ns")
     reference = np.where(np.isnat(start), launch, start)[None, :]
+    return (times - reference) / _DAY
+
+
+def written_offsets(record: xr.Dataset) -> np.ndarray:
+    """``(cycle, source)`` s: each source's written offset at each cycle, ``source_offset +
+    source_drift * (time - reference)`` in days (:func:`source_days`): the offset the
+    record states is the one at deployment, when a source's clock is set."""
+    offset = np.asarray(record["source_offset"].values, dtype=np.float64)[None, :]
+    if "source_drift" not in record:  # the default: no drift
+        return np.repeat(offset, record.sizes["cycle"], axis=0)
     drift = np.asarray(record["source_drift"].values, dtype=np.float64)[None, :]
-    return offset + drift * ((times - reference) / _DAY)
+    return offset + drift * source_days(record)

@@ -446,6 +446,13 @@ def _calibration_variables() -> tuple[Variable, ...]:
             "s",
             used,
         ),
+        (
+            "source_drift_correction",
+            ("source",),
+            "shared correction of the source clock drift (source_drift includes it)",
+            "s day-1",
+            "only with --calibrate-mode experiment",
+        ),
     )
     out = []
     for name, dims, long_name, units, notes in quantities:
@@ -479,7 +486,8 @@ def _calibration_variables() -> tuple[Variable, ...]:
             units="s",
         )
     )
-    traced = [q for q in quantities if q[0] != "sigma"]  # calibration_sigma: above
+    # calibration_sigma: above; the drift correction is shared, its trace is the experiment's
+    traced = [q for q in quantities if q[0] not in ("sigma", "source_drift_correction")]
     for name, dims, _, units, _ in traced:
         out.append(
             Variable(

@@ -1,0 +1,498 @@
+"""Joint calibration of an experiment: the floats that hear the same sources, calibrated
+together by one Monte Carlo EM (the model and the pooled M-step: :mod:`~rankmodels.tracking.
+joint`).
+
+Shared: the sound speed, each source's offset correction and clock-drift correction. Per
+float: its clock offset and drift and its statistical model (TOA noise, detection, clutter,
+multipath, process noise; :mod:`~rankmodels.tracking.model_fit`).
+
+Each pass of :func:`calibrate_experiment` is
+
+1. *E-step, float by float* (:func:`float_e_step`; one task per float on the Dask workers of
+   batch mode, or serially): the float's filter, smoother and association pass
+   (:func:`~rankmodels.tracking.pipeline.track_pass`) with the current shared values and its
+   own clock and model, at ``calibration_particles`` and the same seed every pass; from it
+   the float's :class:`~rankmodels.tracking.calibration.ResidualStatistics` of the geometry
+   (:func:`~rankmodels.tracking.joint.float_design`), its particle log-likelihood, the
+   expected direct arrivals of each source it heard, and (at the configured noise) the
+   M-step of its statistical model, which is the float's own;
+2. *M-step, pooled*: the floats' statistics summed (:func:`~rankmodels.tracking.joint.pool`)
+   and one penalised Newton step for the shared and per-float geometry
+   (:func:`~rankmodels.tracking.joint.joint_m_step`).
+
+As for one float (:func:`~rankmodels.tracking.pipeline.calibrate`): two annealing passes at
+``4 sigma`` and ``2 sigma`` first, then the files' values and the annealed estimate at the
+configured noise, then M-steps until the experiment's penalised log-likelihood (the sum of
+the floats' particle log-likelihoods and every prior) rises by at most
+:data:`~rankmodels.tracking.pipeline.MIN_GAIN` nats or ``calibration_iterations`` M-steps
+were taken; the pass with the largest penalised log-likelihood is kept. The geometry is
+fitted in one stage: pooled floats separate the speed from the offsets, which one float
+cannot.
+
+The floats must agree on their sources: a source name at two positions more than
+:data:`SAME_POSITION_KM` apart is refused (:func:`experiment_sources`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from rankmodels.errors import InputError
+from rankmodels.files import atomic_output
+from rankmodels.threads import numba_threads, prepare_environment
+from rankmodels.tracking.batch import float_folders, read_record, worker_threads
+from rankmodels.tracking.calibration import (
+    GEOMETRY_PARAMS,
+    CalibrationResult,
+    ResidualStatistics,
+    m_step_pairs,
+)
+from rankmodels.tracking.config import TrackConfig
+from rankmodels.tracking.geometry import great_circle_km
+from rankmodels.tracking.joint import (
+    JointLayout,
+    JointParameters,
+    float_design,
+    joint_log_prior,
+    joint_m_step,
+    pool,
+)
+from rankmodels.tracking.model_fit import STATISTICAL_PARAMS, StatisticalModel
+from rankmodels.tracking.pipeline import (
+    ANNEALING,
+    EM_ENSEMBLE,
+    MIN_GAIN,
+    _em_step,
+    _trajectory_distances,
+    prepare,
+    track_pass,
+)
+from rankmodels.tracking.records import source_days
+from rankmodels.tracking.shared import FloatCalibration, with_drift_correction
+
+__all__ = [
+    "MIN_EVIDENCE",
+    "SAME_POSITION_KM",
+    "SOURCES_FILE",
+    "SOURCE_COLUMNS",
+    "ExperimentResult",
+    "ExperimentSources",
+    "FloatPass",
+    "calibrate_experiment",
+    "experiment_passes",
+    "experiment_sources",
+    "float_e_step",
+    "shared_summary",
+    "source_table",
+    "write_sources",
+]
+
+#: Farthest apart (km) two floats may place the same source name: positions written with
+#: three decimals of a degree differ by up to about 0.1 km.
+SAME_POSITION_KM = 1.0
+#: Expected direct arrivals from a source for a float to count as having heard it.
+MIN_EVIDENCE = 1.0
+
+Progress = Callable[[int], None] | None
+
+
+@dataclass(frozen=True)
+class ExperimentSources:
+    """The experiment's sources by name: ``names``, ``lat``, ``lon`` ``(S,)`` (first
+    appearance over the floats) and, per float, the global index of each of its record's
+    sources (``of_float[f] (s_f,)``)."""
+
+    names: tuple[str, ...]
+    lat: np.ndarray
+    lon: np.ndarray
+    of_float: tuple[np.ndarray, ...]
+
+
+def experiment_sources(records: Mapping[str, xr.Dataset]) -> ExperimentSources:
+    """The sources of the floats ``records`` (name -> validated record). Raises
+    :class:`~rankmodels.errors.InputError` when two floats place a source name more than
+    :data:`SAME_POSITION_KM` apart, naming both floats, the source and the distance."""
+    names: list[str] = []
+    where: dict[str, tuple[float, float, str]] = {}
+    of_float = []
+    for float_name, record in records.items():
+        index = []
+        lats = np.asarray(record["source_lat"].values, dtype=float)
+        lons = np.asarray(record["source_lon"].values, dtype=float)
+        for source, lat, lon in zip(record["source"].values, lats, lons, strict=True):
+            source = str(source)
+            if source not in where:
+                where[source] = (float(lat), float(lon), float_name)
+                names.append(source)
+            lat0, lon0, first = where[source]
+            apart = float(great_circle_km(lat0, lon0, lat, lon))
+            if apart > SAME_POSITION_KM:
+                raise InputError(
+                    f"floats {first} and {float_name} place source {source} {apart:.1f} km "
+                    f"apart (({lat0:g}, {lon0:g}) and ({lat:g}, {lon:g})); one experiment "
+                    f"needs one position per source name (at most {SAME_POSITION_KM:g} km "
+                    "apart)",
+                    field="source_lat",
+                )
+            index.append(names.index(source))
+        of_float.append(np.array(index, dtype=int))
+    return ExperimentSources(
+        names=tuple(names),
+        lat=np.array([where[n][0] for n in names]),
+        lon=np.array([where[n][1] for n in names]),
+        of_float=tuple(of_float),
+    )
+
+
+@dataclass(frozen=True)
+class FloatPass:
+    """One float's E-step (:func:`float_e_step`): the geometry's ``statistics`` over its
+    columns (:func:`~rankmodels.tracking.joint.float_design`), the particle ``loglik``, the
+    statistical ``model`` the pass ran with and ``fitted`` (its M-step; the same model when
+    not fitted), ``start`` (the configured model, the priors' centre), and ``arrivals (s_f,)``
+    the expected direct arrivals of each of its sources."""
+
+    statistics: ResidualStatistics
+    loglik: float
+    model: StatisticalModel
+    fitted: StatisticalModel
+    start: StatisticalModel
+    arrivals: np.ndarray
+
+
+def _em_config(config: TrackConfig) -> TrackConfig:
+    """The EM passes' settings: ``calibration_particles``, at most ``EM_ENSEMBLE``
+    trajectories."""
+    return replace(
+        config,
+        particles=min(config.calibration_particles, config.particles),
+        ensemble=min(config.ensemble, EM_ENSEMBLE),
+    )
+
+
+def float_e_step(
+    file: str | os.PathLike[str],
+    config: TrackConfig,
+    theta: JointParameters,
+    f: int,
+    sources: np.ndarray,
+    model: StatisticalModel | None,
+    factor: float = 1.0,
+    fit: bool = True,
+) -> FloatPass:
+    """The E-step of float ``f`` (its record in ``file``, global source indices
+    ``sources``) at the experiment's ``theta`` with its statistical ``model`` (None: the
+    configured one), the TOA noise inflated by ``factor`` (annealing); with ``fit``, the
+    M-step of the statistical parameters ``config.calibrate_params`` names."""
+    record, _ = read_record(file, labels_required=config.engine == "labels")
+    record = with_drift_correction(record, theta.drift_correction[sources])
+    run = prepare(record, _em_config(config))
+    start = run.statistical_model()
+    model = model or start
+    signal = replace(model.signal, sigma=model.signal.sigma * factor)
+    run.use_model(StatisticalModel(signal, model.process_noise, model.estimates))
+    cal = theta.for_float(f, sources)
+    run.cycles.calibrate(cal)
+    this = track_pass(run)
+    cycles = run.cycles
+    distances = _trajectory_distances(run, this.ensembles)
+    pairs = m_step_pairs(
+        cycles.toa, this.assoc.posterior, distances, np.arange(run.n_cycles), cycles.offset,
+        this.assoc.predicted_toa, cycles.model,
+    )  # fmt: skip
+    cycle, src = pairs["day"].astype(int), pairs["source"]
+    day = cycles.day[cycle]
+    shift = cal.predicted_shift(day, src)
+    u = 1000.0 / cal.sound_speed
+    residual = pairs["residual_toa"] - pairs["distance_km"] * u - shift
+    stats = float_design(
+        pairs["distance_km"], day, src, source_days(record)[cycle, src], residual,
+        pairs["weight"], n_sources=cycles.n_sources, sigma=cycles.model.sigma,
+    )  # fmt: skip
+    fitted = model
+    statistical = config.calibrate_params & set(STATISTICAL_PARAMS)
+    if fit and statistical:
+        _, fitted = _em_step(run, this, cal, frozenset(statistical), start)
+    arrivals = np.bincount(src, weights=pairs["weight"], minlength=cycles.n_sources)
+    return FloatPass(stats, this.loglik, model, fitted, start, arrivals)
+
+
+def _e_step_task(threads: int, *args: Any) -> FloatPass:
+    """:func:`float_e_step` on a Dask worker, its kernels on ``threads`` numba threads."""
+    prepare_environment()
+    with numba_threads(threads):
+        return float_e_step(*args)
+
+
+@dataclass(frozen=True)
+class ExperimentResult:
+    """The experiment's calibration: ``parameters`` kept (shared and per-float clocks, with
+    standard errors), ``sources``, per source the ``floats`` that heard it and the expected
+    direct ``arrivals`` (all floats, the kept pass), ``loglik`` the penalised
+    log-likelihood of each pass at the configured noise, ``best`` the kept one of those,
+    ``stop`` why the EM ended, ``names`` the floats and ``floats`` each one's share
+    (:class:`~rankmodels.tracking.shared.FloatCalibration`)."""
+
+    parameters: JointParameters
+    sources: ExperimentSources
+    floats_per_source: np.ndarray
+    arrivals: np.ndarray
+    loglik: tuple[float, ...]
+    best: int
+    stop: str
+    names: tuple[str, ...]
+    floats: tuple[FloatCalibration, ...]
+
+
+def experiment_passes(config: TrackConfig) -> int:
+    """Most E-step passes of :func:`calibrate_experiment` (each one task per float)."""
+    return len(ANNEALING) + 2 + config.calibration_iterations
+
+
+def _e_steps(
+    files: Sequence[str],
+    config: TrackConfig,
+    theta: JointParameters,
+    sources: ExperimentSources,
+    models: Sequence[StatisticalModel | None],
+    factor: float,
+    fit: bool,
+    client: Any,
+    threads: int,
+    progress: Progress,
+) -> list[FloatPass]:
+    """Every float's E-step, serially or as one Dask task per float (input order)."""
+    n = len(files)
+    args = [
+        (files[f], config, theta, f, sources.of_float[f], models[f], factor, fit) for f in range(n)
+    ]
+    if client is None:
+        out = []
+        for a in args:
+            out.append(float_e_step(*a))
+            if progress:
+                progress(1)
+        return out
+    from distributed import as_completed
+
+    futures = [client.submit(_e_step_task, threads, *a, pure=False) for a in args]
+    index = {future.key: f for f, future in enumerate(futures)}
+    results: list[FloatPass | None] = [None] * n
+    try:
+        for future in as_completed(futures, loop=client.loop):
+            results[index[future.key]] = future.result()
+            if progress:
+                progress(1)
+    finally:
+        client.cancel([f for f in futures if not f.done()])
+    return results  # type: ignore[return-value]
+
+
+def calibrate_experiment(
+    files: Sequence[str | os.PathLike[str]],
+    config: TrackConfig,
+    *,
+    client: Any | None = None,
+    threads: int | None = None,
+    progress: Progress = None,
+) -> ExperimentResult:
+    """Calibrate the floats of ``files`` together (module docstring), serially or with one
+    task per float and pass on the ``dask.distributed`` ``client`` (``threads`` numba threads
+    per task, default :func:`~rankmodels.tracking.batch.worker_threads`); ``progress(1)``
+    per float and pass (at most ``len(files) *`` :func:`experiment_passes`).
+
+    Raises :class:`~rankmodels.errors.InputError` for an unreadable record (its path in the
+    message; a file that cannot be read too) or sources placed differently by different
+    floats."""
+    paths = [os.fspath(f) for f in files]
+    names = tuple(float_folders(paths))
+    records = {}
+    for name, path in zip(names, paths, strict=True):
+        try:
+            records[name] = read_record(path, labels_required=config.engine == "labels")[0]
+        except InputError as err:
+            raise err.with_path(path) from None
+        except OSError as err:
+            raise InputError(str(err.strerror or err), path=path) from None
+    sources = experiment_sources(records)
+    layout = JointLayout(len(sources.names), len(paths))
+    nominal = config.sound_speed or float(
+        np.mean([float(r["sound_speed"]) for r in records.values()])
+    )
+    geometry = config.calibrate_params & set(GEOMETRY_PARAMS)
+    if threads is None and client is not None:
+        threads = worker_threads(client)
+    n = len(paths)
+
+    ran = [0]  # passes of E-steps so far (for the progress count)
+
+    def e_steps(theta, models, factor=1.0, fit=True):
+        ran[0] += 1
+        return _e_steps(
+            paths, config, theta, sources, models, factor, fit, client, threads or 1, progress
+        )
+
+    def m_step(theta, passes):
+        stats = pool([p.statistics for p in passes], sources.of_float, layout)
+        return joint_m_step(stats, theta, layout, nominal, frozenset(geometry))
+
+    nominal_theta = JointParameters.nominal(layout, nominal)
+    theta = nominal_theta
+    for factor in ANNEALING if geometry else ():
+        try:
+            theta = m_step(theta, e_steps(theta, [None] * n, factor, fit=False))
+        except ValueError:  # cannot solve even assuming a noisier TOA: start from the files'
+            break
+    candidates = [(nominal_theta, [None] * n)]
+    if theta is not nominal_theta:
+        candidates.append((theta, [None] * n))
+    scores: list[float] = []
+    kept: list[FloatPass] = []
+    pass_log: list[list[FloatPass]] = []
+    best, stop, steps = 0, "iteration limit", 0
+    while True:
+        k = len(scores)
+        theta_k, models_k = candidates[k]
+        passes = e_steps(theta_k, models_k)
+        pass_log.append(passes)
+        score = sum(p.loglik + p.model.log_prior(p.start) for p in passes)
+        scores.append(score + joint_log_prior(theta_k, nominal))
+        gain = scores[k] - scores[best]
+        if k == 0 or gain > 0:
+            best, kept = k, passes
+        if k + 1 < len(candidates):
+            continue
+        if k >= 2 and gain <= MIN_GAIN:
+            stop = "no longer rising"
+            break
+        if steps == config.calibration_iterations:
+            break
+        try:
+            new = m_step(candidates[best][0], kept) if geometry else candidates[best][0]
+        except ValueError as err:
+            stop = str(err)
+            break
+        candidates.append((new, [p.fitted for p in kept]))
+        steps += 1
+    if progress:
+        progress(max(experiment_passes(config) - ran[0], 0) * n)
+    return _result(candidates, pass_log, scores, best, stop, names, sources, layout, config)
+
+
+def _result(
+    candidates: list[tuple[JointParameters, list]],
+    pass_log: list[list[FloatPass]],
+    scores: list[float],
+    best: int,
+    stop: str,
+    names: tuple[str, ...],
+    sources: ExperimentSources,
+    layout: JointLayout,
+    config: TrackConfig,
+) -> ExperimentResult:
+    """The :class:`ExperimentResult` of the passes at the configured noise."""
+    theta = candidates[best][0]
+    floats = []
+    arrivals = np.zeros(layout.n_sources)
+    heard = np.zeros(layout.n_sources, dtype=int)
+    for f, src in enumerate(sources.of_float):
+        passes = [log[f] for log in pass_log]
+        result = CalibrationResult(
+            params=config.calibrate_params,
+            trace=tuple(c[0].for_float(f, src) for c in candidates[: len(scores)]),
+            loglik=tuple(p.loglik for p in passes),
+            sigma=tuple(p.model.signal.sigma for p in passes),
+            start=0,
+            best=best,
+            stop=stop,
+            particles=_em_config(config).particles,
+            models=tuple(p.model for p in passes),
+        )
+        floats.append(
+            FloatCalibration(
+                result, theta.drift_correction[src], theta.drift_correction_std[src], len(names)
+            )
+        )
+        evidence = pass_log[best][f].arrivals
+        np.add.at(arrivals, src, evidence)
+        np.add.at(heard, src, (evidence >= MIN_EVIDENCE).astype(int))
+    return ExperimentResult(
+        parameters=theta,
+        sources=sources,
+        floats_per_source=heard,
+        arrivals=arrivals,
+        loglik=tuple(scores),
+        best=best,
+        stop=stop,
+        names=names,
+        floats=tuple(floats),
+    )
+
+
+#: Columns of the experiment's source table (:func:`source_table`, ``sources.csv``).
+SOURCE_COLUMNS: dict[str, str] = {
+    "source": "source name",
+    "lat": "degrees_north",
+    "lon": "degrees_east",
+    "offset_correction": "shared correction of the written source_offset (s)",
+    "offset_correction_std": "its standard error (s; NaN where not estimated)",
+    "drift_correction": "shared correction of the source clock drift (s/day)",
+    "drift_correction_std": "its standard error (s/day; NaN where not estimated)",
+    "floats": f"floats that heard the source (at least {MIN_EVIDENCE:g} expected direct arrival)",
+    "arrivals": "expected direct arrivals from the source over all floats",
+}
+
+
+def source_table(result: ExperimentResult) -> pd.DataFrame:
+    """One row per source of the experiment (:data:`SOURCE_COLUMNS`)."""
+    p, src = result.parameters, result.sources
+    return pd.DataFrame(
+        {
+            "source": list(src.names),
+            "lat": src.lat,
+            "lon": src.lon,
+            "offset_correction": p.offset_correction,
+            "offset_correction_std": p.offset_correction_std,
+            "drift_correction": p.drift_correction,
+            "drift_correction_std": p.drift_correction_std,
+            "floats": result.floats_per_source,
+            "arrivals": np.round(result.arrivals, 1),
+        },
+        columns=list(SOURCE_COLUMNS),
+    )
+
+
+def shared_summary(result: ExperimentResult) -> dict[str, object]:
+    """The shared estimates for ``summary.json``: ``sound_speed`` and its ``_std`` (m/s;
+    null where not estimated), ``floats``, ``em_passes``, ``kept_pass``, ``stop`` and
+    ``sources`` (:func:`source_table` rows)."""
+    p = result.parameters
+    sources = json.loads(source_table(result).to_json(orient="records"))
+    return {
+        "sound_speed": p.sound_speed,
+        "sound_speed_std": p.sound_speed_std if np.isfinite(p.sound_speed_std) else None,
+        "floats": len(result.names),
+        "em_passes": len(result.loglik),
+        "kept_pass": result.best,
+        "stop": result.stop,
+        "sources": sources,
+    }
+
+
+SOURCES_FILE = "sources.csv"
+
+
+def write_sources(result: ExperimentResult, out: str | os.PathLike[str]) -> list[str]:
+    """Write :func:`source_table` as ``out/sources.csv`` (atomically); returns the name."""
+    with atomic_output(Path(out) / SOURCES_FILE, "w") as handle:
+        source_table(result).to_csv(handle, index=False, lineterminator="\n", float_format="%.5g")
+    return [SOURCES_FILE]

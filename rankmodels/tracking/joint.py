@@ -1,0 +1,287 @@
+"""The pooled geometry M-step of an experiment: floats that hear the same sources, each with
+its own clock, calibrated together.
+
+Float ``f`` records source ``i``'s arrival at cycle ``t`` (days since its launch), at
+distance ``d`` km, once the files' values are corrected, at
+
+    T = d u + o_i(t) + delta_i + eta_i tau_ti + c0_f + c1_f t + noise,   noise ~ N(0, sigma_f^2)
+
+with the *shared* slowness ``u = 1000 / v`` (s/km), offset corrections ``delta_i`` (s) and
+clock-drift corrections ``eta_i`` (s/day) of the sources (``o_i(t)`` the written offset with
+the record's ``source_drift``, ``tau_ti`` the days since the source's clock reference,
+:func:`~rankmodels.tracking.records.source_days`), and *per float* the clock offset ``c0_f``
+(s) and drift ``c1_f`` (s/day). The pooled parameter vector (:class:`JointLayout`) is
+
+    theta = (u, delta_1..delta_S, eta_1..eta_S, c0_1, c1_1, ..., c0_F, c1_F)
+
+over the ``S`` sources of the whole experiment (by name) and the ``F`` floats.
+
+Given the smoother's output each float's expected complete-data log-likelihood is quadratic
+in its columns ``(u, c0, c1, delta_local, eta_local)``: its E-step gives
+:class:`~rankmodels.tracking.calibration.ResidualStatistics` (score, Louis' missing
+information, complete-data information) over them, which :func:`float_design` builds. The
+floats are independent given ``theta``, so the pooled statistics are the sum of the floats'
+scattered into ``theta`` (:func:`pool`): the shared block adds up over the floats that hear a
+source, each float's clock block stays its own. :func:`joint_m_step` then takes the same
+penalised Newton step as one float's M-step
+(:func:`~rankmodels.tracking.calibration.solve_newton`: priors, entries the data do not
+determine held, consider covariance of the held ones) on the pooled statistics.
+
+Identifiability: a source's ``delta_i`` is shared, while the distances at which different
+floats hear it differ, so the common delay ``d_fi du`` that one float's ``c0 + delta_i``
+absorbs cannot be absorbed for every float at once: pooled floats separate the speed from
+the offsets. What stays confounded is what no record can tell apart: the mean of the
+``delta_i`` against the mean of the ``c0_f``, and the mean of the ``eta_i`` against the mean
+of the ``c1_f``; the priors split those.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from rankmodels.tracking.calibration import (
+    CLOCK_OFFSET_PRIOR_STD,
+    DRIFT_PRIOR_STD,
+    OFFSET_PRIOR_STD,
+    SPEED_PRIOR_STD,
+    Calibration,
+    ResidualStatistics,
+    residual_statistics,
+    solve_newton,
+)
+
+__all__ = [
+    "SOURCE_DRIFT_PRIOR_STD",
+    "JointLayout",
+    "JointParameters",
+    "float_design",
+    "joint_log_prior",
+    "joint_m_step",
+    "pool",
+]
+
+#: Prior std (s/day) of each source's clock-drift correction: moored source clocks are set
+#: and read at deployment and recovery; 0.01 s/day is 7 s over the two years of DIMES.
+SOURCE_DRIFT_PRIOR_STD = 0.01
+
+
+@dataclass(frozen=True)
+class JointLayout:
+    """Where each parameter sits in the pooled ``theta`` (module docstring): ``n_sources``
+    ``S`` of the experiment, ``n_floats`` ``F``."""
+
+    n_sources: int
+    n_floats: int
+
+    @property
+    def size(self) -> int:
+        return 1 + 2 * self.n_sources + 2 * self.n_floats
+
+    def offsets(self, sources: np.ndarray) -> np.ndarray:
+        """Indices of the offset corrections ``delta`` of the (global) ``sources``."""
+        return 1 + np.asarray(sources, dtype=int)
+
+    def drifts(self, sources: np.ndarray) -> np.ndarray:
+        """Indices of the clock-drift corrections ``eta`` of the (global) ``sources``."""
+        return 1 + self.n_sources + np.asarray(sources, dtype=int)
+
+    def clock(self, f: int) -> np.ndarray:
+        """Indices of float ``f``'s clock offset and drift."""
+        first = 1 + 2 * self.n_sources + 2 * f
+        return np.array([first, first + 1])
+
+    def float_columns(self, f: int, sources: np.ndarray) -> np.ndarray:
+        """Indices of float ``f``'s local columns ``(u, c0, c1, delta_local, eta_local)``
+        (:func:`float_design`), its local sources being the global ``sources``."""
+        return np.r_[0, self.clock(f), self.offsets(sources), self.drifts(sources)]
+
+
+@dataclass(frozen=True)
+class JointParameters:
+    """The experiment's parameters with their standard errors (NaN where not estimated):
+    the shared ``sound_speed`` (m/s), ``offset_correction`` and ``drift_correction``
+    ``(S,)`` (s, s/day), and per float ``clock_offset`` and ``clock_drift`` ``(F,)``."""
+
+    sound_speed: float
+    offset_correction: np.ndarray
+    drift_correction: np.ndarray
+    clock_offset: np.ndarray
+    clock_drift: np.ndarray
+    sound_speed_std: float
+    offset_correction_std: np.ndarray
+    drift_correction_std: np.ndarray
+    clock_offset_std: np.ndarray
+    clock_drift_std: np.ndarray
+
+    @classmethod
+    def nominal(cls, layout: JointLayout, sound_speed: float) -> JointParameters:
+        """The files' values: ``sound_speed``, no corrections, no clock errors (std NaN)."""
+        s, f = np.zeros(layout.n_sources), np.zeros(layout.n_floats)
+        return cls(
+            float(sound_speed), s, s, f, f, math.nan, s + math.nan, s + math.nan,
+            f + math.nan, f + math.nan,
+        )  # fmt: skip
+
+    def vector(self) -> tuple[np.ndarray, np.ndarray]:
+        """``theta`` and its standard errors (the slowness's by the delta method)."""
+        u = 1000.0 / self.sound_speed
+        clock = np.column_stack([self.clock_offset, self.clock_drift]).ravel()
+        clock_std = np.column_stack([self.clock_offset_std, self.clock_drift_std]).ravel()
+        theta = np.r_[u, self.offset_correction, self.drift_correction, clock]
+        std = np.r_[
+            u * u * self.sound_speed_std / 1000.0,
+            self.offset_correction_std,
+            self.drift_correction_std,
+            clock_std,
+        ]
+        return theta, std
+
+    @classmethod
+    def from_vector(cls, layout: JointLayout, theta: np.ndarray, std: np.ndarray):
+        """The parameters of ``theta`` with standard errors ``std`` (:meth:`vector`)."""
+        s = layout.n_sources
+        u = theta[0]
+        clock, clock_std = theta[1 + 2 * s :].reshape(-1, 2), std[1 + 2 * s :].reshape(-1, 2)
+        return cls(
+            sound_speed=1000.0 / u,
+            offset_correction=theta[1 : 1 + s],
+            drift_correction=theta[1 + s : 1 + 2 * s],
+            clock_offset=clock[:, 0],
+            clock_drift=clock[:, 1],
+            sound_speed_std=1000.0 * std[0] / u**2,
+            offset_correction_std=std[1 : 1 + s],
+            drift_correction_std=std[1 + s : 1 + 2 * s],
+            clock_offset_std=clock_std[:, 0],
+            clock_drift_std=clock_std[:, 1],
+        )
+
+    def for_float(self, f: int, sources: np.ndarray) -> Calibration:
+        """Float ``f``'s :class:`~rankmodels.tracking.calibration.Calibration` (its clock, the
+        shared speed and the offset corrections of its sources, global indices
+        ``sources``); the drift corrections go into its record (``source_drift``)."""
+        src = np.asarray(sources, dtype=int)
+        return Calibration(
+            sound_speed=self.sound_speed,
+            clock_offset=float(self.clock_offset[f]),
+            clock_drift=float(self.clock_drift[f]),
+            source_offset_correction=self.offset_correction[src],
+            sound_speed_std=self.sound_speed_std,
+            clock_offset_std=float(self.clock_offset_std[f]),
+            clock_drift_std=float(self.clock_drift_std[f]),
+            source_offset_correction_std=self.offset_correction_std[src],
+        )
+
+
+def float_design(
+    distance_km: np.ndarray,
+    day: np.ndarray,
+    source: np.ndarray,
+    source_day: np.ndarray,
+    residual: np.ndarray,
+    weight: np.ndarray,
+    *,
+    n_sources: int,
+    sigma: float,
+) -> ResidualStatistics:
+    """One float's E-step statistics over its columns ``(u, c0, c1, delta_1..delta_s,
+    eta_1..eta_s)`` (``s`` its sources): ``distance_km (M, K)`` along ``M`` trajectories (or
+    ``(K,)``), ``day``, ``source`` (local index), ``source_day`` (days since the source's
+    clock reference), ``weight`` (association probability) ``(K,)`` per (arrival, source)
+    pair, and ``residual`` ``(M, K)`` or ``(K,)``: the arrival minus its prediction with the
+    current parameters (each trajectory's own distance); ``sigma`` the float's TOA noise."""
+    dist = np.atleast_2d(np.asarray(distance_km, dtype=float))
+    resid = np.broadcast_to(np.asarray(residual, dtype=float), dist.shape)
+    t = np.asarray(day, dtype=float)
+    src = np.asarray(source, dtype=int)
+    fixed = np.zeros((t.size, 2 + 2 * n_sources))
+    rows = np.arange(t.size)
+    fixed[:, 0] = 1.0
+    fixed[:, 1] = t
+    fixed[rows, 2 + src] = 1.0
+    fixed[rows, 2 + n_sources + src] = np.asarray(source_day, dtype=float)
+    return residual_statistics(dist, fixed, resid, np.asarray(weight, dtype=float) / sigma**2)
+
+
+def pool(
+    stats: Sequence[ResidualStatistics], sources: Sequence[np.ndarray], layout: JointLayout
+) -> ResidualStatistics:
+    """The experiment's statistics: float ``f``'s ``stats[f]`` (:func:`float_design`, its
+    local sources being the global ``sources[f]``) scattered into ``theta`` and summed."""
+    total = ResidualStatistics(
+        np.zeros(layout.size), np.zeros((layout.size,) * 2), np.zeros((layout.size,) * 2), 1
+    )
+    for f, (one, src) in enumerate(zip(stats, sources, strict=True)):
+        total = total + one.scattered(layout.float_columns(f, src), layout.size)
+    return total
+
+
+def _prior(layout: JointLayout, nominal_speed: float) -> tuple[np.ndarray, np.ndarray]:
+    """The priors' centres and standard deviations over ``theta`` (:func:`joint_m_step`)."""
+    s = layout.n_sources
+    u_file = 1000.0 / nominal_speed
+    width = np.r_[
+        u_file**2 * SPEED_PRIOR_STD / 1000.0,
+        np.full(s, OFFSET_PRIOR_STD),
+        np.full(s, SOURCE_DRIFT_PRIOR_STD),
+        np.tile([CLOCK_OFFSET_PRIOR_STD, DRIFT_PRIOR_STD], layout.n_floats),
+    ]
+    centre = np.zeros(layout.size)
+    centre[0] = u_file
+    return centre, width
+
+
+def joint_log_prior(theta: JointParameters, nominal_speed: float) -> float:
+    """``log p(theta)`` (up to a constant) of the priors of :func:`joint_m_step` over what
+    ``theta`` estimated (finite standard errors)."""
+    layout = JointLayout(theta.offset_correction.size, theta.clock_offset.size)
+    values, std = theta.vector()
+    centre, width = _prior(layout, nominal_speed)
+    z = ((values - centre) / width)[np.isfinite(std)]
+    return float(-0.5 * np.sum(z * z))
+
+
+def joint_m_step(
+    pooled: ResidualStatistics,
+    current: JointParameters,
+    layout: JointLayout,
+    nominal_speed: float,
+    estimate: frozenset[str] = frozenset({"speed", "offsets", "drift"}),
+) -> JointParameters:
+    """The penalised Newton step on ``pooled`` (:func:`pool`) from ``current``: ``estimate``
+    names the groups (``speed``; ``offsets``: the sources' offset and clock-drift
+    corrections; ``drift``: the floats' clock offsets and drifts), the rest are held at
+    ``current``. Priors: the speed about ``nominal_speed``
+    (:data:`~rankmodels.tracking.calibration.SPEED_PRIOR_STD`), the offset corrections
+    (:data:`~rankmodels.tracking.calibration.OFFSET_PRIOR_STD`), the drift corrections
+    (:data:`SOURCE_DRIFT_PRIOR_STD`) and the clocks
+    (:data:`~rankmodels.tracking.calibration.CLOCK_OFFSET_PRIOR_STD`,
+    :data:`~rankmodels.tracking.calibration.DRIFT_PRIOR_STD`) about 0. An entry the pooled
+    data do not determine is held (its standard error NaN unless ``current`` had one), the
+    source drifts before the rest.
+
+    With one trajectory per float (positions known) the result is the closed-form weighted
+    least squares with these priors, ``(A^T W A + P)^-1 (A^T W y + P mu)`` over the stacked
+    design of every float. Raises ValueError when the normal equations cannot be solved."""
+    theta, std = current.vector()
+    s = layout.n_sources
+    prior_mean, prior_std = _prior(layout, nominal_speed)
+    held_var = np.nan_to_num(std**2, nan=0.0)
+    held_var[1 : 1 + 2 * s] = prior_std[1 : 1 + 2 * s] ** 2  # held source corrections
+    mask = np.zeros(layout.size, dtype=bool)
+    mask[0] = "speed" in estimate
+    mask[1 : 1 + 2 * s] = "offsets" in estimate
+    mask[1 + 2 * s :] = "drift" in estimate
+    # undetermined source drifts are held first: over a short record a drift since the
+    # deployment is a constant delay, which the offset correction takes when the drift is held
+    hold_first = np.zeros(layout.size, dtype=int)
+    hold_first[1 + s : 1 + 2 * s] = 1
+    values, cov, estimated = solve_newton(
+        theta, mask, pooled, 1.0 / prior_std**2, prior_mean, held_var, hold_first
+    )
+    std = std.copy()
+    std[estimated] = np.sqrt(np.diag(cov))
+    return JointParameters.from_vector(layout, values, std)

@@ -1,0 +1,278 @@
+"""Joint calibration of an experiment (``track-float FOLDER/ --calibrate-mode experiment``):
+the pooled M-step against the closed-form weighted least squares over the stacked floats, a
+tiny simulated experiment whose shared sound speed the floats recover together and not
+alone, the command end to end, and sources placed differently by different floats."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import xarray as xr
+from click.testing import CliRunner
+
+from rankmodels.errors import InputError
+from rankmodels.tracking.calibration import (
+    CLOCK_OFFSET_PRIOR_STD,
+    DRIFT_PRIOR_STD,
+    OFFSET_PRIOR_STD,
+    SPEED_PRIOR_STD,
+)
+from rankmodels.tracking.config import TrackConfig
+from rankmodels.tracking.experiment import calibrate_experiment, experiment_sources
+from rankmodels.tracking.joint import (
+    SOURCE_DRIFT_PRIOR_STD,
+    JointLayout,
+    JointParameters,
+    float_design,
+    joint_m_step,
+    pool,
+)
+from rankmodels.tracking.pipeline import track_float
+from rankmodels.tracking.records import read_float
+from rankmodels_app.track import track_float as track_command
+from tests._experiment_data import OFFSET_ERRORS, TRUE_SPEED, write_experiment
+
+NOMINAL = 1500.0
+
+
+def _synthetic(rng):
+    """Three floats hearing overlapping subsets of five sources (local orders differ), with
+    their own noise, and residual data drawn from known parameters."""
+    layout = JointLayout(n_sources=5, n_floats=3)
+    truth = np.r_[
+        1000.0 / 1490.0,
+        rng.normal(0, 1.0, 5),
+        rng.normal(0, 0.005, 5),
+        rng.normal(0, [0.5, 0.01] * 3),
+    ]
+    floats = []
+    for f, (sources, sigma) in enumerate(
+        (([0, 1, 2, 3], 2.0), ([3, 2, 4], 4.0), ([4, 0, 1, 2, 3], 3.0))
+    ):
+        k = 400
+        local = rng.integers(0, len(sources), k)
+        dist = rng.uniform(100.0, 1500.0, k)
+        day = rng.uniform(0.0, 300.0, k)
+        source_day = day + rng.uniform(0.0, 200.0, len(sources))[local]
+        weight = rng.uniform(0.2, 1.0, k)
+        glob = np.array(sources)[local]
+        design = np.zeros((k, layout.size))
+        design[:, 0] = dist
+        design[np.arange(k), layout.offsets(glob)] = 1.0
+        design[np.arange(k), layout.drifts(glob)] = source_day
+        design[:, layout.clock(f)] = np.column_stack([np.ones(k), day])
+        y = design @ truth + rng.normal(0.0, sigma, k)
+        floats.append((np.array(sources), local, dist, day, source_day, weight, sigma, design, y))
+    return layout, truth, floats
+
+
+def test_pooled_m_step_equals_the_closed_form_weighted_least_squares(rng):
+    layout, _, floats = _synthetic(rng)
+    current = JointParameters.nominal(layout, NOMINAL)
+    u0 = 1000.0 / NOMINAL
+    stats = [
+        float_design(dist, day, local, sday, y - dist * u0, w, n_sources=len(src), sigma=sig)
+        for src, local, dist, day, sday, w, sig, _, y in floats
+    ]
+    got = joint_m_step(pool(stats, [f[0] for f in floats], layout), current, layout, NOMINAL)
+    # brute force: the stacked design of every float, its weights and the priors
+    a = np.vstack([f[7] for f in floats])
+    y = np.concatenate([f[8] for f in floats])
+    w = np.concatenate([f[5] / f[6] ** 2 for f in floats])
+    width = np.r_[
+        u0**2 * SPEED_PRIOR_STD / 1000.0,
+        np.full(5, OFFSET_PRIOR_STD),
+        np.full(5, SOURCE_DRIFT_PRIOR_STD),
+        np.tile([CLOCK_OFFSET_PRIOR_STD, DRIFT_PRIOR_STD], 3),
+    ]
+    mean = np.zeros(layout.size)
+    mean[0] = u0
+    info = a.T @ (a * w[:, None]) + np.diag(1.0 / width**2)
+    theta = np.linalg.solve(info, a.T @ (w * y) + mean / width**2)
+    values, std = got.vector()
+    assert np.all(np.isfinite(std))  # every entry determined by these data
+    np.testing.assert_allclose(values, theta, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(std, np.sqrt(np.diag(np.linalg.inv(info))), rtol=1e-6)
+
+
+def test_a_source_nobody_hears_keeps_its_written_values(rng):
+    """Source 4 is heard by no float: its corrections stay at 0 with no standard error."""
+    layout, _, floats = _synthetic(rng)
+    layout = JointLayout(n_sources=6, n_floats=3)  # one more source, never heard
+    stats = [
+        float_design(dist, day, local, sday, y - dist / 1.5, w, n_sources=len(src), sigma=sig)
+        for src, local, dist, day, sday, w, sig, _, y in floats
+    ]
+    got = joint_m_step(
+        pool(stats, [f[0] for f in floats], layout),
+        JointParameters.nominal(layout, NOMINAL),
+        layout,
+        NOMINAL,
+    )
+    assert got.offset_correction[5] == 0.0 and np.isnan(got.offset_correction_std[5])
+    assert got.drift_correction[5] == 0.0 and np.isnan(got.drift_correction_std[5])
+    assert np.isfinite(got.offset_correction_std[:5]).all()
+
+
+def _moved(record: xr.Dataset, source: str, km_north: float) -> xr.Dataset:
+    out = record.copy(deep=True)
+    i = list(out["source"].values).index(source)
+    lat = out["source_lat"].values.copy()
+    lat[i] += km_north / 111.2
+    out["source_lat"] = ("source", lat)
+    return out
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("tiny")
+    return write_experiment(folder, days=12, n_floats=2)
+
+
+def test_floats_placing_a_source_differently_are_refused(tiny, tmp_path):
+    records = {p.stem: read_float(p) for p in tiny}
+    records["f1"] = _moved(records["f1"], "US1-3", 25.0)
+    with pytest.raises(InputError, match=r"f0 and f1 place source US1-3 25\.0 km apart"):
+        experiment_sources(records)
+    records["f1"] = _moved(read_float(tiny[1]), "US1-3", 0.3)  # rounding: the same source
+    assert experiment_sources(records).names[2] == "US1-3"
+
+
+def test_cli_refuses_an_inconsistent_experiment_in_one_line(tiny, tmp_path):
+    from rankmodels.tracking.records import write_float
+
+    (tmp_path / "in").mkdir()
+    write_float(read_float(tiny[0]), tmp_path / "in" / "a.nc")
+    write_float(_moved(read_float(tiny[1]), "UK1-2", -40.0), tmp_path / "in" / "b.nc")
+    run = CliRunner().invoke(
+        track_command,
+        [str(tmp_path / "in"), "--calibrate-mode", "experiment", "--out", str(tmp_path / "o"),
+         "--workers", "1", "--quiet"],
+    )  # fmt: skip
+    assert run.exit_code == 2
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: ")
+    assert "a and b place source UK1-2 40.0 km apart" in lines[0]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--no-calibrate"], "needs --calibrate"),
+        (["ONE"], "only for many floats"),
+    ],
+)
+def test_cli_refuses_experiment_mode_without_calibration_or_with_one_float(
+    tiny, tmp_path, args, message
+):
+    files = [str(tiny[0])] if args == ["ONE"] else [str(p) for p in tiny]
+    extra = [] if args == ["ONE"] else args
+    run = CliRunner().invoke(
+        track_command,
+        [*files, "--calibrate-mode", "experiment", "--out", str(tmp_path / "o"), *extra],
+    )
+    assert run.exit_code == 2
+    assert run.stderr.count("Error:") == 1 and message in run.stderr
+
+
+def test_cli_end_to_end_with_two_floats(tiny, tmp_path):
+    out = tmp_path / "out"
+    run = CliRunner().invoke(
+        track_command,
+        [*map(str, tiny), "--calibrate-mode", "experiment", "--out", str(out), "--workers",
+         "1", "--particles", "150", "--seed", "2", "--quiet"],
+    )  # fmt: skip
+    assert run.exit_code == 0, run.output + run.stderr
+    assert "experiment calibrated jointly (2 floats" in run.stdout
+    shared = json.loads((out / "summary.json").read_text())["experiment"]
+    assert shared["floats"] == 2 and len(shared["sources"]) == 12
+    heard = {s["source"]: s for s in shared["sources"]}
+    assert sum(s["floats"] for s in heard.values()) >= 2
+    assert all(s["arrivals"] >= 0 for s in heard.values())
+    page = (out / "fleet.html").read_text()
+    assert "Shared calibration of the experiment" in page
+    csv = (out / "sources.csv").read_text().splitlines()
+    assert csv[0].startswith("source,lat,lon,offset_correction") and len(csv) == 13
+    for path in tiny:
+        with xr.open_dataset(out / path.stem / "track.nc") as track:
+            assert track.attrs["calibration_mode"] == "experiment"
+            assert track.attrs["experiment_floats"] == 2
+            assert float(track["sound_speed"]) == pytest.approx(shared["sound_speed"])
+            assert "source_drift_correction" in track
+            src = [s["offset_correction"] for s in shared["sources"]]
+            np.testing.assert_allclose(track["source_offset_correction"].values, src, atol=1e-9)
+
+
+def _speed_experiment(folder, days, n_floats, particles):
+    paths = write_experiment(folder, days=days, n_floats=n_floats)
+    config = TrackConfig(
+        particles=particles, calibration_particles=particles, seed=1, calibrate=True,
+        multipath=0.02, sigma=3.0,
+    )  # fmt: skip
+    joint = calibrate_experiment(paths, config).parameters
+    alone = [track_float(read_float(p), config)[1].calibration.calibration for p in paths]
+    return joint, alone
+
+
+def _check_speed(joint, alone):
+    # together: the true speed within 2.5 standard errors, which are a few m/s
+    assert np.isfinite(joint.sound_speed_std) and joint.sound_speed_std < 4.0
+    assert abs(joint.sound_speed - TRUE_SPEED) < 2.5 * joint.sound_speed_std
+    # alone: no float separates the speed from its clock and offsets as well
+    for cal in alone:
+        assert not (
+            np.isfinite(cal.sound_speed_std)
+            and cal.sound_speed_std <= joint.sound_speed_std
+            and abs(cal.sound_speed - TRUE_SPEED) < 2.5 * cal.sound_speed_std
+        )
+
+
+def test_joint_calibration_recovers_the_shared_speed(tmp_path):
+    _check_speed(*_speed_experiment(tmp_path, days=20, n_floats=3, particles=200))
+
+
+@pytest.mark.slow
+def test_joint_calibration_recovers_speed_and_offsets_on_four_floats(tmp_path):
+    joint, alone = _speed_experiment(tmp_path, days=60, n_floats=4, particles=500)
+    _check_speed(joint, alone)
+    # the shared offsets: the written errors undone, up to the common part the clocks share
+    heard = np.isfinite(joint.offset_correction_std)
+    err = joint.offset_correction[heard] + OFFSET_ERRORS[heard]
+    assert np.all(np.abs(err - err.mean()) < 3.0 * joint.offset_correction_std[heard] + 0.3)
+
+
+def test_a_drift_correction_moves_the_written_offsets_along_the_source_clocks(tiny):
+    """The corrected record's written offsets grow by the correction times the days since
+    each source's deployment (the clock reference)."""
+    from rankmodels.tracking.records import source_days, written_offsets
+    from rankmodels.tracking.shared import with_drift_correction
+
+    record = read_float(tiny[0])
+    correction = np.linspace(-0.02, 0.03, record.sizes["source"])
+    moved = written_offsets(with_drift_correction(record, correction)) - written_offsets(record)
+    days = source_days(record)
+    assert days.min() > 5.0  # the sources were deployed before the launch
+    np.testing.assert_allclose(moved, correction * days, atol=1e-9)
+
+
+def test_a_drift_a_short_record_cannot_tell_from_an_offset_is_held_first(rng):
+    """Over 20 days, 60 days after the deployment, a source drift is a near-constant delay:
+    the drifts are held and the offsets, then determined, estimated."""
+    layout = JointLayout(n_sources=3, n_floats=2)
+    stats, sources = [], []
+    for _ in range(2):
+        k = 200
+        src = rng.integers(0, 3, k)
+        day = rng.uniform(0.0, 20.0, k)
+        dist = rng.uniform(100.0, 1500.0, k)
+        resid = rng.normal(0.0, 4.0, k)
+        stats.append(
+            float_design(dist, day, src, day + 60.0, resid, np.ones(k), n_sources=3, sigma=4.0)
+        )
+        sources.append(np.arange(3))
+    got = joint_m_step(pool(stats, sources, layout), JointParameters.nominal(layout, NOMINAL),
+                       layout, NOMINAL)  # fmt: skip
+    assert np.isnan(got.drift_correction_std).all()
+    assert np.isfinite(got.offset_correction_std).all()
