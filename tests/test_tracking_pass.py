@@ -45,5 +45,5 @@ def test_progress_is_counted_once_whether_a_pass_completes_or_not():
         this = track_pass(run, done.append)
         this.settle_progress()
         if read:
-            this.assoc
+            _ = this.assoc
         assert sum(done) == run.pass_steps
