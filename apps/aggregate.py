@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -10,6 +9,7 @@ from typing import Any
 import click
 import numpy as np
 
+from rankmodels import jsontext
 from rankmodels.aggregation import RULES, Aggregation, Profile, aggregate, read_votes, score_vector
 from rankmodels.aggregation.axioms import profile_axiom_report
 from rankmodels.aggregation.cvr import CvrConventions
@@ -21,11 +21,13 @@ from rankmodels_app._common import (
     BadInput,
     OneLineCommand,
     atomic_output,
+    out_option,
     progressbar,
     quiet_option,
     refuse_to_overwrite,
     reports_bad_input,
     seed_option,
+    version_option,
 )
 
 COUNTED_RULES = ("stv",)
@@ -397,10 +399,7 @@ def _optimality_lines(report: dict[str, Any]) -> list[str]:
     show_default=True,
     help="List at most this many optimal rankings.",
 )
-@click.option(
-    "--output", "-o", type=click.Path(dir_okay=False, path_type=Path), default=None,
-    help="Write the result to this file (atomically) instead of standard output.",
-)  # fmt: skip
+@out_option("Write the result to this file (atomically) instead of standard output.", name="output")
 @click.option(
     "--format-in",
     type=click.Choice(FORMATS),
@@ -456,6 +455,7 @@ def _optimality_lines(report: dict[str, Any]) -> list[str]:
     "rank columns' names of the one to count.",
 )
 @quiet_option
+@version_option("aggregate")
 @reports_bad_input
 def aggregate_command(
     votes: tuple[Path, ...],
@@ -560,7 +560,7 @@ def aggregate_command(
         from rankmodels_app.elections import inactive_causes
 
         inactive_causes(report, votes, format_in, names, conventions)
-    text = json.dumps(report, indent=2) + "\n" if fmt == "json" else _text(report)
+    text = jsontext.dumps(report) if fmt == "json" else _text(report)
     _write(text, output, [votes], quiet, lambda: _warn_reversed(vector))
 
 

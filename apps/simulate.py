@@ -25,10 +25,12 @@ from rankmodels_app._common import (
     OneLineCommand,
     atomic_path,
     count,
+    out_option,
     progressbar,
     quiet_option,
     reports_bad_input,
     seed_option,
+    status,
 )
 
 #: Option names of the :class:`Mismatch` fields that are not spelled alike.
@@ -60,12 +62,8 @@ def _plain_name(ctx: click.Context, param: click.Parameter, value: str | None) -
 
 
 @click.command("simulate-float", cls=OneLineCommand)
-@click.option(
-    "--out",
-    type=click.Path(path_type=Path, file_okay=False),
-    default=Path("."),
-    show_default=True,
-    help="Folder for NAME.nc and NAME_truth.nc.",
+@out_option(
+    "Folder for NAME.nc and NAME_truth.nc.", folder=True, default=Path("."), show_default=True
 )
 @click.option(
     "--name",
@@ -73,7 +71,14 @@ def _plain_name(ctx: click.Context, param: click.Parameter, value: str | None) -
     callback=_plain_name,
     help="Base name of the files  [default: the float id, sim-TRAJECTORY-seedSEED-DAYSd]",
 )
-@click.option("--trajectory", type=click.Choice(TRAJECTORIES), default="drift", show_default=True)
+@click.option(
+    "--trajectory",
+    type=click.Choice(TRAJECTORIES),
+    default="drift",
+    show_default=True,
+    help="drift: a random walk with float 767's mean velocity; straight: constant velocity to "
+    "the same recovery; spiral: a spiral of 3 turns.",
+)
 @click.option(
     "--days",
     type=click.IntRange(min=2, max=MAX_DAYS),
@@ -226,8 +231,9 @@ def simulate_float(
             },
         )
     fixes = f", {count(record.sizes['fix'], 'fix', 'fixes')}" if "fix_time" in record else ""
-    click.echo(
+    status(
         f"wrote {out / f'{name}.nc'} and {out / f'{name}_truth.nc'} "
         f"({count(record.sizes['cycle'], 'cycle')}, {trajectory}, seed {seed}{fixes}"
-        f"{', no recovery fix' if lost else ''})"
+        f"{', no recovery fix' if lost else ''})",
+        quiet,
     )

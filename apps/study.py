@@ -22,11 +22,14 @@ from rankmodels.studies.tracking_clutter import (
 from rankmodels_app._common import (
     BadInput,
     NumberRange,
+    OneLineGroup,
     atomic_output,
     atomic_path,
+    out_option,
     progressbar,
     quiet_option,
     seed_option,
+    status,
 )
 
 
@@ -136,12 +139,11 @@ _EXECUTION_OPTIONS = (
         help="Run on the Dask scheduler at ADDRESS (e.g. tcp://10.0.0.5:8786).",
     ),
     seed_option(help="Root seed of every task seed."),
-    click.option(
-        "--out",
-        type=click.Path(path_type=Path, file_okay=False),
+    out_option(
+        "Folder for the tables and the figure.",
+        folder=True,
         default=Path("study"),
         show_default=True,
-        help="Folder for the tables and the figure.",
     ),
     quiet_option,
 )
@@ -154,7 +156,7 @@ def _execution_options(command: Callable[..., None]) -> Callable[..., None]:
     return command
 
 
-@click.group("study")
+@click.group("study", cls=OneLineGroup)
 def study_group() -> None:
     """Simulation studies that reproduce the papers' experiments.
 
@@ -249,18 +251,17 @@ def tracking_clutter(
         pngs.append(out / f"{stem}.png")
         with atomic_path(pngs[-1]) as tmp:
             figure.savefig(tmp, dpi=150)
-    click.echo(f"mean MSE ± SE over {replicates} replicates (planar units²):")
-    click.echo(_mse_table(result))
+    status(f"mean MSE ± SE over {replicates} replicates (planar units²):", quiet)
+    status(_mse_table(result), quiet)
     comparison = _comparison(result)
     if comparison:
-        click.echo("\npaired comparison with the baseline (difference = engine - baseline):")
-        click.echo(comparison)
-    if not quiet:
-        click.echo(
-            f"wrote {', '.join(str(p) for p in [*paths, *pngs])} "
-            f"({result.attrs['scheduler']}, {result.attrs['wall_time_s']:.0f} s)",
-            err=True,
-        )
+        status("\npaired comparison with the baseline (difference = engine - baseline):", quiet)
+        status(comparison, quiet)
+    status(
+        f"wrote {', '.join(str(p) for p in [*paths, *pngs])} "
+        f"({result.attrs['scheduler']}, {result.attrs['wall_time_s']:.0f} s)",
+        quiet,
+    )
 
 
 @study_group.command("aggregation")
@@ -345,22 +346,22 @@ def aggregation(
     paths.append(out / f"{study.name}.png")
     with atomic_path(paths[-1]) as tmp:
         success_versus_weight(exact, result.summary()).savefig(tmp, dpi=150)
-    click.echo("limit of infinitely many votes: each rule ranks A above B for w > w_success")
+    status("limit of infinitely many votes: each rule ranks A above B for w > w_success", quiet)
     crossing = agg_study.crossing_table(exact)
     crossing["order"] = crossing["order"].astype(object).fillna("NaN")  # no crossing (phi = 1)
-    click.echo(crossing.to_string(index=False, float_format="{:.4f}".format))
+    status(crossing.to_string(index=False, float_format="{:.4f}".format), quiet)
     if exact.attrs["no_crossing"]:
-        click.echo(f"NaN: {exact.attrs['no_crossing']}")
-    click.echo(
-        f"\nP(A ranked above B) on N sampled votes, mean over {replicates} x {trials} profiles:"
+        status(f"NaN: {exact.attrs['no_crossing']}", quiet)
+    status(
+        f"\nP(A ranked above B) on N sampled votes, mean over {replicates} x {trials} profiles:",
+        quiet,
     )
-    click.echo(_success_table(result))
-    if not quiet:
-        click.echo(
-            f"wrote {', '.join(map(str, paths))} "
-            f"({result.attrs['scheduler']}, {result.attrs['wall_time_s']:.0f} s)",
-            err=True,
-        )
+    status(_success_table(result), quiet)
+    status(
+        f"wrote {', '.join(map(str, paths))} "
+        f"({result.attrs['scheduler']}, {result.attrs['wall_time_s']:.0f} s)",
+        quiet,
+    )
 
 
 def _success_table(result: StudyResult) -> str:

@@ -27,11 +27,14 @@ from rankmodels_app._common import (
     OneLineCommand,
     atomic_path,
     count,
+    out_option,
     progressbar,
     quiet_option,
     refuse_to_overwrite,
     reports_bad_input,
     seed_option,
+    status,
+    version_option,
 )
 from rankmodels_app.track_batch import run_batch
 
@@ -222,12 +225,10 @@ def _warnings(summary: TrackSummary) -> list[str]:
     "track-float", cls=OneLineCommand, context_settings={"help_option_names": ["-h", "--help"]}
 )
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option(
-    "--out",
-    type=click.Path(path_type=Path, file_okay=False),
-    default=None,
-    help="Output folder  [default: a folder named after FILE, in the current directory; "
+@out_option(
+    "Output folder  [default: a folder named after FILE, in the current directory; "
     "for many floats, tracks/ with one folder per float]",
+    folder=True,
 )
 @click.option(
     "--workers",
@@ -351,6 +352,7 @@ def _warnings(summary: TrackSummary) -> list[str]:
     "still written).",
 )
 @quiet_option
+@version_option("track-float")
 @reports_bad_input
 def track_float(
     files: tuple[Path, ...],
@@ -437,7 +439,7 @@ def track_float(
     for line in _warnings(summary):
         click.echo(f"warning: {line}", err=True)
     for line in _summary_lines(summary, out, written):
-        click.echo(line)
+        status(line, quiet)
     if strict and summary.failed_checks:
         click.echo(
             f"Error: {len(summary.failed_checks)} track quality check(s) failed (--strict)",

@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from rankmodels import jsontext
 from rankmodels.errors import InputError
 from rankmodels.files import atomic_output, atomic_path
 from rankmodels.text import printable
@@ -364,6 +365,5 @@ def write_summary(table: pd.DataFrame, out: str | os.PathLike[str]) -> list[str]
         table.to_csv(handle, index=False, lineterminator="\n")
     rows = json.loads(table.to_json(orient="records"))
     with atomic_output(folder / SUMMARY_FILES[1], "w") as handle:
-        json.dump({"columns": SUMMARY_COLUMNS, "floats": rows}, handle, indent=1)
-        handle.write("\n")
+        handle.write(jsontext.dumps({"columns": SUMMARY_COLUMNS, "floats": rows}))
     return list(SUMMARY_FILES)
