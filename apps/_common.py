@@ -169,6 +169,24 @@ class _SilentBar:
         return None
 
 
+def _range_number(value: float) -> str:
+    """``600``, ``0.5``, ``1000000``: whole numbers without a decimal point."""
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
+def range_text(
+    lo: float | None, hi: float | None, lo_open: bool = False, hi_open: bool = False
+) -> str:
+    """A range in the one style of every help page, as click writes its own: ``0<x<=600``,
+    ``x>=1``, ``-1<=x<=1`` (no spaces, no units, no thousands separators)."""
+    if lo is None:
+        return f"x{'<' if hi_open else '<='}{_range_number(hi)}"  # type: ignore[arg-type]
+    if hi is None:
+        return f"x{'>' if lo_open else '>='}{_range_number(lo)}"
+    lop, hop = "<" if lo_open else "<=", "<" if hi_open else "<="
+    return f"{_range_number(lo)}{lop}x{hop}{_range_number(hi)}"
+
+
 class SeedRange(click.IntRange):
     """The range ``0 <= seed <= 2**63 - 1``, shown in help as ``0<=x<2**63`` (not as 19
     digits)."""
@@ -188,6 +206,9 @@ class NumberRange(click.FloatRange):
         if math.isnan(number):
             self.fail(f"{value!r} is not a number.", param, ctx)
         return number
+
+    def _describe_range(self) -> str:
+        return range_text(self.min, self.max, self.min_open, self.max_open)
 
 
 def count(n: float, singular: str, plural: str | None = None) -> str:
@@ -237,7 +258,7 @@ class AliasedOption(click.Option):
 
 
 def out_option(help: str, *, name: str = "out", folder: bool = False, **kwargs: Any) -> Any:
-    """The output option of every command: ``-o, --out FILE`` (or ``DIR`` with ``folder``),
+    """The output option of every command: ``-o, --out FILE`` (a folder, ``OUT``, with ``folder``),
     ``--output`` kept as a hidden alias; ``name`` is the Python parameter it fills."""
     return click.option(
         "-o",
@@ -246,7 +267,7 @@ def out_option(help: str, *, name: str = "out", folder: bool = False, **kwargs: 
         name,
         cls=AliasedOption,
         hidden_aliases=("--output",),
-        metavar="DIR" if folder else "FILE",
+        metavar="OUT" if folder else "FILE",
         type=click.Path(file_okay=not folder, dir_okay=folder, path_type=Path),
         help=help,
         **kwargs,

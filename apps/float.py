@@ -74,7 +74,7 @@ def _meta_pair(text: str) -> tuple[str, str, str]:
     "--meta-table",
     type=click.Path(path_type=Path),
     default=None,
-    help="The same metadata as a key,value table (as `float export` writes it); --meta adds to it.",
+    help="The same metadata as a key,value table (as 'float export' writes it); --meta adds to it.",
 )
 @out_option("The float record to write (NetCDF).", required=True)
 @quiet_option
@@ -88,7 +88,7 @@ def import_command(
     out: Path,
     quiet: bool,
 ) -> None:
-    """Build a float record from a TOA table, a sources table and metadata; write it to OUT.
+    """Build a float record from a TOA table, a sources table and metadata; write it to FILE.
 
     Every problem in a table is one line naming the file, the line and the column (exit 2).
     """
@@ -125,8 +125,8 @@ def import_command(
 @reports_bad_input
 def export_command(file: Path, out: Path, quiet: bool) -> None:
     """Write the TOA table (wide), the sources table, the metadata table and, when the
-    record has position fixes, the fixes table of the float record FILE into OUT; `float
-    import` reads them back into the same record."""
+    record has position fixes, the fixes table of the float record FILE into OUT; 'float
+    import' reads them back into the same record."""
     for name in TABLE_FILES.values():
         refuse_to_overwrite(out / name, [file])
     written = export_tables(read_float(file), out)

@@ -464,7 +464,7 @@ def ltr_train(
 ) -> None:
     """Fit a ranker on the queries of DATA with LOSS and report NDCG@k.
 
-    The queries are split at random (``--seed``) into a training and a test part; the
+    The queries are split at random ('--seed') into a training and a test part; the
     ridge-regression start is reported alongside for comparison. A query without relevant
     documents has NDCG 1 (every order is ideal, as in LightGBM). A progress bar goes to
     stderr when it is a terminal (not with --quiet).
@@ -658,7 +658,7 @@ def ltr_crossval(
     seed: int,
     quiet: bool,
 ) -> None:
-    """K-fold cross-validation by query: fit on the other folds, NDCG@k on each fold, and
+    """K-fold cross-validation by query on DATA: fit on the other folds, NDCG@k on each fold, and
     the mean with its standard error (std over folds / sqrt(folds))."""
     spec = LOSSES[loss]
     opts = _parse_options(options, spec)

@@ -76,7 +76,7 @@ def _one_model(
     "--mixture",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help="Mixture JSON (the output of `mallows fit --format json`) instead of --centre.",
+    help="Mixture JSON (the output of 'mallows fit --format json') instead of --centre.",
 )
 @click.option(
     "-n", "--voters", type=click.IntRange(1, MAX_VOTES), default=1000, show_default=True,
@@ -103,8 +103,8 @@ def sample_command(
 ) -> None:
     """Draw votes from a Mallows model or mixture (repeated insertion) as a votes CSV.
 
-    The CSV (columns ranking, count; one row per distinct ballot) is what `rankmodels
-    aggregate` and `rankmodels mallows fit` read.
+    The CSV (columns ranking, count; one row per distinct ballot) is what 'rankmodels
+    aggregate' and 'rankmodels mallows fit' read.
     """
     if mixture is not None:
         if centre is not None or phi is not None or theta is not None:
@@ -235,7 +235,7 @@ def fit_command(
 
     Complete and top-k ballots (unranked candidates at the bottom) are fitted with their exact
     likelihood; ballots with ties among ranked candidates are rejected. The JSON output can be
-    passed to `mallows sample --mixture`.
+    passed to 'mallows sample --mixture'.
     """
     try:
         ballots = TopKBallots.from_profile(read_votes(votes))

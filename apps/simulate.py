@@ -93,7 +93,7 @@ def _plain_name(ctx: click.Context, param: click.Parameter, value: str | None) -
     default=0.0,
     show_default=True,
     help="Float clock drift (s/day): arrivals are recorded later by this much per day since "
-    "launch  [-1 <= x <= 1].",
+    "launch  [-1<=x<=1].",
 )
 @click.option(
     "--float-clock-offset",
@@ -101,28 +101,28 @@ def _plain_name(ctx: click.Context, param: click.Parameter, value: str | None) -
     type=float,
     default=0.0,
     show_default=True,
-    help="Float clock ahead of true time at launch (s)  [-600 <= x <= 600].",
+    help="Float clock ahead of true time at launch (s)  [-600<=x<=600].",
 )
 @click.option(
     "--true-sound-speed",
     type=float,
     default=None,
     help="Speed (m/s) the signals travel at; the record keeps its nominal sound_speed  "
-    "[default: the nominal; 1400 <= x <= 1600].",
+    "[default: the nominal; 1400<=x<=1600].",
 )
 @click.option(
     "--offset-error",
     type=float,
     default=0.0,
     show_default=True,
-    help="Std (s) of the errors of the written source_offset values  [0 <= x <= 60].",
+    help="Std (s) of the errors of the written source_offset values  [0<=x<=60].",
 )
 @click.option(
     "--multipath",
     type=float,
     default=0.0,
     show_default=True,
-    help="Fraction of source arrivals delayed by Uniform(10, 60) s  [0 <= x < 1].",
+    help="Fraction of source arrivals delayed by Uniform(10, 60) s  [0<=x<1].",
 )
 @click.option(
     "--source-drift",
@@ -130,7 +130,7 @@ def _plain_name(ctx: click.Context, param: click.Parameter, value: str | None) -
     default=0.0,
     show_default=True,
     help="Clock drift (s/day) of every source since its deployment, stated in the record "
-    "(source_drift)  [-1 <= x <= 1].",
+    "(source_drift)  [-1<=x<=1].",
 )
 @click.option(
     "--fix-every",
@@ -182,9 +182,9 @@ def simulate_float(
     Writes OUT/NAME.nc (the float record, float id sim-TRAJECTORY-seedSEED-DAYSd) and
     OUT/NAME_truth.nc (its true track). The mismatch options make the signals depart from
     what the record states (the truth file keeps the true values). The shipped
-    data/float767.nc and data/float767_truth.nc are `rankmodels simulate-float --out data
+    data/float767.nc and data/float767_truth.nc are 'rankmodels simulate-float --out data
     --name float767 --float-drift 0.02 --true-sound-speed 1470 --offset-error 1 --multipath
-    0.02`. --fix-every adds GPS fixes at surfacings, --lost leaves out the recovery fix,
+    0.02'. --fix-every adds GPS fixes at surfacings, --lost leaves out the recovery fix,
     --source-drift makes the sources' clocks drift (stated in the record).
     """
     try:

@@ -34,11 +34,15 @@ from rankmodels_app._common import (
 
 
 class _CommaList(click.ParamType):
-    """``a,b,c`` -> a list; numbers (``kind=float``) or names from ``choices``."""
+    """``a,b,c`` -> a list; numbers (``kind=float``, in ``[0, high]``) or names from
+    ``choices``."""
 
-    def __init__(self, kind: type = str, choices: Sequence[str] = ()) -> None:
+    def __init__(
+        self, kind: type = str, choices: Sequence[str] = (), high: float = float("inf")
+    ) -> None:
         self.kind = kind
         self.choices = tuple(choices)
+        self.high = high
         self.name = "NUMBERS" if kind is float else "NAMES"
 
     def convert(self, value: Any, param: Any, ctx: Any) -> list[Any]:
@@ -54,6 +58,8 @@ class _CommaList(click.ParamType):
                 self.fail(f"expected comma-separated numbers, got {value!r}", param, ctx)
             if any(not (x >= 0 and x < float("inf")) for x in numbers):
                 self.fail(f"expected finite numbers >= 0, got {value!r}", param, ctx)
+            if any(x > self.high for x in numbers):
+                self.fail(f"expected numbers in [0, {self.high:g}], got {value!r}", param, ctx)
             if len(set(numbers)) != len(numbers):
                 self.fail(f"repeated values in {value!r}", param, ctx)
             return numbers
@@ -161,8 +167,8 @@ def study_group() -> None:
     """Simulation studies that reproduce the papers' experiments.
 
     Tasks run in this process by default; --workers N starts a local Dask cluster of N
-    processes, --scheduler tcp://HOST:8786 uses a running one (`dask scheduler` and
-    `dask worker tcp://HOST:8786` on the machines). Results do not depend on the scheduler.
+    processes, --scheduler tcp://HOST:8786 uses a running one ('dask scheduler' and
+    'dask worker tcp://HOST:8786' on the machines). Results do not depend on the scheduler.
     """
 
 
@@ -267,7 +273,7 @@ def tracking_clutter(
 @study_group.command("aggregation")
 @click.option(
     "--weights",
-    type=_CommaList(float),
+    type=_CommaList(float, high=1.0),
     default=",".join(map(str, agg_study.DEFAULT_WEIGHTS)),
     show_default=True,
     help="Weights w of Z1 (in [0, 1]) for the simulated part, comma-separated.",

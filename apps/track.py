@@ -30,6 +30,7 @@ from rankmodels_app._common import (
     out_option,
     progressbar,
     quiet_option,
+    range_text,
     refuse_to_overwrite,
     reports_bad_input,
     seed_option,
@@ -74,7 +75,8 @@ class _WholeNumber(click.ParamType):
 
 
 def _help(text: str, name: str) -> str:
-    return f"{text}  [{LIMITS[name].text('x')}]"
+    limit = LIMITS[name]
+    return f"{text}  [{range_text(limit.lo, limit.hi, limit.lo_open)}]"
 
 
 def _config(**settings: object) -> TrackConfig:
@@ -224,7 +226,9 @@ def _warnings(summary: TrackSummary) -> list[str]:
 @click.command(
     "track-float", cls=OneLineCommand, context_settings={"help_option_names": ["-h", "--help"]}
 )
-@click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument(
+    "files", nargs=-1, required=True, metavar="FILE...", type=click.Path(path_type=Path)
+)
 @out_option(
     "Output folder  [default: a folder named after FILE, in the current directory; "
     "for many floats, tracks/ with one folder per float]",
@@ -376,7 +380,7 @@ def track_float(
     strict: bool,
     quiet: bool,
 ) -> None:
-    """Track the RAFOS float recorded in FILE (NetCDF float record); given several FILES or a
+    """Track the RAFOS float recorded in FILE (NetCDF float record); given several files or a
     folder of records, track each into its own folder under OUT, in parallel on Dask, and
     write OUT/summary.csv and summary.json.
 
@@ -413,7 +417,7 @@ def track_float(
     }
     for option, value in batch_only.items():
         if value is not None:
-            raise BadInput(f"{option}: only for many floats (several FILES or a folder)")
+            raise BadInput(f"{option}: only for many floats (several files or a folder)")
     (file,) = files
     out = Path(file.stem) if out is None else out
     outputs = [TRACK_FILE, *((*IMAGES.values(), REPORT_FILE) if plots else ())]
