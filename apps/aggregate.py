@@ -15,7 +15,7 @@ from rankmodels.aggregation.axioms import profile_axiom_report
 from rankmodels.aggregation.cvr import CvrConventions
 from rankmodels.aggregation.io import FORMATS, PREFLIB_TYPES
 from rankmodels.aggregation.result import DEFAULT_MAX_TIES
-from rankmodels.text import printable
+from rankmodels.text import display_width, pad, printable
 from rankmodels.threads import prepare_environment
 from rankmodels_app._common import (
     BadInput,
@@ -175,11 +175,11 @@ def _text(report: dict[str, Any]) -> str:
         f"ballots: {report['ballots']:g} ({report['unique_ballots']} unique)"
     ]
     shown = [printable(name) for name in report["ranking"]]
-    width = max(len(name) for name in shown)
+    width = max(map(display_width, shown))
     scores = report["scores"]
     for i, (name, label) in enumerate(zip(report["ranking"], shown, strict=True), start=1):
         score = f"  {scores[name]:.6g}" if scores else ""
-        lines.append(f"{i:>4}  {label:<{width}}{score}".rstrip())
+        lines.append(f"{i:>4}  {pad(label, width)}{score}".rstrip())
     lines.extend(_optimality_lines(report))
     lines.extend(_round_lines(report))
     ax = report["axioms"]
@@ -255,7 +255,7 @@ def _round_lines(report: dict[str, Any]) -> list[str]:
     rounds = report["rounds"]
     shown = {name: printable(name) for name in report["ranking"]}
     causes = [f"  {cause}" for cause in rounds[0].get("inactive", {})]
-    width = max(len(label) for label in [*shown.values(), "exhausted", *causes])
+    width = max(map(display_width, [*shown.values(), "exhausted", *causes]))
     columns = []
     for r in rounds:
         cells = {
@@ -271,7 +271,7 @@ def _round_lines(report: dict[str, Any]) -> list[str]:
     for name in [*report["ranking"], "exhausted", *causes]:
         label = shown.get(name, name)
         row = "".join(f"  {c.get(name, ''):>{w}}" for c, w in zip(columns, sizes, strict=True))
-        lines.append(f"{label:<{width}}{row}".rstrip())
+        lines.append(f"{pad(label, width)}{row}".rstrip())
     for i, r in enumerate(rounds, start=1):
         if r["tied"]:
             tied = ", ".join(printable(n) for n in r["tied"])
