@@ -20,7 +20,13 @@ from rankmodels.ltr.bregman import SURROGATES
 from rankmodels.ltr.letor import LetorData, LetorOrderWarning, read_letor
 from rankmodels.ltr.losses import LOSSES, LossSpec
 from rankmodels.ltr.mlp import fit_mlp_ranker
-from rankmodels.ltr.model_io import MODEL_KINDS, AnyRanker, ranker_to_dict, read_ranker
+from rankmodels.ltr.model_io import (
+    MODEL_KINDS,
+    PARAMETER_KEYS,
+    AnyRanker,
+    ranker_to_dict,
+    read_ranker,
+)
 from rankmodels.ltr.query_norm import NORMALISATIONS, NormalisedRanker, normalise_queries
 from rankmodels.ltr.rerank import L2_GRID, fit_reranker
 from rankmodels.ltr.splits import holdout_split, kfold_indices
@@ -531,7 +537,7 @@ def ltr_train(
         click.echo(line)
         return
     with atomic_output(output, "w") as handle:
-        handle.write(jsontext.dumps(report))
+        handle.write(jsontext.dumps(report, exact=PARAMETER_KEYS))
     status(f"{line}\nwrote {output}", quiet)
 
 

@@ -34,6 +34,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from rankmodels import __version__
+from rankmodels.ltr.model_io import PARAMETER_KEYS
 from rankmodels.tracking.records import write_float
 from rankmodels.tracking.simulate import dimes_float767
 from rankmodels_app import help_pages
@@ -317,22 +318,50 @@ def test_json_formats_are_pretty(path, samples, tmp_path, monkeypatch):
 
 def _noise(text: str) -> list[str]:
     """The float literals of the JSON ``text`` that show noise: more than 12 significant
-    digits, or an integral value written as a float."""
-    literals: list[str] = []
-    json.loads(text, parse_float=lambda s: literals.append(s) or float(s))
+    digits, or an integral value written as a float. A saved model's parameters
+    (:data:`PARAMETER_KEYS`) are exempt: they are kept exactly."""
+    document = json.loads(text, parse_float=_Literal)
+    exempt = set(_exempt_literals(document))
     noisy = []
-    for literal in literals:
+    for literal in _all_literals(document):
+        if id(literal) in exempt:
+            continue
         mantissa = re.split("[eE]", literal)[0].lstrip("-").replace(".", "").lstrip("0")
         if len(mantissa.rstrip("0")) > 12 or float(literal).is_integer():
-            noisy.append(literal)
+            noisy.append(str(literal))
     return noisy
 
 
+class _Literal(str):
+    """A float literal of a JSON text, as written."""
+
+
+def _all_literals(node: Any) -> Iterator[_Literal]:
+    if isinstance(node, _Literal):
+        yield node
+    elif isinstance(node, dict):
+        for item in node.values():
+            yield from _all_literals(item)
+    elif isinstance(node, list):
+        for item in node:
+            yield from _all_literals(item)
+
+
+def _exempt_literals(node: Any) -> Iterator[int]:
+    if isinstance(node, dict):
+        for key, item in node.items():
+            if key in PARAMETER_KEYS:
+                yield from map(id, _all_literals(item))
+            else:
+                yield from _exempt_literals(item)
+    elif isinstance(node, list):
+        for item in node:
+            yield from _exempt_literals(item)
+
+
 def test_the_noise_check_sees_noise():
-    assert _noise('{"a": 0.19999999999999996, "b": [40.0, 1e-20, 0.5], "c": 3}') == [
-        "0.19999999999999996",
-        "40.0",
-    ]
+    text = '{"a": 0.19999999999999996, "b": [40.0, 1e-20, 0.5], "c": 3, "weights": [0.1000000000000001]}'  # noqa: E501
+    assert _noise(text) == ["0.19999999999999996", "40.0"]
 
 
 def _input_paths(command: click.Command) -> list[click.Parameter]:

@@ -37,7 +37,7 @@ def _run(args):
 
 def test_track_float_writes_the_track(small, tmp_path):
     out = tmp_path / "out"
-    res = _run([small, "--out", out, "--particles", 400, "--seed", 3, "--quiet"])
+    res = _run([small, "--out", out, "--particles", 400, "--seed", 3])
     assert res.exit_code == 0, res.output
     lines = res.output.strip().splitlines()
     assert "29 cycles" in lines[0] and "mean ESS" in lines[1]
@@ -379,7 +379,7 @@ def test_failed_quality_checks_are_warnings_and_strict_exits_3(tmp_path):
     # (with track-float's multipath model the misfit shows as delayed arrivals, not clutter:
     # recovery_distance and innovation_rms fail, clutter_excess passes)
     assert "recovery_distance" in failed and len(failed) >= 2
-    assert f"WARNING {len(failed)} failed (" in _quality_line(res.stdout)
+    assert f"WARNING {len(failed)} failed (" in _quality_line(res.stderr)
     for name, message, code in zip(
         names, track["quality_message"].values, track["quality_passed"].values, strict=True
     ):
@@ -405,7 +405,7 @@ def test_strict_passes_a_clean_record(small, tmp_path):
         track_float, [str(small), "--out", str(out), "--particles", "1000", "-q", "--strict"]
     )
     assert res.exit_code == 0, res.output
-    assert "WARNING" not in _quality_line(res.stdout) and "warning" not in res.stderr
+    assert "WARNING" not in _quality_line(res.stderr) and "warning" not in res.stderr
     track = xr.load_dataset(out / "track.nc")
     assert (track["quality_passed"].values != 0).all() and track.attrs["quality_failed"] == 0
     assert '<div class="ok" id="quality">' in (out / "report.html").read_text()
