@@ -314,7 +314,7 @@ def test_every_model_trains_evaluates_and_predicts(tmp_path, kind):
     path.write_text(format_letor(data))
     model = tmp_path / "model.json"
     args = ("train", path, "--model", kind, "--loss", "listnet", "--max-iter", "30")
-    result = _run(*args, "--test-fraction", "0", "-o", model, "-q")
+    result = _run(*args, "--test-fraction", "0", "-o", model)
     assert result.exit_code == 0, result.output
     assert f"listnet {kind}: NDCG@10 train" in result.stderr
     assert json.loads(model.read_text())["model"] == kind

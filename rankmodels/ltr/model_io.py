@@ -44,7 +44,7 @@ AnyRanker = Ranker | BoostedRanker | RerankedRanker | NormalisedRanker
 Path = str | os.PathLike[str] | None
 
 
-PARAMETER_KEYS = ("weights", "params", "trees")
+PARAMETER_KEYS = ("weights", "params", "trees", "feature_mean", "feature_scale")
 """Keys of :func:`ranker_to_dict` holding fitted parameters: written exactly (all digits),
 so a saved model scores as the trained one did."""
 
