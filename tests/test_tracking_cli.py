@@ -368,7 +368,7 @@ def _broken_record(tmp_path):
 def test_failed_quality_checks_are_warnings_and_strict_exits_3(tmp_path):
     path = _broken_record(tmp_path)
     # without calibration: calibrating the sound speed repairs this record
-    args = ["--particles", "1000", "--seed", "1", "-q", "--no-calibrate"]
+    args = ["--particles", "1000", "--seed", "1", "--no-calibrate"]  # the summary on stderr
     res = CliRunner().invoke(track_float, [str(path), "--out", str(tmp_path / "a"), *args])
     assert res.exit_code == 0, res.output
     track = xr.load_dataset(tmp_path / "a" / "track.nc")
@@ -402,7 +402,7 @@ def test_failed_quality_checks_are_warnings_and_strict_exits_3(tmp_path):
 def test_strict_passes_a_clean_record(small, tmp_path):
     out = tmp_path / "clean"
     res = CliRunner().invoke(
-        track_float, [str(small), "--out", str(out), "--particles", "1000", "-q", "--strict"]
+        track_float, [str(small), "--out", str(out), "--particles", "1000", "--strict"]
     )
     assert res.exit_code == 0, res.output
     assert "WARNING" not in _quality_line(res.stderr) and "warning" not in res.stderr
