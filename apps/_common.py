@@ -1,8 +1,10 @@
-"""Shared plumbing for the commands: one-line errors, atomic outputs, progress bars."""
+"""Shared plumbing for the commands: one-line errors, atomic outputs, progress bars, and the
+options every command spells the same way (docs/cli.md states the convention)."""
 
 from __future__ import annotations
 
 import contextlib
+import difflib
 import functools
 import math
 import sys
@@ -12,6 +14,7 @@ from typing import Any, TypeVar
 
 import click
 
+from rankmodels import __version__
 from rankmodels.errors import InputError
 from rankmodels.files import atomic_output as atomic_output  # re-exported for the commands
 from rankmodels.files import atomic_path as atomic_path
@@ -20,6 +23,8 @@ from rankmodels.text import printable
 F = TypeVar("F", bound=Callable[..., Any])
 
 EXIT_BAD_INPUT = 2
+MAX_SEED = 2**63 - 1
+"""Largest ``--seed``: seeds are stored as int64 (NetCDF attributes, study tables)."""
 
 
 class BadInput(click.ClickException):
@@ -65,7 +70,21 @@ class OneLineCommand(OneLineErrors, click.Command):
 
 
 class OneLineGroup(OneLineErrors, click.Group):
-    """A :class:`click.Group` with one-line usage errors, its subcommands' included."""
+    """A :class:`click.Group` with one-line usage errors, its subcommands' included, that
+    suggests the nearest subcommand for a mistyped one (``agregate``: "Did you mean
+    'aggregate'?")."""
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        try:
+            return super().resolve_command(ctx, args)
+        except click.UsageError as err:
+            if args and "Did you mean" not in err.format_message():  # click >= 8.4 suggests
+                close = difflib.get_close_matches(args[0], self.list_commands(ctx), n=1)
+                if close:  # for its plain groups, not for lazy ones like ``rankmodels``
+                    err.message = f"{err.message} Did you mean {close[0]!r}?"
+            raise
 
 
 # What a bad path given by the user raises (a missing file, a folder, a file where a folder
@@ -77,6 +96,26 @@ _FILE_SYSTEM_ERRORS = (
     NotADirectoryError,
     PermissionError,
 )
+
+
+MISSING_FILE = "no such file"
+"""How every command says that an input path does not exist: ``Error: PATH: no such file``
+(after the option's name when an option names it)."""
+
+_FILE_ERROR_WORDS = {FileNotFoundError: MISSING_FILE}
+
+
+class InputPath(click.Path):
+    """A :class:`click.Path` that must exist, refused in the shared wording
+    (``PATH: no such file``, :data:`MISSING_FILE`)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(exists=True, **kwargs)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if not Path(value).exists():
+            self.fail(f"{value}: {MISSING_FILE}", param, ctx)
+        return super().convert(value, param, ctx)
 
 
 def reports_bad_input(func: F) -> F:
@@ -92,7 +131,9 @@ def reports_bad_input(func: F) -> F:
         except InputError as err:
             raise BadInput(str(err)) from None
         except _FILE_SYSTEM_ERRORS as err:
-            raise BadInput(f"{err.filename}: {err.strerror}") from None
+            raise BadInput(
+                f"{err.filename}: {_FILE_ERROR_WORDS.get(type(err), err.strerror)}"
+            ) from None
 
     return wrapper  # type: ignore[return-value]
 
@@ -128,6 +169,35 @@ class _SilentBar:
         return None
 
 
+def _range_number(value: float) -> str:
+    """``600``, ``0.5``, ``1000000``: whole numbers without a decimal point."""
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
+def range_text(
+    lo: float | None, hi: float | None, lo_open: bool = False, hi_open: bool = False
+) -> str:
+    """A range in the one style of every help page, as click writes its own: ``0<x<=600``,
+    ``x>=1``, ``-1<=x<=1`` (no spaces, no units, no thousands separators)."""
+    if lo is None:
+        return f"x{'<' if hi_open else '<='}{_range_number(hi)}"  # type: ignore[arg-type]
+    if hi is None:
+        return f"x{'>' if lo_open else '>='}{_range_number(lo)}"
+    lop, hop = "<" if lo_open else "<=", "<" if hi_open else "<="
+    return f"{_range_number(lo)}{lop}x{hop}{_range_number(hi)}"
+
+
+class SeedRange(click.IntRange):
+    """The range ``0 <= seed <= 2**63 - 1``, shown in help as ``0<=x<2**63`` (not as 19
+    digits)."""
+
+    def __init__(self) -> None:
+        super().__init__(min=0, max=MAX_SEED)
+
+    def _describe_range(self) -> str:
+        return "0<=x<2**63"
+
+
 class NumberRange(click.FloatRange):
     """A :class:`click.FloatRange` that refuses ``nan`` too (it passes every comparison)."""
 
@@ -137,6 +207,9 @@ class NumberRange(click.FloatRange):
             self.fail(f"{value!r} is not a number.", param, ctx)
         return number
 
+    def _describe_range(self) -> str:
+        return range_text(self.min, self.max, self.min_open, self.max_open)
+
 
 def count(n: float, singular: str, plural: str | None = None) -> str:
     """``n`` and the noun agreeing with it: ``1 cycle``, ``2 cycles``, ``1 EM pass``."""
@@ -144,10 +217,66 @@ def count(n: float, singular: str, plural: str | None = None) -> str:
 
 
 quiet_option = click.option(
-    "--quiet", "-q", is_flag=True, help="No progress bar and no summary chatter on stderr."
+    "--quiet",
+    "-q",
+    is_flag=True,
+    help="No progress bar and no summary on stderr (warnings and errors still show).",
 )
-MAX_SEED = 2**63 - 1
-"""Largest ``--seed``: seeds are stored as int64 (NetCDF attributes, study tables)."""
+
+
+def status(text: str, quiet: bool) -> None:
+    """A line about the work done (what was written where, how it went): on stderr, unless
+    ``--quiet``. Results a user pipes on go to stdout instead, and only when no ``--out``."""
+    if not quiet:
+        click.echo(text, err=True)
+
+
+class AliasedOption(click.Option):
+    """An option with old spellings that still work but are left out of ``--help`` and of
+    error messages (``--output`` of ``-o, --out``)."""
+
+    def __init__(self, *args: Any, hidden_aliases: tuple[str, ...] = (), **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.hidden_aliases = hidden_aliases
+
+    @contextlib.contextmanager
+    def _shown_names(self) -> Iterator[None]:
+        opts = self.opts
+        self.opts = [o for o in opts if o not in self.hidden_aliases]
+        try:
+            yield
+        finally:
+            self.opts = opts
+
+    def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
+        with self._shown_names():
+            return super().get_help_record(ctx)
+
+    def get_error_hint(self, ctx: click.Context) -> str:
+        with self._shown_names():
+            return super().get_error_hint(ctx)
+
+
+def out_option(help: str, *, name: str = "out", folder: bool = False, **kwargs: Any) -> Any:
+    """The output option of every command: ``-o, --out FILE`` (a folder, ``OUT``, with ``folder``),
+    ``--output`` kept as a hidden alias; ``name`` is the Python parameter it fills."""
+    return click.option(
+        "-o",
+        "--out",
+        "--output",
+        name,
+        cls=AliasedOption,
+        hidden_aliases=("--output",),
+        metavar="OUT" if folder else "FILE",
+        type=click.Path(file_okay=not folder, dir_okay=folder, path_type=Path),
+        help=help,
+        **kwargs,
+    )
+
+
+def version_option(program: str) -> Callable[[F], F]:
+    """``--version`` of an entry point: prints ``PROGRAM, version X`` and exits."""
+    return click.version_option(__version__, "--version", prog_name=program)
 
 
 def seed_option(
@@ -159,7 +288,7 @@ def seed_option(
     """
     return click.option(
         "--seed",
-        type=click.IntRange(min=0, max=MAX_SEED),
+        type=SeedRange(),
         default=default,
         show_default=True,
         help=help,

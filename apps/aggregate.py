@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -10,22 +9,25 @@ from typing import Any
 import click
 import numpy as np
 
+from rankmodels import jsontext
 from rankmodels.aggregation import RULES, Aggregation, Profile, aggregate, read_votes, score_vector
 from rankmodels.aggregation.axioms import profile_axiom_report
 from rankmodels.aggregation.cvr import CvrConventions
 from rankmodels.aggregation.io import FORMATS, PREFLIB_TYPES
 from rankmodels.aggregation.result import DEFAULT_MAX_TIES
-from rankmodels.text import printable
+from rankmodels.text import display_width, pad, printable
 from rankmodels.threads import prepare_environment
 from rankmodels_app._common import (
     BadInput,
     OneLineCommand,
     atomic_output,
+    out_option,
     progressbar,
     quiet_option,
     refuse_to_overwrite,
     reports_bad_input,
     seed_option,
+    version_option,
 )
 
 COUNTED_RULES = tuple(spec.name for spec in RULES if spec.kind == "counted")
@@ -173,11 +175,11 @@ def _text(report: dict[str, Any]) -> str:
         f"ballots: {report['ballots']:g} ({report['unique_ballots']} unique)"
     ]
     shown = [printable(name) for name in report["ranking"]]
-    width = max(len(name) for name in shown)
+    width = max(map(display_width, shown))
     scores = report["scores"]
     for i, (name, label) in enumerate(zip(report["ranking"], shown, strict=True), start=1):
         score = f"  {scores[name]:.6g}" if scores else ""
-        lines.append(f"{i:>4}  {label:<{width}}{score}".rstrip())
+        lines.append(f"{i:>4}  {pad(label, width)}{score}".rstrip())
     lines.extend(_optimality_lines(report))
     lines.extend(_round_lines(report))
     ax = report["axioms"]
@@ -253,7 +255,7 @@ def _round_lines(report: dict[str, Any]) -> list[str]:
     rounds = report["rounds"]
     shown = {name: printable(name) for name in report["ranking"]}
     causes = [f"  {cause}" for cause in rounds[0].get("inactive", {})]
-    width = max(len(label) for label in [*shown.values(), "exhausted", *causes])
+    width = max(map(display_width, [*shown.values(), "exhausted", *causes]))
     columns = []
     for r in rounds:
         cells = {
@@ -269,7 +271,7 @@ def _round_lines(report: dict[str, Any]) -> list[str]:
     for name in [*report["ranking"], "exhausted", *causes]:
         label = shown.get(name, name)
         row = "".join(f"  {c.get(name, ''):>{w}}" for c, w in zip(columns, sizes, strict=True))
-        lines.append(f"{label:<{width}}{row}".rstrip())
+        lines.append(f"{pad(label, width)}{row}".rstrip())
     for i, r in enumerate(rounds, start=1):
         if r["tied"]:
             tied = ", ".join(printable(n) for n in r["tied"])
@@ -397,10 +399,7 @@ def _optimality_lines(report: dict[str, Any]) -> list[str]:
     show_default=True,
     help="List at most this many optimal rankings.",
 )
-@click.option(
-    "--output", "-o", type=click.Path(dir_okay=False, path_type=Path), default=None,
-    help="Write the result to this file (atomically) instead of standard output.",
-)  # fmt: skip
+@out_option("Write the result to this file (atomically) instead of standard output.", name="output")
 @click.option(
     "--format-in",
     type=click.Choice(FORMATS),
@@ -456,6 +455,7 @@ def _optimality_lines(report: dict[str, Any]) -> list[str]:
     "rank columns' names of the one to count.",
 )
 @quiet_option
+@version_option("aggregate")
 @reports_bad_input
 def aggregate_command(
     votes: tuple[Path, ...],
@@ -569,7 +569,7 @@ def aggregate_command(
         from rankmodels_app.elections import inactive_causes
 
         inactive_causes(report, cast, conventions)
-    text = json.dumps(report, indent=2) + "\n" if fmt == "json" else _text(report)
+    text = jsontext.dumps(report) if fmt == "json" else _text(report)
     _write(text, output, [votes], quiet, lambda: _warn_reversed(vector))
 
 

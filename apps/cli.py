@@ -27,7 +27,7 @@ _SUBCOMMANDS = {
     "track-float": (
         "rankmodels_app.track",
         "track_float",
-        "Track the RAFOS float recorded in FILE (NetCDF float record); given several FILES or "
+        "Track the RAFOS float recorded in FILE (NetCDF float record); given several files or "
         "a folder of records, track each into its own folder under OUT, in parallel on Dask, "
         "and write OUT/summary.csv and summary.json.",
     ),

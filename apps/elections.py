@@ -4,11 +4,11 @@ report (text, RCTab's JSON, or RCTab's detailed-report CSV)."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from rankmodels import jsontext
 from rankmodels.aggregation.cvr import WRITE_IN, CvrConventions, rank_columns
 from rankmodels.aggregation.elections.axioms import axiom_lines
 from rankmodels.aggregation.elections.ballots import (
@@ -172,7 +172,7 @@ def render(
         if axioms is not None:
             for report in reports:
                 report["axioms"] = axioms
-        return json.dumps(reports[0] if len(reports) == 1 else reports, indent=2) + "\n"
+        return jsontext.dumps(reports[0] if len(reports) == 1 else reports)
     if fmt == "rctab-csv":
         return "\n".join(rctab_csv(c, contest, info) for c in counts)
     text = "\n".join(text_report(c, contest) for c in counts)

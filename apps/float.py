@@ -20,8 +20,11 @@ from rankmodels_app._common import (
     BadInput,
     OneLineGroup,
     count,
+    out_option,
+    quiet_option,
     refuse_to_overwrite,
     reports_bad_input,
+    status,
 )
 
 
@@ -71,16 +74,10 @@ def _meta_pair(text: str) -> tuple[str, str, str]:
     "--meta-table",
     type=click.Path(path_type=Path),
     default=None,
-    help="The same metadata as a key,value table (as `float export` writes it); --meta adds to it.",
+    help="The same metadata as a key,value table (as 'float export' writes it); --meta adds to it.",
 )
-@click.option(
-    "-o",
-    "--out",
-    "out",
-    type=click.Path(path_type=Path, dir_okay=False),
-    required=True,
-    help="The float record to write (NetCDF).",
-)
+@out_option("The float record to write (NetCDF).", required=True)
+@quiet_option
 @reports_bad_input
 def import_command(
     toa_table: Path,
@@ -89,8 +86,9 @@ def import_command(
     meta: tuple[str, ...],
     meta_table: Path | None,
     out: Path,
+    quiet: bool,
 ) -> None:
-    """Build a float record from a TOA table, a sources table and metadata; write it to OUT.
+    """Build a float record from a TOA table, a sources table and metadata; write it to FILE.
 
     Every problem in a table is one line naming the file, the line and the column (exit 2).
     """
@@ -109,26 +107,27 @@ def import_command(
     with atomic_path(out) as tmp:
         write_float(record, tmp)
     fixes = f", {count(record.sizes['fix'], 'fix', 'fixes')}" if "fix_time" in record else ""
-    click.echo(
+    status(
         f"{count(record.sizes['cycle'], 'cycle')}, {count(record.sizes['rank'], 'rank')}, "
-        f"{count(record.sizes['source'], 'source')}{fixes}; wrote {out}"
+        f"{count(record.sizes['source'], 'source')}{fixes}; wrote {out}",
+        quiet,
     )
 
 
 @float_group.command("export")
 @click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
-@click.option(
-    "--out",
-    type=click.Path(path_type=Path, file_okay=False),
+@out_option(
+    "Folder for toa.csv, sources.csv, meta.csv and, for a record with fixes, fixes.csv.",
+    folder=True,
     required=True,
-    help="Folder for toa.csv, sources.csv, meta.csv and, for a record with fixes, fixes.csv.",
 )
+@quiet_option
 @reports_bad_input
-def export_command(file: Path, out: Path) -> None:
+def export_command(file: Path, out: Path, quiet: bool) -> None:
     """Write the TOA table (wide), the sources table, the metadata table and, when the
-    record has position fixes, the fixes table of the float record FILE into OUT; `float
-    import` reads them back into the same record."""
+    record has position fixes, the fixes table of the float record FILE into OUT; 'float
+    import' reads them back into the same record."""
     for name in TABLE_FILES.values():
         refuse_to_overwrite(out / name, [file])
     written = export_tables(read_float(file), out)
-    click.echo(f"wrote {out}/: {', '.join(written)}")
+    status(f"wrote {out}/: {', '.join(written)}", quiet)

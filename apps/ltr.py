@@ -4,7 +4,6 @@ boosted trees) on LETOR / SVMlight files."""
 from __future__ import annotations
 
 import inspect
-import json
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -14,14 +13,20 @@ from typing import Any, TypeVar
 import click
 import numpy as np
 
-from rankmodels import __version__
+from rankmodels import __version__, jsontext
 from rankmodels.ltr import metrics
 from rankmodels.ltr.boost import STEPS, fit_boosted_ranker
 from rankmodels.ltr.bregman import SURROGATES
 from rankmodels.ltr.letor import LetorData, LetorOrderWarning, read_letor
 from rankmodels.ltr.losses import LOSSES, LossSpec
 from rankmodels.ltr.mlp import fit_mlp_ranker
-from rankmodels.ltr.model_io import MODEL_KINDS, AnyRanker, ranker_to_dict, read_ranker
+from rankmodels.ltr.model_io import (
+    MODEL_KINDS,
+    PARAMETER_KEYS,
+    AnyRanker,
+    ranker_to_dict,
+    read_ranker,
+)
 from rankmodels.ltr.query_norm import NORMALISATIONS, NormalisedRanker, normalise_queries
 from rankmodels.ltr.rerank import L2_GRID, fit_reranker
 from rankmodels.ltr.splits import holdout_split, kfold_indices
@@ -40,14 +45,18 @@ from rankmodels.ltr.train import (
 from rankmodels.ltr.weak_learners import WEAK_LEARNERS
 from rankmodels_app._common import (
     BadInput,
+    InputPath,
     NumberRange,
     OneLineGroup,
     atomic_output,
+    count,
+    out_option,
     progressbar,
     quiet_option,
     refuse_to_overwrite,
     reports_bad_input,
     seed_option,
+    status,
 )
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -103,9 +112,7 @@ def _read(path: Path, n_features: int = 0) -> LetorData:
     return data
 
 
-_data_argument = click.argument(
-    "data", type=click.Path(exists=True, dir_okay=False, path_type=Path)
-)
+_data_argument = click.argument("data", type=InputPath(dir_okay=False, path_type=Path))
 
 
 def _cutoff_option(help: str) -> Callable[[F], F]:
@@ -113,6 +120,16 @@ def _cutoff_option(help: str) -> Callable[[F], F]:
     return click.option(
         "-k", "--cutoff", type=click.IntRange(1, 10**9), default=10, show_default=True, help=help
     )
+
+
+_format_option = click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="Output format: a text table or one JSON object.",
+)
 
 
 def _knob_help(text: str, function: Callable[..., Any], name: str) -> str:
@@ -128,7 +145,8 @@ def ltr_group() -> None:
 
 
 @ltr_group.command("losses")
-def ltr_losses() -> None:
+@quiet_option
+def ltr_losses(quiet: bool) -> None:
     """List the losses, their --option settings (with defaults) and what --anneal lowers."""
     for spec in LOSSES:
         click.echo(f"{spec.name}: {spec.summary}")
@@ -496,7 +514,7 @@ def _search_report(search: SurrogateSearch, cutoff: int) -> dict[str, object]:
 @_training_options
 @click.option(
     "--valid",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    type=InputPath(dir_okay=False, path_type=Path),
     help="Validation queries for early stopping (every model) and the choices of rerank and "
     "--surrogate-search (default: none for linear, 20 % of the training queries for the rest).",
 )
@@ -508,12 +526,7 @@ def _search_report(search: SurrogateSearch, cutoff: int) -> dict[str, object]:
     help="Fraction of queries held out for testing.",
 )
 @_cutoff_option("Report NDCG at this cut-off.")
-@click.option(
-    "--output",
-    "-o",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Write the model and the report as JSON here.",
-)
+@out_option("Write the model and the report as JSON here.", name="output")
 @seed_option()
 @quiet_option
 @reports_bad_input
@@ -540,7 +553,7 @@ def ltr_train(
 ) -> None:
     """Fit a ranker on the queries of DATA with LOSS and report NDCG@k.
 
-    The queries are split at random (``--seed``) into a training and a test part; the
+    The queries are split at random ('--seed') into a training and a test part; the
     ridge-regression start is reported alongside for comparison. A query without relevant
     documents has NDCG 1 (every order is ideal, as in LightGBM). A progress bar goes to
     stderr when it is a terminal (not with --quiet).
@@ -612,17 +625,15 @@ def ltr_train(
     if n_test:
         line += f", test {report[f'ndcg@{cutoff}']['test']:.4f}"
         line += f" (ridge start: test {report[f'ridge_ndcg@{cutoff}']['test']:.4f})"
-    click.echo(line)
     if search is not None:
         alpha = ", ".join(f"{k} {v:.3f}" for k, v in mixture_options(search.alpha).items())
-        click.echo(
-            f"surrogate weights alpha: {alpha} (validation NDCG@{cutoff} {search.value:.4f})"
-        )
-    if output is not None:
-        with atomic_output(output, "w") as handle:
-            json.dump(report, handle, indent=2)
-        if not quiet:
-            click.echo(f"wrote {output}", err=True)
+        line += f"\nsurrogate weights alpha: {alpha} (validation NDCG@{cutoff} {search.value:.4f})"
+    if output is None:
+        click.echo(line)
+        return
+    with atomic_output(output, "w") as handle:
+        handle.write(jsontext.dumps(report, exact=PARAMETER_KEYS))
+    status(f"{line}\nwrote {output}", quiet)
 
 
 def _model_scores(model_path: Path, data: Path) -> tuple[LetorData, np.ndarray]:
@@ -653,7 +664,7 @@ _model_file_option = click.option(
     "-m",
     "model_path",
     required=True,
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    type=InputPath(dir_okay=False, path_type=Path),
     help="JSON model written by 'rankmodels ltr train -o'.",
 )
 
@@ -662,11 +673,10 @@ _model_file_option = click.option(
 @_data_argument
 @_model_file_option
 @_cutoff_option("Cut-off of NDCG, precision and ERR.")
-@click.option(
-    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
-)
+@_format_option
+@quiet_option
 @reports_bad_input
-def ltr_evaluate(data: Path, model_path: Path, cutoff: int, fmt: str) -> None:
+def ltr_evaluate(data: Path, model_path: Path, cutoff: int, fmt: str, quiet: bool) -> None:
     """Score the queries of DATA with a saved ranker and print mean metrics.
 
     NDCG, precision and ERR are cut at k; MAP, MRR, RBP (alpha 0.8), ARP and OPA use the
@@ -690,7 +700,7 @@ def ltr_evaluate(data: Path, model_path: Path, cutoff: int, fmt: str) -> None:
     }
     means = {name: _mean_where_defined(v) for name, v in values.items()}
     if fmt == "json":
-        click.echo(json.dumps({"queries": int(letor.lengths.shape[0]), **means}))
+        click.echo(jsontext.dumps({"queries": int(letor.lengths.shape[0]), **means}), nl=False)
     else:
         for name, value in means.items():
             click.echo(f"{name:<14}{'n/a' if value is None else f'{value:.4f}'}")
@@ -699,14 +709,10 @@ def ltr_evaluate(data: Path, model_path: Path, cutoff: int, fmt: str) -> None:
 @ltr_group.command("predict")
 @_data_argument
 @_model_file_option
-@click.option(
-    "--output",
-    "-o",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Write the scores here (default: standard output).",
-)
+@out_option("Write the scores here  [default: standard output]", name="output")
+@quiet_option
 @reports_bad_input
-def ltr_predict(data: Path, model_path: Path, output: Path | None) -> None:
+def ltr_predict(data: Path, model_path: Path, output: Path | None, quiet: bool) -> None:
     """Write one score per document of DATA, one per line, in the file's document order
     (queries grouped by qid as the reader groups them)."""
     if output is not None:
@@ -718,6 +724,7 @@ def ltr_predict(data: Path, model_path: Path, output: Path | None) -> None:
     else:
         with atomic_output(output, "w") as handle:
             handle.write(text)
+        status(f"wrote {count(len(text.splitlines()), 'score')} to {output}", quiet)
 
 
 @ltr_group.command("crossval")
@@ -727,9 +734,7 @@ def ltr_predict(data: Path, model_path: Path, output: Path | None) -> None:
     "--folds", type=click.IntRange(2, 1000), default=5, show_default=True, help="Folds by query."
 )
 @_cutoff_option("Report NDCG at this cut-off.")
-@click.option(
-    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
-)
+@_format_option
 @seed_option()
 @quiet_option
 @reports_bad_input
@@ -753,7 +758,7 @@ def ltr_crossval(
     quiet: bool,
     **tree_knobs: Any,
 ) -> None:
-    """K-fold cross-validation by query: fit on the other folds, NDCG@k on each fold, and
+    """K-fold cross-validation by query on DATA: fit on the other folds, NDCG@k on each fold, and
     the mean with its standard error (std over folds / sqrt(folds))."""
     spec = LOSSES[loss]
     opts = _parse_options(options, spec)
@@ -795,7 +800,7 @@ def ltr_crossval(
     if fmt == "json":
         searched = {"alpha": alphas} if alphas else {}
         summary = {"loss": loss, "model": kind, "folds": values, key: mean, f"{key}_se": se}
-        click.echo(json.dumps(summary | searched))
+        click.echo(jsontext.dumps(summary | searched), nl=False)
     else:
         for number, value in enumerate(values, start=1):
             chosen = ""

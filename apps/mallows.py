@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -10,6 +9,7 @@ from typing import Any
 import click
 import numpy as np
 
+from rankmodels import jsontext
 from rankmodels.aggregation import read_votes, write_votes_csv
 from rankmodels.aggregation.mallows import (
     Mallows,
@@ -27,6 +27,7 @@ from rankmodels_app._common import (
     NumberRange,
     OneLineGroup,
     atomic_output,
+    out_option,
     progressbar,
     quiet_option,
     refuse_to_overwrite,
@@ -75,7 +76,7 @@ def _one_model(
     "--mixture",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help="Mixture JSON (the output of `mallows fit --format json`) instead of --centre.",
+    help="Mixture JSON (the output of 'mallows fit --format json') instead of --centre.",
 )
 @click.option(
     "-n", "--voters", type=click.IntRange(1, MAX_VOTES), default=1000, show_default=True,
@@ -86,10 +87,7 @@ def _one_model(
     help="Keep only each voter's top K candidates (the rest unranked).",
 )  # fmt: skip
 @seed_option()
-@click.option(
-    "--output", "-o", type=click.Path(dir_okay=False, path_type=Path), default=None,
-    help="Votes CSV to write (atomically) [default: standard output].",
-)  # fmt: skip
+@out_option("Votes CSV to write (atomically)  [default: standard output]", name="output")
 @quiet_option
 @reports_bad_input
 def sample_command(
@@ -105,8 +103,8 @@ def sample_command(
 ) -> None:
     """Draw votes from a Mallows model or mixture (repeated insertion) as a votes CSV.
 
-    The CSV (columns ranking, count; one row per distinct ballot) is what `rankmodels
-    aggregate` and `rankmodels mallows fit` read.
+    The CSV (columns ranking, count; one row per distinct ballot) is what 'rankmodels
+    aggregate' and 'rankmodels mallows fit' read.
     """
     if mixture is not None:
         if centre is not None or phi is not None or theta is not None:
@@ -218,10 +216,7 @@ def _fit_text(report: dict[str, Any]) -> str:
     "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
     help="Output format.",
 )  # fmt: skip
-@click.option(
-    "--output", "-o", type=click.Path(dir_okay=False, path_type=Path), default=None,
-    help="Write the result to this file (atomically) instead of standard output.",
-)  # fmt: skip
+@out_option("Write the result to this file (atomically) instead of standard output.", name="output")
 @quiet_option
 @reports_bad_input
 def fit_command(
@@ -240,7 +235,7 @@ def fit_command(
 
     Complete and top-k ballots (unranked candidates at the bottom) are fitted with their exact
     likelihood; ballots with ties among ranked candidates are rejected. The JSON output can be
-    passed to `mallows sample --mixture`.
+    passed to 'mallows sample --mixture'.
     """
     try:
         ballots = TopKBallots.from_profile(read_votes(votes))
@@ -262,7 +257,7 @@ def fit_command(
         with progressbar(restarts, "fitting", quiet) as bar:
             fit = fit_mixture(ballots, int(components), rng, progress=bar.update, **options)
     report = _fit_report(fit, ballots, by_k)
-    text = json.dumps(report, indent=2) + "\n" if fmt == "json" else _fit_text(report)
+    text = jsontext.dumps(report) if fmt == "json" else _fit_text(report)
     if output is None:
         sys.stdout.write(text)
         return

@@ -25,10 +25,12 @@ from rankmodels_app._common import (
     OneLineCommand,
     atomic_path,
     count,
+    out_option,
     progressbar,
     quiet_option,
     reports_bad_input,
     seed_option,
+    status,
 )
 from rankmodels_app.sim_options import bad_setting, make_folder, signal_options, signal_spec
 
@@ -58,12 +60,8 @@ def _plain_name(ctx: click.Context, param: click.Parameter, value: str | None) -
 
 
 @click.command("simulate-float", cls=OneLineCommand)
-@click.option(
-    "--out",
-    type=click.Path(path_type=Path, file_okay=False),
-    default=Path("."),
-    show_default=True,
-    help="Folder for NAME.nc and NAME_truth.nc.",
+@out_option(
+    "Folder for NAME.nc and NAME_truth.nc.", folder=True, default=Path("."), show_default=True
 )
 @click.option(
     "--name",
@@ -71,7 +69,14 @@ def _plain_name(ctx: click.Context, param: click.Parameter, value: str | None) -
     callback=_plain_name,
     help="Base name of the files  [default: the float id, sim-TRAJECTORY-seedSEED-DAYSd]",
 )
-@click.option("--trajectory", type=click.Choice(TRAJECTORIES), default="drift", show_default=True)
+@click.option(
+    "--trajectory",
+    type=click.Choice(TRAJECTORIES),
+    default="drift",
+    show_default=True,
+    help="drift: a random walk with float 767's mean velocity; straight: constant velocity to "
+    "the same recovery; spiral: a spiral of 3 turns.",
+)
 @click.option(
     "--days",
     type=click.IntRange(min=2, max=MAX_DAYS),
@@ -86,7 +91,7 @@ def _plain_name(ctx: click.Context, param: click.Parameter, value: str | None) -
     default=0.0,
     show_default=True,
     help="Float clock drift (s/day): arrivals are recorded later by this much per day since "
-    "launch  [-1 <= x <= 1].",
+    "launch  [-1<=x<=1].",
 )
 @click.option(
     "--float-clock-offset",
@@ -94,7 +99,7 @@ def _plain_name(ctx: click.Context, param: click.Parameter, value: str | None) -
     type=float,
     default=0.0,
     show_default=True,
-    help="Float clock ahead of true time at launch (s)  [-600 <= x <= 600].",
+    help="Float clock ahead of true time at launch (s)  [-600<=x<=600].",
 )
 @signal_options
 @click.option(
@@ -103,7 +108,7 @@ def _plain_name(ctx: click.Context, param: click.Parameter, value: str | None) -
     default=0.0,
     show_default=True,
     help="Clock drift (s/day) of every source since its deployment, stated in the record "
-    "(source_drift)  [-1 <= x <= 1].",
+    "(source_drift)  [-1<=x<=1].",
 )
 @click.option(
     "--fix-every",
@@ -159,9 +164,9 @@ def simulate_float(
     Writes OUT/NAME.nc (the float record, float id sim-TRAJECTORY-seedSEED-DAYSd) and
     OUT/NAME_truth.nc (its true track). The mismatch options make the signals depart from
     what the record states (the truth file keeps the true values). The shipped
-    data/float767.nc and data/float767_truth.nc are `rankmodels simulate-float --out data
+    data/float767.nc and data/float767_truth.nc are 'rankmodels simulate-float --out data
     --name float767 --float-drift 0.02 --true-sound-speed 1470 --offset-error 1 --multipath
-    0.02`. --fix-every adds GPS fixes at surfacings, --lost leaves out the recovery fix,
+    0.02'. --fix-every adds GPS fixes at surfacings, --lost leaves out the recovery fix,
     --source-drift makes the sources' clocks drift (stated in the record). --sigma,
     --p-detect, --p-detect-far and --clutter-rate set the signals (defaults: the sample's).
     """
@@ -198,8 +203,9 @@ def simulate_float(
     with atomic_path(out / f"{name}_truth.nc") as tmp:
         write_truth(truth, tmp)
     fixes = f", {count(record.sizes['fix'], 'fix', 'fixes')}" if "fix_time" in record else ""
-    click.echo(
+    status(
         f"wrote {out / f'{name}.nc'} and {out / f'{name}_truth.nc'} "
         f"({count(record.sizes['cycle'], 'cycle')}, {trajectory}, seed {seed}{fixes}"
-        f"{', no recovery fix' if lost else ''})"
+        f"{', no recovery fix' if lost else ''})",
+        quiet,
     )

@@ -23,20 +23,27 @@ from rankmodels.studies.tracking_clutter import (
 from rankmodels_app._common import (
     BadInput,
     NumberRange,
+    OneLineGroup,
     atomic_output,
     atomic_path,
+    out_option,
     progressbar,
     quiet_option,
     seed_option,
+    status,
 )
 
 
 class _CommaList(click.ParamType):
-    """``a,b,c`` -> a list; numbers (``kind=float``) or names from ``choices``."""
+    """``a,b,c`` -> a list; numbers (``kind=float``, in ``[0, high]``) or names from
+    ``choices``."""
 
-    def __init__(self, kind: type = str, choices: Sequence[str] = ()) -> None:
+    def __init__(
+        self, kind: type = str, choices: Sequence[str] = (), high: float = float("inf")
+    ) -> None:
         self.kind = kind
         self.choices = tuple(choices)
+        self.high = high
         self.name = "NUMBERS" if kind is float else "NAMES"
 
     def convert(self, value: Any, param: Any, ctx: Any) -> list[Any]:
@@ -52,6 +59,8 @@ class _CommaList(click.ParamType):
                 self.fail(f"expected comma-separated numbers, got {value!r}", param, ctx)
             if any(not (x >= 0 and x < float("inf")) for x in numbers):
                 self.fail(f"expected finite numbers >= 0, got {value!r}", param, ctx)
+            if any(x > self.high for x in numbers):
+                self.fail(f"expected numbers in [0, {self.high:g}], got {value!r}", param, ctx)
             if len(set(numbers)) != len(numbers):
                 self.fail(f"repeated values in {value!r}", param, ctx)
             return numbers
@@ -137,12 +146,11 @@ _EXECUTION_OPTIONS = (
         help="Run on the Dask scheduler at ADDRESS (e.g. tcp://10.0.0.5:8786).",
     ),
     seed_option(help="Root seed of every task seed."),
-    click.option(
-        "--out",
-        type=click.Path(path_type=Path, file_okay=False),
+    out_option(
+        "Folder for the tables and the figure.",
+        folder=True,
         default=Path("study"),
         show_default=True,
-        help="Folder for the tables and the figure.",
     ),
     quiet_option,
 )
@@ -155,13 +163,13 @@ def _execution_options(command: Callable[..., None]) -> Callable[..., None]:
     return command
 
 
-@click.group("study")
+@click.group("study", cls=OneLineGroup)
 def study_group() -> None:
     """Simulation studies that reproduce the papers' experiments.
 
     Tasks run in this process by default; --workers N starts a local Dask cluster of N
-    processes, --scheduler tcp://HOST:8786 uses a running one (`dask scheduler` and
-    `dask worker tcp://HOST:8786` on the machines). Results do not depend on the scheduler.
+    processes, --scheduler tcp://HOST:8786 uses a running one ('dask scheduler' and
+    'dask worker tcp://HOST:8786' on the machines). Results do not depend on the scheduler.
     """
 
 
@@ -250,24 +258,23 @@ def tracking_clutter(
         pngs.append(out / f"{stem}.png")
         with atomic_path(pngs[-1]) as tmp:
             figure.savefig(tmp, dpi=150)
-    click.echo(f"mean MSE ± SE over {replicates} replicates (planar units²):")
-    click.echo(_mse_table(result))
+    status(f"mean MSE ± SE over {replicates} replicates (planar units²):", quiet)
+    status(_mse_table(result), quiet)
     comparison = _comparison(result)
     if comparison:
-        click.echo("\npaired comparison with the baseline (difference = engine - baseline):")
-        click.echo(comparison)
-    if not quiet:
-        click.echo(
-            f"wrote {', '.join(str(p) for p in [*paths, *pngs])} "
-            f"({result.attrs['scheduler']}, {result.attrs['wall_time_s']:.0f} s)",
-            err=True,
-        )
+        status("\npaired comparison with the baseline (difference = engine - baseline):", quiet)
+        status(comparison, quiet)
+    status(
+        f"wrote {', '.join(str(p) for p in [*paths, *pngs])} "
+        f"({result.attrs['scheduler']}, {result.attrs['wall_time_s']:.0f} s)",
+        quiet,
+    )
 
 
 @study_group.command("aggregation")
 @click.option(
     "--weights",
-    type=_CommaList(float),
+    type=_CommaList(float, high=1.0),
     default=",".join(map(str, agg_study.DEFAULT_WEIGHTS)),
     show_default=True,
     help="Weights w of Z1 (in [0, 1]) for the simulated part, comma-separated.",
@@ -346,22 +353,22 @@ def aggregation(
     paths.append(out / f"{study.name}.png")
     with atomic_path(paths[-1]) as tmp:
         success_versus_weight(exact, result.summary()).savefig(tmp, dpi=150)
-    click.echo("limit of infinitely many votes: each rule ranks A above B for w > w_success")
+    status("limit of infinitely many votes: each rule ranks A above B for w > w_success", quiet)
     crossing = agg_study.crossing_table(exact)
     crossing["order"] = crossing["order"].astype(object).fillna("NaN")  # no crossing (phi = 1)
-    click.echo(crossing.to_string(index=False, float_format="{:.4f}".format))
+    status(crossing.to_string(index=False, float_format="{:.4f}".format), quiet)
     if exact.attrs["no_crossing"]:
-        click.echo(f"NaN: {exact.attrs['no_crossing']}")
-    click.echo(
-        f"\nP(A ranked above B) on N sampled votes, mean over {replicates} x {trials} profiles:"
+        status(f"NaN: {exact.attrs['no_crossing']}", quiet)
+    status(
+        f"\nP(A ranked above B) on N sampled votes, mean over {replicates} x {trials} profiles:",
+        quiet,
     )
-    click.echo(_success_table(result))
-    if not quiet:
-        click.echo(
-            f"wrote {', '.join(map(str, paths))} "
-            f"({result.attrs['scheduler']}, {result.attrs['wall_time_s']:.0f} s)",
-            err=True,
-        )
+    status(_success_table(result), quiet)
+    status(
+        f"wrote {', '.join(map(str, paths))} "
+        f"({result.attrs['scheduler']}, {result.attrs['wall_time_s']:.0f} s)",
+        quiet,
+    )
 
 
 def _success_table(result: StudyResult) -> str:

@@ -26,11 +26,15 @@ from rankmodels_app._common import (
     OneLineCommand,
     atomic_path,
     count,
+    out_option,
     progressbar,
     quiet_option,
+    range_text,
     refuse_to_overwrite,
     reports_bad_input,
     seed_option,
+    status,
+    version_option,
 )
 from rankmodels_app.track_batch import run_batch
 
@@ -70,7 +74,8 @@ class _WholeNumber(click.ParamType):
 
 
 def _help(text: str, name: str) -> str:
-    return f"{text}  [{LIMITS[name].text('x')}]"
+    limit = LIMITS[name]
+    return f"{text}  [{range_text(limit.lo, limit.hi, limit.lo_open)}]"
 
 
 def _config(**settings: object) -> TrackConfig:
@@ -222,13 +227,13 @@ def _warnings(summary: TrackSummary) -> list[str]:
 @click.command(
     "track-float", cls=OneLineCommand, context_settings={"help_option_names": ["-h", "--help"]}
 )
-@click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option(
-    "--out",
-    type=click.Path(path_type=Path, file_okay=False),
-    default=None,
-    help="Output folder  [default: a folder named after FILE, in the current directory; "
+@click.argument(
+    "files", nargs=-1, required=True, metavar="FILE...", type=click.Path(path_type=Path)
+)
+@out_option(
+    "Output folder  [default: a folder named after FILE, in the current directory; "
     "for many floats, tracks/ with one folder per float]",
+    folder=True,
 )
 @click.option(
     "--workers",
@@ -361,6 +366,7 @@ def _warnings(summary: TrackSummary) -> list[str]:
     "still written).",
 )
 @quiet_option
+@version_option("track-float")
 @reports_bad_input
 def track_float(
     files: tuple[Path, ...],
@@ -385,7 +391,7 @@ def track_float(
     strict: bool,
     quiet: bool,
 ) -> None:
-    """Track the RAFOS float recorded in FILE (NetCDF float record); given several FILES or a
+    """Track the RAFOS float recorded in FILE (NetCDF float record); given several files or a
     folder of records, track each into its own folder under OUT, in parallel on Dask, and
     write OUT/summary.csv and summary.json.
 
@@ -426,7 +432,7 @@ def track_float(
     }
     for option, value in batch_only.items():
         if value is not None:
-            raise BadInput(f"{option}: only for many floats (several FILES or a folder)")
+            raise BadInput(f"{option}: only for many floats (several files or a folder)")
     (file,) = files
     out = Path(file.stem) if out is None else out
     outputs = [TRACK_FILE, *((*IMAGES.values(), REPORT_FILE) if plots else ())]
@@ -452,7 +458,7 @@ def track_float(
     for line in _warnings(summary):
         click.echo(f"warning: {line}", err=True)
     for line in _summary_lines(summary, out, written):
-        click.echo(line)
+        status(line, quiet)
     if strict and summary.failed_checks:
         click.echo(
             f"Error: {len(summary.failed_checks)} track quality check(s) failed (--strict)",

@@ -38,7 +38,13 @@ from rankmodels.tracking.experiment import (
     shared_summary,
     write_sources,
 )
-from rankmodels_app._common import EXIT_BAD_INPUT, BadInput, progressbar, refuse_to_overwrite
+from rankmodels_app._common import (
+    EXIT_BAD_INPUT,
+    BadInput,
+    progressbar,
+    refuse_to_overwrite,
+    status,
+)
 
 #: Output folder of a batch when --out is not given.
 DEFAULT_BATCH_OUT = Path("tracks")
@@ -121,10 +127,10 @@ def run_batch(
     if experiment is not None:
         written += write_sources(experiment, out)
         for line in _shared_lines(experiment):
-            click.echo(line)
+            status(line, quiet)
     if plots:
         written += write_fleet(out, table, shared)
-    _report(table, out, written, strict, exit_quality)
+    _report(table, out, written, strict, exit_quality, quiet)
 
 
 def _shared_lines(result: ExperimentResult) -> list[str]:
@@ -179,7 +185,12 @@ def _client(workers: int | None, scheduler: str | None) -> Iterator[Any]:
 
 
 def _report(
-    table: pd.DataFrame, out: Path, written: list[str], strict: bool, exit_quality: int
+    table: pd.DataFrame,
+    out: Path,
+    written: list[str],
+    strict: bool,
+    exit_quality: int,
+    quiet: bool,
 ) -> None:
     for warning in table["warning"][table["warning"] != ""]:
         click.echo(f"warning: {warning}", err=True)
@@ -188,9 +199,10 @@ def _report(
         click.echo(f"Error: {reason}", err=True)
     done = table[table["status"] != FAILED]
     total = table["run_time_s"].sum()
-    click.echo(
+    status(
         f"{len(done)} of {len(table)} floats tracked ({total:.1f} s of work); "
-        f"wrote {out}/: {', '.join([*done['float'], *written])}"
+        f"wrote {out}/: {', '.join([*done['float'], *written])}",
+        quiet,
     )
     quality = int((done["quality_failed"] > 0).sum())
     if quality and not (strict and failed.empty):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 
 REPLACEMENT = "\ufffd"
 """Shown in place of a control character (the Unicode replacement character)."""
@@ -34,6 +35,25 @@ def printable(text: object) -> str:
     is kept unchanged, so the result has the same length as ``str(text)``.
     """
     return _CONTROL.sub(REPLACEMENT, _SPACE_LIKE.sub(" ", str(text)))
+
+
+def display_width(text: str) -> int:
+    """Columns ``text`` takes on a terminal: 2 for East Asian wide and full-width characters
+    (CJK ideographs, kana, hangul), 0 for combining marks, 1 for the rest."""
+    return sum(
+        0
+        if unicodedata.combining(ch)
+        else 2
+        if unicodedata.east_asian_width(ch) in ("W", "F")
+        else 1
+        for ch in text
+    )
+
+
+def pad(text: str, width: int) -> str:
+    """``text`` left-aligned in ``width`` terminal columns (:func:`display_width`), as
+    ``f"{text:<{width}}"`` pads one-column text."""
+    return text + " " * max(width - display_width(text), 0)
 
 
 def with_error(

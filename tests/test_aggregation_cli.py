@@ -251,7 +251,7 @@ def test_bad_input_exits_2_with_one_line(tmp_path, args, content, message):
 
 def test_missing_file_and_output_over_input(tmp_path, repo_data):
     missing = run(str(tmp_path / "none.csv"))
-    assert missing.exit_code == 2 and "No such file" in missing.output
+    assert missing.exit_code == 2 and missing.output.endswith("none.csv: no such file\n")
     votes = tmp_path / "v.csv"
     shutil.copy(repo_data / "votes.csv", votes)
     clash = run("-o", str(votes), str(votes))

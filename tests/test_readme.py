@@ -18,6 +18,7 @@ import contextlib
 import importlib.metadata
 import importlib.util
 import io
+import json
 import os
 import re
 import shlex
@@ -152,6 +153,17 @@ def test_every_command_runs_as_written(clone):
             ["bash", "-c", command], cwd=clone, env=env, capture_output=True, text=True
         )
         assert proc.returncode == 0, f"{command}\n{proc.stdout}\n{proc.stderr}"
+
+
+def test_the_ltr_tour_learns(clone):
+    """The tour's model tests better than the ridge-regression start it reports beside."""
+    (command,) = [c for c in COMMANDS if c.startswith("rankmodels ltr train")]
+    with _cwd(clone):
+        result = CliRunner().invoke(cli, shlex.split(command)[1:], prog_name="rankmodels")
+        assert result.exit_code == 0, result.output
+        (model,) = re.findall(r"-o (\S+)", command)
+        report = json.loads((clone / model).read_text())
+    assert report["ndcg@10"]["test"] > report["ridge_ndcg@10"]["test"] + 0.01
 
 
 def test_the_python_examples_run(clone):

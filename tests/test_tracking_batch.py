@@ -55,8 +55,8 @@ def experiment(tmp_path_factory):
         truth.to_netcdf(root / "in" / f"{name}_truth.nc")
     (root / "in" / "f3.nc").write_bytes(b"\x89HDF\r\n\x1a\n but not really")
     run = CliRunner().invoke(
-        track_float, [str(root / "in"), "--out", str(root / "out"), "--workers", "2", *SETTINGS]
-    )
+        track_float, [str(root / "in"), "-o", str(root / "out"), "--workers", "2", *SETTINGS[:-1]]
+    )  # not --quiet: the summary goes to stderr
     return root, run
 
 
@@ -67,7 +67,7 @@ def test_batch_tracks_the_good_floats_and_reports_the_corrupt_one(experiment):
     corrupt = root / "in" / "f3.nc"
     assert len(errors) == 2 and errors[1] == "Error: 1 of 3 floats failed"
     assert errors[0].startswith(f"Error: {corrupt}: not a readable NetCDF float record")
-    assert "2 of 3 floats tracked" in run.stdout
+    assert "2 of 3 floats tracked" in run.stderr
     for name in ("f1", "f2"):
         folder = root / "out" / name
         assert {p.name for p in folder.iterdir()} == {
@@ -218,7 +218,7 @@ def test_batch_usage_errors_are_one_line(tmp_path, args, expected):
 def test_fleet_page_links_each_tracked_float_and_travels(experiment):
     root, run = experiment
     out = root / "out"
-    assert "summary.json, fleet.png, fleet.html" in run.stdout
+    assert "summary.json, fleet.png, fleet.html" in run.stderr
     page = (out / "fleet.html").read_text()
     links = external_references(page)  # the only references: the floats' own reports
     assert links == ["f1/report.html", "f2/report.html"]

@@ -37,7 +37,7 @@ def _run(args):
 
 def test_track_float_writes_the_track(small, tmp_path):
     out = tmp_path / "out"
-    res = _run([small, "--out", out, "--particles", 400, "--seed", 3, "--quiet"])
+    res = _run([small, "--out", out, "--particles", 400, "--seed", 3])
     assert res.exit_code == 0, res.output
     lines = res.output.strip().splitlines()
     assert "29 cycles" in lines[0] and "mean ESS" in lines[1]
@@ -368,7 +368,7 @@ def _broken_record(tmp_path):
 def test_failed_quality_checks_are_warnings_and_strict_exits_3(tmp_path):
     path = _broken_record(tmp_path)
     # without calibration: calibrating the sound speed repairs this record
-    args = ["--particles", "1000", "--seed", "1", "-q", "--no-calibrate"]
+    args = ["--particles", "1000", "--seed", "1", "--no-calibrate"]  # the summary on stderr
     res = CliRunner().invoke(track_float, [str(path), "--out", str(tmp_path / "a"), *args])
     assert res.exit_code == 0, res.output
     track = xr.load_dataset(tmp_path / "a" / "track.nc")
@@ -379,7 +379,7 @@ def test_failed_quality_checks_are_warnings_and_strict_exits_3(tmp_path):
     # (with track-float's multipath model the misfit shows as delayed arrivals, not clutter:
     # recovery_distance and innovation_rms fail, clutter_excess passes)
     assert "recovery_distance" in failed and len(failed) >= 2
-    assert f"WARNING {len(failed)} failed (" in _quality_line(res.stdout)
+    assert f"WARNING {len(failed)} failed (" in _quality_line(res.stderr)
     for name, message, code in zip(
         names, track["quality_message"].values, track["quality_passed"].values, strict=True
     ):
@@ -402,10 +402,10 @@ def test_failed_quality_checks_are_warnings_and_strict_exits_3(tmp_path):
 def test_strict_passes_a_clean_record(small, tmp_path):
     out = tmp_path / "clean"
     res = CliRunner().invoke(
-        track_float, [str(small), "--out", str(out), "--particles", "1000", "-q", "--strict"]
+        track_float, [str(small), "--out", str(out), "--particles", "1000", "--strict"]
     )
     assert res.exit_code == 0, res.output
-    assert "WARNING" not in _quality_line(res.stdout) and "warning" not in res.stderr
+    assert "WARNING" not in _quality_line(res.stderr) and "warning" not in res.stderr
     track = xr.load_dataset(out / "track.nc")
     assert (track["quality_passed"].values != 0).all() and track.attrs["quality_failed"] == 0
     assert '<div class="ok" id="quality">' in (out / "report.html").read_text()

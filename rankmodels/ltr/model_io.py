@@ -46,6 +46,11 @@ AnyRanker = Ranker | BoostedRanker | RerankedRanker | NormalisedRanker
 Path = str | os.PathLike[str] | None
 
 
+PARAMETER_KEYS = ("weights", "params", "trees", "feature_mean", "feature_scale")
+"""Keys of :func:`ranker_to_dict` holding fitted parameters: written exactly (all digits),
+so a saved model scores as the trained one did."""
+
+
 def ranker_to_dict(ranker: AnyRanker, n_features: int) -> dict[str, Any]:
     """The JSON-able fields of ``ranker`` (module docstring)."""
     if isinstance(ranker, NormalisedRanker):

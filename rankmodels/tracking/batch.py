@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from rankmodels import jsontext
 from rankmodels.errors import InputError
 from rankmodels.files import atomic_output, atomic_path
 from rankmodels.text import printable
@@ -394,6 +395,5 @@ def write_summary(
         document = {"columns": SUMMARY_COLUMNS, "floats": rows}
         if experiment is not None:
             document["experiment"] = experiment
-        json.dump(document, handle, indent=1)
-        handle.write("\n")
+        handle.write(jsontext.dumps(document))
     return list(SUMMARY_FILES)

@@ -15,6 +15,7 @@ from typing import Any
 
 from rankmodels.aggregation.elections.ballots import UNDECLARED_WRITE_INS
 from rankmodels.aggregation.elections.tabulator import Count, Round, Status, java_hash_order
+from rankmodels.text import display_width, pad
 
 __all__ = ["INACTIVE", "rctab_csv", "rctab_json", "text_report"]
 
@@ -230,11 +231,11 @@ def text_report(count: Count, contest: str) -> str:
     if any(r.residual_surplus for r in rounds):
         rows.append(("residual surplus", [_number(r.residual_surplus) for r in rounds]))
     rows.append(("threshold", [_number(r.threshold) for r in rounds]))
-    width = max(len(label) for label, _ in rows)
+    width = max(display_width(label) for label, _ in rows)
     cell = max([len(c) for _, cells in rows for c in cells] + [5]) + 2
     lines.append(f"{'round':<{width}}" + "".join(f"{r.number:>{cell}}" for r in rounds))
     lines.extend(
-        f"{label:<{width}}" + "".join(f"{c:>{cell}}" for c in cells) for label, cells in rows
+        pad(label, width) + "".join(f"{c:>{cell}}" for c in cells) for label, cells in rows
     )
     for r in rounds:
         tie = ""
