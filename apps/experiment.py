@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import csv
-import json
 from pathlib import Path
 
 import click
 
+from rankmodels import jsontext
 from rankmodels.errors import InputError
 from rankmodels.tracking.experiment_metadata import read_metadata
 from rankmodels.tracking.records import write_float, write_truth
@@ -21,15 +21,18 @@ from rankmodels.tracking.replay import (
 from rankmodels.tracking.schema import DEFAULT_SOUND_SPEED
 from rankmodels_app._common import (
     BadInput,
+    InputPath,
     NumberRange,
     OneLineCommand,
     atomic_output,
     atomic_path,
     count,
+    out_option,
     progressbar,
     quiet_option,
     reports_bad_input,
     seed_option,
+    status,
 )
 from rankmodels_app.sim_options import bad_setting, make_folder, signal_options, signal_spec
 
@@ -45,13 +48,12 @@ def _write_csv(path: Path, rows: list[dict[str, object]]) -> None:
 
 
 @click.command("simulate-experiment", cls=OneLineCommand)
-@click.argument("metadata", type=click.Path(path_type=Path))
-@click.option(
-    "--out",
-    type=click.Path(path_type=Path, file_okay=False),
+@click.argument("metadata", type=InputPath(file_okay=False, path_type=Path), required=False)
+@out_option(
+    "Folder for the records floatID.nc, their truths floatID_truth.nc and the summary.",
+    folder=True,
     default=Path("replay"),
     show_default=True,
-    help="Folder for the records floatID.nc, their truths floatID_truth.nc and the summary.",
 )
 @click.option(
     "--floats",
@@ -88,14 +90,14 @@ def _write_csv(path: Path, rows: list[dict[str, object]]) -> None:
     default=0.0,
     show_default=True,
     help="Every source's clock truly drifts this much (s/day since its deployment) more than "
-    "the records state  [-1 <= x <= 1].",
+    "the records state  [-1<=x<=1].",
 )
 @signal_options
 @seed_option(default=0)
 @quiet_option
 @reports_bad_input
 def simulate_experiment(
-    metadata: Path,
+    metadata: Path | None,
     out: Path,
     n_floats: int | None,
     float_ids: tuple[str, ...],
@@ -116,7 +118,8 @@ def simulate_experiment(
 
     METADATA is a folder holding sound_sources.csv (the sources: positions, missions,
     deployments, transmission times, drifts) and dimes_floats.csv (the floats: launch and
-    recovery positions and dates, clock offsets at launch and recovery). Each float is
+    recovery positions and dates, clock offsets at launch and recovery); without it, the
+    DIMES tables shipped with the package. Each float is
     simulated on the DIMES sources moored during its record, from its real launch to its real
     recovery position and date (a drifting track pinned at both ends), with its float clock
     going from the table's launch offset to its recovery offset. All floats share the true
@@ -125,7 +128,7 @@ def simulate_experiment(
     undeclared clock drift (--source-drift-true).
 
     Writes OUT/floatID.nc and OUT/floatID_truth.nc per float (track them all with
-    `track-float OUT/`), and the truth of the experiment: OUT/experiment.json,
+    'track-float OUT/'), and the truth of the experiment: OUT/experiment.json,
     experiment_sources.csv and experiment_floats.csv. The same seed gives the same files.
     """
     if n_floats is not None and float_ids:
@@ -173,12 +176,12 @@ def simulate_experiment(
             bar.update(1)
     summary = experiment_summary(experiment, replays)
     with atomic_output(out / SUMMARY_FILES[0], "w") as handle:
-        json.dump(summary, handle, indent=1)
-        handle.write("\n")
+        handle.write(jsontext.dumps(summary))
     _write_csv(out / SUMMARY_FILES[1], summary["sources"])
     _write_csv(out / SUMMARY_FILES[2], summary["floats"])
-    click.echo(
+    status(
         f"wrote {count(len(replays), 'float')} to {out} "
         f"({count(sum(r.sizes['cycle'] for _, r in replays), 'cycle')}, seed {seed}) and "
-        f"the experiment's truth to {out / SUMMARY_FILES[0]}"
+        f"the experiment's truth to {out / SUMMARY_FILES[0]}",
+        quiet,
     )

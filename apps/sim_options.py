@@ -72,21 +72,21 @@ _OPTIONS = (
         type=float,
         default=None,
         help="Speed (m/s) the signals travel at; the record keeps its nominal sound_speed  "
-        "[default: the nominal; 1400 <= x <= 1600].",
+        "[default: the nominal; 1400<=x<=1600].",
     ),
     click.option(
         "--offset-error",
         type=float,
         default=0.0,
         show_default=True,
-        help="Std (s) of the errors of the written source_offset values  [0 <= x <= 60].",
+        help="Std (s) of the errors of the written source_offset values  [0<=x<=60].",
     ),
     click.option(
         "--multipath",
         type=float,
         default=0.0,
         show_default=True,
-        help="Fraction of source arrivals delayed by Uniform(10, 60) s  [0 <= x < 1].",
+        help="Fraction of source arrivals delayed by Uniform(10, 60) s  [0<=x<1].",
     ),
 )
 

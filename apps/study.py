@@ -454,11 +454,10 @@ def surrogate_scale(
     table = summary[summary["metric"].isin(["ndcg@1", "ndcg@5", "ndcg@10"])].pivot_table(
         index=["data", "beta"], columns="metric", values="mean", sort=False
     )
-    click.echo(f"mean test NDCG over {replicates} random splits:")
-    click.echo(table.to_string(float_format="{:.4f}".format))
-    if not quiet:
-        click.echo(
-            f"wrote {', '.join(map(str, paths))} "
-            f"({result.attrs['scheduler']}, {result.attrs['wall_time_s']:.0f} s)",
-            err=True,
-        )
+    status(f"mean test NDCG over {replicates} random splits:", quiet)
+    status(table.to_string(float_format="{:.4f}".format), quiet)
+    status(
+        f"wrote {', '.join(map(str, paths))} "
+        f"({result.attrs['scheduler']}, {result.attrs['wall_time_s']:.0f} s)",
+        quiet,
+    )

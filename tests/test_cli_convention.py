@@ -35,6 +35,7 @@ from click.testing import CliRunner, Result
 
 from rankmodels import __version__
 from rankmodels.ltr.model_io import PARAMETER_KEYS
+from rankmodels.tracking.experiment_metadata import DIMES_METADATA
 from rankmodels.tracking.records import write_float
 from rankmodels.tracking.simulate import dimes_float767
 from rankmodels_app import help_pages
@@ -213,6 +214,7 @@ def samples(tmp_path_factory) -> dict[str, str]:
         assert result.exit_code == 0, result.output
     return {
         "record": str(record),
+        "dimes": str(DIMES_METADATA),
         "votes": str(REPO / "data" / "votes.csv"),
         "election": str(REPO / "data" / "election.soi"),
         "letor": str(letor),
@@ -235,9 +237,11 @@ CALLS: dict[tuple[str, ...], list[str]] = {
     ("ltr", "train"): ["{letor}", "--max-iter", "2"],
     ("mallows", "fit"): ["{election}", "--restarts", "1", "--max-iter", "20"],
     ("mallows", "sample"): ["--centre", "A,B,C", "--phi", "0.5", "-n", "10"],
+    ("simulate-experiment",): ["{dimes}", "--floats", "1", "--max-days", "3"],
     ("simulate-float",): ["--days", "3"],
     ("study", "aggregation"): ["--weights", "0.6", "--voters", "5"]
     + ["--replicates", "1", "--trials", "1"],
+    ("study", "surrogate-scale"): ["--betas", "1", "--replicates", "1", "--rounds", "2"],
     ("study", "tracking-clutter"): ["--lambdas", "1", "--engines", "baseline"]
     + ["--trajectories", "straight", "--replicates", "1", "--particles", "20", "--cycles", "2"],
     ("track-float",): ["{record}", "--particles", "50", "--no-plots", "--no-calibrate"],

@@ -32,6 +32,7 @@ from rankmodels.tracking.simulate import MISMATCH_LIMITS
 from rankmodels.tracking.tables import Cell, Table, read_table
 
 __all__ = [
+    "DIMES_METADATA",
     "FLOATS_FILE",
     "SOURCES_FILE",
     "STILL_MOORED_YEAR",
@@ -237,9 +238,15 @@ def _read_floats(path: Path) -> tuple[FloatEntry, ...]:
     return tuple(floats)
 
 
-def read_metadata(folder: str | os.PathLike[str]) -> ExperimentMetadata:
-    """The sources and floats of the metadata folder ``folder`` (module docstring)."""
-    root = Path(folder)
+#: The DIMES metadata shipped with the package (a copy of the tables the README there
+#: describes).
+DIMES_METADATA = Path(__file__).resolve().parents[1] / "_data" / "dimes"
+
+
+def read_metadata(folder: str | os.PathLike[str] | None = None) -> ExperimentMetadata:
+    """The sources and floats of the metadata folder ``folder`` (module docstring); None:
+    the DIMES tables shipped with the package (:data:`DIMES_METADATA`)."""
+    root = DIMES_METADATA if folder is None else Path(folder)
     if not root.is_dir():
         raise InputError(f"expected a folder holding {SOURCES_FILE} and {FLOATS_FILE}", path=root)
     sources, floats = root / SOURCES_FILE, root / FLOATS_FILE
