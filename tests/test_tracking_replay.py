@@ -341,9 +341,9 @@ def test_simulate_experiment_end_to_end_and_trackable(dimes, tmp_path):
         "--workers",
         "1",
     ]
-    run = CliRunner().invoke(track_float, [str(out), "--out", str(tracks), *settings, "-q"])
+    run = CliRunner().invoke(track_float, [str(out), "--out", str(tracks), *settings])
     assert run.exit_code == 0, run.output
-    assert "2 of 2 floats tracked" in run.output
+    assert "2 of 2 floats tracked" in run.stderr
     for name in ("float767", "float919"):
         score = score_track(
             xr.open_dataset(tracks / name / "track.nc"), xr.open_dataset(out / f"{name}_truth.nc")
