@@ -175,7 +175,10 @@ def test_condorcet_methods_put_the_condorcet_winner_first(rule, rng):
     assert seen > 5
 
 
-@pytest.mark.parametrize("rule", [r for r in RULES.names if r not in ("scores", "k-approval")])
+@pytest.mark.parametrize(
+    "rule",
+    [r for r in RULES.names if r not in ("scores", "k-approval") and RULES[r].kind != "counted"],
+)  # a count (stv) breaks its ties at random by seed: one outcome, not the tied set
 def test_every_rule_is_neutral(rule, rng):
     ballots = random_ballots(5, rng, m=6)
     relabel = rng.permutation(5)  # candidate x becomes relabel[x]

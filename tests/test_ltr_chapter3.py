@@ -219,7 +219,7 @@ def test_cli_study_surrogate_scale_end_to_end(tmp_path):
     path.write_text(format_letor(data))
     args = ["study", "surrogate-scale", "--data", str(path), "--data", "sample"]
     args += ["--betas", "0.1,10", "--rounds", "8", "--replicates", "2", "--out", str(tmp_path)]
-    result = CliRunner().invoke(cli, [*args, "-q"])
+    result = CliRunner().invoke(cli, args)
     assert result.exit_code == 0, result.output
     records = pd.read_csv(tmp_path / "surrogate_scale.csv")
     assert len(records) == 2 * 2 * 2 and set(records["beta"]) == {0.1, 10.0}
@@ -238,7 +238,7 @@ def test_cli_study_surrogate_scale_end_to_end(tmp_path):
         weak_learner="feature",
     )  # fmt: skip
     assert row["ndcg@10"] == pytest.approx(ranker.ndcg(test, 10))
-    assert "mean test NDCG over 2 random splits" in result.stdout
+    assert "mean test NDCG over 2 random splits" in result.stderr
     bad = CliRunner().invoke(cli, [*args[:2], "--betas", "1e-5", "--out", str(tmp_path)])
     assert bad.exit_code == 2 and bad.stderr.startswith("Error: loss bregman is not finite")
     missing = CliRunner().invoke(cli, [*args[:2], "--data", str(tmp_path / "no.txt")])

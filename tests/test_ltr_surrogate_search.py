@@ -166,7 +166,8 @@ def test_cli_train_reports_alpha_and_keeps_the_model_of_it(tmp_path):
     args = ["train", path, "--loss", "bregman_mix", "--surrogate-search", 5, "--option", "c=2"]
     result = _cli(*args, "--test-fraction", 0, "--max-iter", 20, "--seed", 4, "-o", out)
     assert result.exit_code == 0, result.output
-    assert "surrogate weights alpha: cross_entropy " in result.stdout
+    assert result.stdout == ""  # with -o the summary goes to stderr
+    assert "surrogate weights alpha: cross_entropy " in result.stderr
     report = json.loads(out.read_text())
     tried = report["surrogate_search"]["tried"]
     assert len(tried) == 5

@@ -136,7 +136,6 @@ def test_cli_tracking_clutter_end_to_end(tmp_path):
     args = [
         "study", "tracking-clutter", "--replicates", "2", "--particles", "150", "--cycles", "5",
         "--lambdas", "0,2", "--engines", "exact,baseline", "--seed", "3", "--out", str(out),
-        "--quiet",
     ]  # fmt: skip
     run = CliRunner().invoke(cli, args)
     assert run.exit_code == 0, run.output

@@ -120,7 +120,7 @@ def test_serial_and_threaded_batches_are_identical(rng, monkeypatch, engine):
     np.testing.assert_array_equal(serial.association, threaded.association)
 
 
-def _reports_threads(file, out, config, plots, name):
+def _reports_threads(file, out, config, plots, name, calibration=None):
     """Stand-in for :func:`batch.track_one`: the row's reason is the numba thread count the
     task ran with."""
     row = batch._empty_row(file, name)

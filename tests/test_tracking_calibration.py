@@ -388,7 +388,7 @@ def test_calibration_with_the_full_count_only_in_the_final_pass(drifting):
 def _cli_track(path, out, *args):
     res = CliRunner().invoke(
         track_float_command,
-        [str(path), "--out", str(out), "--particles", "300", "--seed", "7", "-q", *args],
+        [str(path), "--out", str(out), "--particles", "300", "--seed", "7", *args],
     )
     assert res.exit_code == 0, res.output
     return res, xr.load_dataset(out / "track.nc")

@@ -182,10 +182,11 @@ def test_cli_end_to_end_with_two_floats(tiny, tmp_path):
     run = CliRunner().invoke(
         track_command,
         [*map(str, tiny), "--calibrate-mode", "experiment", "--out", str(out), "--workers",
-         "1", "--particles", "150", "--seed", "2", "--quiet"],
+         "1", "--particles", "150", "--seed", "2"],
     )  # fmt: skip
     assert run.exit_code == 0, run.output + run.stderr
-    assert "experiment calibrated jointly (2 floats" in run.stdout
+    assert run.stdout == ""  # with --out the summary goes to stderr
+    assert "experiment calibrated jointly (2 floats" in run.stderr
     shared = json.loads((out / "summary.json").read_text())["experiment"]
     assert shared["floats"] == 2 and len(shared["sources"]) == 12
     heard = {s["source"]: s for s in shared["sources"]}

@@ -288,13 +288,13 @@ def test_track_float_refuses_a_record_with_a_bad_fix_error(fixed_record, tmp_pat
 def test_a_lost_float_with_fixes_tracks_and_says_it_has_no_recovery_fix(tmp_path):
     done = _invoke(
         "simulate-float", "--days", "40", "--seed", "5", "--fix-every", "10", "--fix-until",
-        "25", "--fix-error", "0.3", "--lost", "--out", tmp_path, "--name", "lost", "--quiet",
+        "25", "--fix-error", "0.3", "--lost", "--out", tmp_path, "--name", "lost",
     )  # fmt: skip
     assert done.exit_code == 0, done.output
     assert "2 fixes, no recovery fix" in done.output
     done = _invoke(
         "track-float", tmp_path / "lost.nc", "--out", tmp_path / "out", "--particles", "400",
-        "--no-calibrate", "--quiet",
+        "--no-calibrate",
     )  # fmt: skip
     assert done.exit_code == 0, done.output
     first = done.output.splitlines()[0]

@@ -13,6 +13,7 @@ connection to a running scheduler (``dask scheduler`` / ``dask worker ADDRESS``)
 from __future__ import annotations
 
 import contextlib
+import logging
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -139,6 +140,9 @@ def dask_client(
             threads_per_worker=1,
             processes=processes,
             dashboard_address=":0",
+            # distributed's own warnings (e.g. a worker process killed while the cluster
+            # closes) are not the user's business: errors only
+            silence_logs=logging.ERROR,
         ) as cluster,
         Client(cluster, set_as_default=False) as client,
     ):
