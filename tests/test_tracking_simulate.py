@@ -224,7 +224,7 @@ def test_name_may_not_leave_the_output_folder(tmp_path, name):
     [
         (["--days", "99999999999"], f"'--days': 99999999999 is not in the range 2<=x<={MAX_DAYS}"),
         (["--days", "1"], f"'--days': 1 is not in the range 2<=x<={MAX_DAYS}"),
-        (["--seed", "-1"], "'--seed': -1 is not in the range 0<=x<="),
+        (["--seed", "-1"], "'--seed': -1 is not in the range 0<=x<2**63"),
         (["--seed", str(2**63)], "'--seed'"),
     ],
 )
