@@ -36,7 +36,7 @@ CITATION = re.compile(
 (not a number in parentheses after another number, as tables print standard errors; not a
 statute's ``§723-A sub-§1``)."""
 
-ABBREVIATIONS = ("e.g.", "i.e.", "cf.", "eq.", "eqs.", "Eq.", "Eqs.", "Fig.", "vs.", "al.", "prop.")
+ABBREVIATIONS = {"e.g.", "i.e.", "cf.", "eq.", "eqs.", "Eq.", "Eqs.", "Fig.", "vs.", "al.", "prop."}
 CODE_SPAN = re.compile(r"`[^`]+`")
 
 
@@ -85,8 +85,8 @@ def sentences(text: str) -> list[tuple[int, str]]:
     for line, unit in _units(text):
         begin = 0
         for match in re.finditer(r"[.!?]\s+", unit):
-            before = unit[: match.start() + 1]
-            if before.endswith(ABBREVIATIONS):
+            words = unit[: match.start() + 1].split()
+            if words and words[-1].lstrip('("') in ABBREVIATIONS:
                 continue
             found.append((line, unit[begin : match.end()].strip()))
             begin = match.end()
@@ -137,6 +137,7 @@ def test_every_equation_citation_states_what_it_says(page: Path) -> None:
         ("The random walk `N(0, q² dt I₂)` of eq. 5.1.", False),
         ("Loss as in eq. 3.28: the conjugate minus a linear term.", False),
         ("It is eq. 5.1, e.g. eq. 5.2.", True),
+        ("The filter is eq. 5.26 as usual. The walk is `N(0, q²)`.", True),
     ],
 )
 def test_the_heuristic(text: str, flagged: bool) -> None:
