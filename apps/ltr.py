@@ -188,7 +188,7 @@ def _training_options(f: F) -> F:
             help="linear (L-BFGS), mlp (tanh hidden layers, Adam), boost "
             "(listwise gradient boosting of regression trees or single features) or rerank "
             "(the --base model's scores re-ranked by cosine-similarity kernels, "
-            "dissertation eq. 2.20).",
+            "f_i = b(x_i) prod_{j != i} exp(sum_k w_k S_k(x_i, x_j)), dissertation eq. 2.20).",
         ),
         click.option(
             "--normalise",
@@ -207,14 +207,16 @@ def _training_options(f: F) -> F:
             "--weak-learner",
             type=click.Choice(WEAK_LEARNERS),
             help="boost: regression trees, or single features x_k chosen by the exhaustive "
-            "argmax of dissertation eq. 3.18 (section 3.6; a linear ranker).  [default: tree]",
+            "argmax of <d, h>/||h|| over the residuals d (dissertation eq. 3.18, section 3.6; "
+            "a linear ranker).  [default: tree]",
         ),
         click.option(
             "--step",
             type=click.Choice(STEPS),
             help=_knob_help(
                 "boost: newton (leaves minimise the loss's second-order expansion, "
-                "LambdaMART's step) or gradient (least-squares trees, dissertation Algorithm 1)",
+                "LambdaMART's step) or gradient (least-squares trees, step <d, h>/||h||^2: "
+                "dissertation Algorithm 1, NDCG-consistent listwise boosting)",
                 fit_boosted_ranker,
                 "step",
             ),
@@ -299,7 +301,8 @@ def _training_options(f: F) -> F:
             "search_method",
             type=click.Choice(SEARCHES),
             help="How --surrogate-search chooses alpha: the finest grid on [0,1]^3 that the "
-            "fits allow (section 3.5.1), or pattern search from section 3.6's five starts.  "
+            "fits allow (dissertation section 3.5.1), or pattern search from the five starts "
+            "of its section 3.6 (zeros perturbed, ones, each unit vector).  "
             "[default: grid]",
         ),
         click.option(

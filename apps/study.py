@@ -321,7 +321,8 @@ def aggregation(
     quiet: bool,
 ) -> None:
     """Which positional rule ranks A above B, the majority preference of a Mallows mixture
-    ([Pareek2017] section 4.6, Fig. 4.1).
+    ([Pareek2017] section 4.6, Fig. 4.1: the probability of ranking A above B against the
+    mixture weight).
 
     Exact part (infinitely many votes, from the mixture's exact marginals, on the weights
     0.51, 0.52, ..., 1 and --weights): OUT/aggregation_exact.nc and the crossing table printed.
@@ -423,7 +424,8 @@ def surrogate_scale(
     quiet: bool,
 ) -> None:
     """Test NDCG against the scale beta of the cross-entropy surrogate
-    beta (sum x log x - x), boosting single features ([Pareek2017] section 3.6.3, Fig. 3.6).
+    beta (sum x log x - x), boosting single features ([Pareek2017] section 3.6.3, Fig. 3.6:
+    NDCG against beta).
 
     Each replicate splits the queries 60/20/20 % into training, validation (early stopping)
     and test. Writes OUT/surrogate_scale.csv, OUT/surrogate_scale_summary.csv,

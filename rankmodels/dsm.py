@@ -6,9 +6,10 @@ The marginal matrix of a distribution ``P`` over permutations of ``n`` items is
 
 with position 0 the best (see :mod:`rankmodels.permutations` for the conventions).
 Every row and column of ``M`` sums to one (Birkhoff polytope). Positional scoring in rank
-aggregation is ``f = M @ h`` ([Pareek2017] eq. 4.4); an expected rank-linear metric in
-learning to rank is ``g @ M @ d`` (SinkProp eq. 3); Sinkhorn normalisation projects a
-positive matrix onto the polytope.
+aggregation is ``f = M @ h`` ([Pareek2017] eq. 4.5, the cumulative score ``f_P(x) =
+E[h(sigma(x))]``); an expected rank-linear metric in learning to rank is ``g @ M @ d``
+(SinkProp eq. 3, the expectation of a rank-linear metric from the marginals alone);
+Sinkhorn normalisation projects a positive matrix onto the polytope.
 """
 
 from __future__ import annotations

@@ -12,10 +12,10 @@ The two are inverse permutations of each other (``rank[order[k]] == k``).
 All functions here accept a single permutation of shape ``(n,)`` or a batch of shape
 ``(..., n)`` and work along the last axis.
 
-Distances are those of [Pareek2017], chapter 4 (section 4.2): Kendall's tau
-(number of discordant pairs), Spearman's footrule ``sum_x |rank_a[x] - rank_b[x]|``,
-Cayley (``n`` minus the number of cycles of ``a^{-1} b``) and Hamming (number of
-positions where the orders differ).
+Distances: Kendall's tau (number of discordant pairs) and Spearman's footrule
+``sum_x |rank_a[x] - rank_b[x]|``, the losses of [Pareek2017] section 4.5 (after eq. 4.4,
+the rule minimising an expected distance); Cayley (``n`` minus the number of cycles of
+``a^{-1} b``) and Hamming (number of positions where the orders differ).
 """
 
 from __future__ import annotations

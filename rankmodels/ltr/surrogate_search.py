@@ -3,7 +3,8 @@ of the Bregman surrogate dictionary chosen on validation queries.
 
 The training queries are split in two, ``S_1`` (fit) and ``S_2`` (validation). For
 weights ``alpha``, ``h_alpha`` is the ranker trained on ``S_1`` with the surrogate of
-``psi_alpha = sum_i alpha_i psi_i`` (eq. 3.26; loss ``bregman_mix`` with the weights
+``psi_alpha = sum_i alpha_i psi_i`` (eq. 3.26, ``h_alpha = argmin_h (1/n_1) sum_{i in S_1}
+phi_{psi_alpha}(h(x_i), r_i)``; loss ``bregman_mix`` with the weights
 ``alpha`` and ``scale = sum_i alpha_i``, :func:`mixture_options`, so that the overall
 scale of ``psi`` is searched too: ``alpha`` and ``2 alpha`` are different surrogates), and
 

@@ -1,25 +1,26 @@
 """Loopy belief propagation on the bipartite S_i / R_j graph ([Pareek2017] eqs. 5.28-5.63).
 
-The conditional random field of Fig. 5.5 has source variables ``S_i`` (an arrival ``j``, late
-``L`` or missing ``M``) and arrival variables ``R_j`` (a source ``i`` or clutter ``C``), unary
-factors (5.66) and (5.67), and pairwise factors (5.23) that forbid ``S_i = j`` without
+The conditional random field of Fig. 5.5 (the bipartite source/arrival model) has source
+variables ``S_i`` (an arrival ``j``, late ``L`` or missing ``M``) and arrival variables ``R_j``
+(a source ``i`` or clutter ``C``), unary factors (5.66: a source missing, late or matched) and
+(5.67: an arrival clutter or not), and pairwise factors (5.23) that forbid ``S_i = j`` without
 ``R_j = i`` and vice versa. ``L`` and ``M`` are indistinguishable to every pairwise factor, so
 they are merged into one "unmatched" state of weight ``u_i = (1 - P_D) + P_D P(t_i > tau)``
-(this leaves the Bethe free energy unchanged). The potentials are scaled so that nothing
-over- or underflows: each source's by its largest weight, then each arrival's (its matches and
-its clutter weight ``lambda / W``) by its largest; this changes ``log Z`` by a known constant.
+(this leaves the Bethe free energy unchanged). The potentials are scaled so that nothing over-
+or underflows: each source's by its largest weight, then each arrival's (its matches and its
+clutter weight ``lambda / W``) by its largest; this changes ``log Z`` by a known constant.
 With ``w_ij`` the scaled match, ``u_i`` the scaled unmatched and ``k_j`` the scaled clutter
 weight, every message across an edge is a ratio "matched over not matched":
 
-    beta_ij  = w_ij / (u_i + sum_{k != j} w_ik alpha_ki)      S_i -> R_j   (eqs. 5.28-5.29)
-    alpha_ji = 1 / (k_j + sum_{l != i} beta_lj)               R_j -> S_i   (eqs. 5.33-5.35)
+    beta_ij  = w_ij / (u_i + sum_{k != j} w_ik alpha_ki)      S_i -> R_j   (eqs. 5.28, 5.35)
+    alpha_ji = 1 / (k_j + sum_{l != i} beta_lj)               R_j -> S_i   (eqs. 5.33-5.34, 5.29)
 
 A sweep updates every ``beta`` from the current ``alpha``, then every ``alpha`` from the new
 ``beta``, with damping (``new = damping * old + (1 - damping) * update``), until no message
 changes by more than ``tol`` relative to its size. Convergence is linear; it is slow (a factor
-of about 0.94 per sweep) when two arrivals within ``sigma`` of each other can each come from
-the same two sources. The partition
-function is the Bethe estimate (Huang and Jebara 2009; the paper, section 5.4.2)
+of about 0.94 per sweep) when two arrivals within ``sigma`` of each other can each come from the
+same two sources. The partition function is the Bethe estimate (Huang and Jebara 2009; the
+paper, section 5.4.2, which approximates the partition function by the Bethe free energy)
 
     log Z ~ sum_n sum b_n log phi_n + sum_edges H(b_e) - sum_n (deg_n - 1) H(b_n),
 
