@@ -95,7 +95,7 @@ LIGHTGBM_GRID: dict[str, tuple[float, ...]] = {
 }
 """LightGBM settings chosen among on the validation part (the tuned LightGBM row)."""
 
-BOOST = {"n_trees": 300, "shrinkage": 0.1, "min_leaf": 20}
+BOOST = {"n_trees": 300, "shrinkage": 0.1}
 SEARCH_EVALS = 12
 
 REFERENCES = ("ridge regression (linear baseline)", "LightGBM lambdarank")
@@ -395,6 +395,91 @@ def timing(args: argparse.Namespace) -> None:
                 )
 
 
+DEFAULTS_GRID: dict[str, tuple[float, ...]] = {"num_leaves": (7, 15, 31), "l2": (0.0, 1.0)}
+"""Tree settings of our boosting compared by ``--defaults`` (the rest at their defaults)."""
+
+DEFAULTS_LOSSES: dict[str, tuple[str, dict[str, object]]] = {
+    "lambdarank": ("lambdarank", {}),
+    "bregman, square": ("bregman", {}),
+    "bregman, cross_entropy": ("bregman", {"surrogate": "cross_entropy"}),
+    "bregman, qnorm": ("bregman", {"surrogate": "qnorm"}),
+}
+"""The losses whose defaults ``--defaults`` compares with LightGBM's."""
+
+
+def _defaults_folds(args: argparse.Namespace) -> dict[str, list[Fold]]:
+    """MQ2008's 5 folds (each fold's validation part seeded, as the main table) and the
+    MSLR sample: its train file cut into 5 folds by query, each in turn the validation part
+    of a fit on the other 4 (cross-validation on the training file), the test file held
+    out for all five."""
+    out: dict[str, list[Fold]] = {"MQ2008": []}
+    for train, test in kfold_splits(read_letor(args.data), args.folds, seed=args.seed):
+        fit_idx, valid_idx = holdout_split(train.lengths.shape[0], 0.2, seed=args.seed)
+        out["MQ2008"].append(Fold(train.subset(fit_idx), train.subset(valid_idx), train, test))
+    letor = "../shared/data/letor/mslr-web-fold1-5k/msn1.fold1."
+    train = read_letor(letor + "train.5k.txt")
+    test = read_letor(letor + "test.5k.txt", n_features=train.features.shape[2])
+    out["MSLR sample"] = [
+        Fold(fit, valid, train, test) for fit, valid in kfold_splits(train, 5, seed=args.seed)
+    ]
+    return out
+
+
+def defaults(args: argparse.Namespace) -> None:
+    """The ``--defaults`` tables: validation NDCG@10 of every :data:`DEFAULTS_GRID`
+    setting (what a default is chosen by), then test NDCG@10 of each setting against
+    LightGBM's default row, per data set and loss (paired over the folds; on the MSLR
+    sample the five fits share one test file, so the ± there is the spread of fitting on
+    different 80 % of the training queries, not of the test queries)."""
+    sets = _defaults_folds(args)
+    lightgbm = {
+        name: np.array([mean_ndcg(f.test, _lightgbm(f)(f.test), 10) for f in folds])
+        for name, folds in sets.items()
+    }
+    settings = [
+        dict(zip(DEFAULTS_GRID, v, strict=True)) for v in itertools.product(*DEFAULTS_GRID.values())
+    ]
+    valid: dict[tuple, list[float]] = {}
+    test: dict[tuple, np.ndarray] = {}
+    for setting in settings:
+        key = tuple(setting.values())
+        for name, folds in sets.items():
+            for row, (loss, options) in DEFAULTS_LOSSES.items():
+                fits = [
+                    fit_boosted_ranker(
+                        f.fit, loss, valid=f.valid, options=options, **BOOST, **setting
+                    )
+                    for f in folds
+                ]
+                valid.setdefault((key, name), []).extend(
+                    r.ndcg(f.valid) for r, f in zip(fits, folds, strict=True)
+                )
+                test[(key, name, row)] = np.array(
+                    [r.ndcg(f.test) for r, f in zip(fits, folds, strict=True)]
+                )
+        shown = {name: f"{np.mean(valid[(key, name)]):.4f}" for name in sets}
+        print(f"    {setting} validation NDCG@10 (mean over losses and folds) {shown}", flush=True)
+    print("\n| setting | " + " | ".join(f"{n} validation" for n in sets) + " | mean |")
+    print("|---|" + "---:|" * (len(sets) + 1))
+    for setting in settings:
+        key = tuple(setting.values())
+        means = [float(np.mean(valid[(key, name)])) for name in sets]
+        print(
+            f"| {setting} | " + " | ".join(f"{m:.4f}" for m in means) + f" | {np.mean(means):.4f} |"
+        )
+    print("\n| data | loss | setting | test NDCG@10 | LightGBM | Δ vs LightGBM (paired) |")
+    print("|---|---|---|---:|---:|---:|")
+    for name in sets:
+        for row in DEFAULTS_LOSSES:
+            for setting in settings:
+                values = test[(tuple(setting.values()), name, row)]
+                delta = values - lightgbm[name]
+                shown = _mean_se(delta, signed=True) if len(values) > 1 else f"{delta[0]:+.4f}"
+                mean = _mean_se(values) if len(values) > 1 else f"{values[0]:.4f}"
+                their = _mean_se(lightgbm[name]) if len(values) > 1 else f"{lightgbm[name][0]:.4f}"
+                print(f"| {name} | {row} | {setting} | {mean} | {their} | {shown} |", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("data", nargs="?", default=DEFAULT_DATA)
@@ -404,6 +489,7 @@ def main() -> None:
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--timing", action="store_true", help="time against LightGBM")
+    parser.add_argument("--defaults", action="store_true", help="tree settings vs LightGBM")
     parser.add_argument("--rounds", type=int, default=100)
     parser.add_argument("--leaves", type=int, default=31)
     parser.add_argument("--big-queries", type=int, default=10_000)
@@ -412,6 +498,9 @@ def main() -> None:
     args = parser.parse_args()
     if args.timing:
         timing(args)
+        return
+    if args.defaults:
+        defaults(args)
         return
     data = read_letor(args.data)
     folds = []

@@ -173,7 +173,7 @@ def fit_boosted_ranker(
     weak_learner: str = "tree",
     n_trees: int = 300,
     shrinkage: float = 0.1,
-    num_leaves: int = 31,
+    num_leaves: int = 7,
     max_depth: int | None = None,
     min_leaf: int = 20,
     min_hessian: float = 1e-3,
