@@ -88,6 +88,7 @@ def test_the_leaf_of_every_grown_sample_gives_its_prediction(rng, subsample):
         ("lambdarank", {"subsample": 0.5, "colsample": 0.5}, 5),
         ("listnet", {"step": "gradient", "subsample": 0.7}, 5),
         ("bregman", {"weak_learner": "feature"}, 8),  # a seed where round 1 is not the best
+        ("sinkprop", {"step": "gradient", "options": {"sigma": 0.1}}, 8),  # the gains start
     ],
 )
 def test_running_training_scores_are_the_rankers_predictions(loss, kw, seed):
@@ -97,8 +98,9 @@ def test_running_training_scores_are_the_rankers_predictions(loss, kw, seed):
     data, _ = synthetic_letor(n_queries=30, n_features=4, docs=(5, 12), seed=seed)
     ranker = fit_boosted_ranker(data, loss, valid=data, n_trees=6, patience=6, min_leaf=3, **kw)
     rounds = len(ranker.trees) - int(ranker.gains_start)
-    assert rounds >= 3
-    value = LOSSES[loss](ranker.scores(data), data.relevance, data.lengths).value
+    assert rounds >= 3 and ranker.gains_start == (loss == "sinkprop")
+    options = kw.get("options", {})
+    value = LOSSES[loss](ranker.scores(data), data.relevance, data.lengths, **options).value
     recorded = ranker.train_loss[rounds]
     assert float(np.mean(value)) == pytest.approx(recorded, rel=1e-12, abs=1e-15)
 
@@ -136,3 +138,28 @@ def test_lambdarank_trial_is_the_frozen_value_and_the_loss_at_its_own_ranks(rng)
         assert frozen[b] == pytest.approx(at_old, rel=1e-12, abs=1e-15)
         assert own.value[b] == pytest.approx(_frozen_lambdarank(new[b, :m], r, new[b, :m]))
     assert not np.allclose(frozen, own.value)  # the two rankings differ somewhere
+
+
+def test_each_lambdarank_trial_is_judged_at_the_ranks_before_the_step(monkeypatch):
+    """Newton boosting of LambdaRank freezes each trial at the scores it steps from: the
+    first at 0, every later one at the scores of the trial before it (accepted) or where
+    that one was frozen (rejected, halved), never at its own scores."""
+    from dataclasses import replace
+
+    from rankmodels.ltr import boost
+
+    calls = []
+
+    def recording(scores, relevance, lengths, *, frozen_at, **options):
+        calls.append((np.array(scores), np.array(frozen_at)))
+        return lambdarank_trial(scores, relevance, lengths, frozen_at=frozen_at, **options)
+
+    spec = replace(LOSSES["lambdarank"], frozen_trial=recording)
+    monkeypatch.setattr(boost, "LOSSES", {"lambdarank": spec, "bregman": LOSSES["bregman"]})
+    data, _ = synthetic_letor(n_queries=20, n_features=3, docs=(5, 10), seed=2)
+    ranker = fit_boosted_ranker(data, "lambdarank", valid=data, n_trees=4, patience=4, min_leaf=3)
+    assert len(calls) >= 4 and not ranker.gains_start
+    assert np.all(calls[0][1] == 0.0) and np.any(calls[0][0] != 0.0)
+    for (tried, before), (following, frozen_at) in zip(calls, calls[1:], strict=False):
+        assert np.array_equal(frozen_at, tried) or np.array_equal(frozen_at, before)
+        assert np.any(following != frozen_at)
