@@ -31,17 +31,20 @@ Run: ``python benchmarks/ltr.py [DATA] [--models linear,mlp,boost] [--losses ...
 [--rows SUBSTRING,...]`` (``--rows`` keeps the rows whose name contains one of the
 substrings). Needs ``lightgbm``.
 
-``python benchmarks/ltr.py --timing [--rounds 100] [--leaves 31] [--big-queries 10000]``
-instead times our boosting (``fit_boosted_ranker``, the library call behind ``rankmodels
-ltr train --model boost``) against LightGBM ``lambdarank`` at equal rounds, leaves, least
-documents per leaf (20), learning rate (0.1) and bins (64), no early stopping, both given
-the test part as validation set (evaluated every round), on: MQ2008 (5 folds), the MSLR
-sample (train file, test file) and a generated LETOR-shaped set (``--big-queries`` x 100
+``python benchmarks/ltr.py --timing [--rounds 100] [--leaves 31] [--big-queries 10000]
+[--threads 1,2] [--sets mq2008,mslr,generated] [--losses lambdarank,bregman]`` instead
+times our boosting (``fit_boosted_ranker``, the library call behind ``rankmodels ltr train
+--model boost``) against LightGBM ``lambdarank`` at equal rounds, leaves, least documents
+per leaf (20), learning rate (0.1) and bins (64), no early stopping, both given the test
+part as validation set (evaluated every round), on: MQ2008 (5 folds), the MSLR sample
+(train file, test file) and a generated LETOR-shaped set (``--big-queries`` x 100
 documents, 136 features, :func:`rankmodels.ltr.synthetic.synthetic_letor`; 10^6 documents
-by default). Reported per set: fit seconds of each and their ratio, NDCG@10 on the test
-part of each and the paired difference (mean over folds +- its standard error on MQ2008).
-Both use ``--threads`` threads (numba's and LightGBM's ``num_threads``; default 2, the
-machine's cores).
+by default). Each thread count (numba's and LightGBM's ``num_threads``) gets its own rows.
+Reported per set, thread count and loss: fit seconds of each (LightGBM's Dataset
+construction and our binning included), wall and CPU (``time.process_time``, the robust
+measure on a shared machine with one thread; with more, a thread spinning while it waits
+counts as work) and their ratios ours / LightGBM, NDCG@10 on the test part of each and the
+paired difference (mean over folds +- its standard error on MQ2008), and the load average.
 """
 
 from __future__ import annotations
@@ -92,7 +95,7 @@ LIGHTGBM_GRID: dict[str, tuple[float, ...]] = {
 }
 """LightGBM settings chosen among on the validation part (the tuned LightGBM row)."""
 
-BOOST = {"n_trees": 300, "shrinkage": 0.1, "min_leaf": 20}
+BOOST = {"n_trees": 300, "shrinkage": 0.1}
 SEARCH_EVALS = 12
 
 REFERENCES = ("ridge regression (linear baseline)", "LightGBM lambdarank")
@@ -258,117 +261,253 @@ def _fitters(models: Sequence[str], losses: Sequence[str]) -> dict[str, Callable
 
 
 TIMING_LOSSES = ("lambdarank", "bregman")
-"""The losses of our boosting timed against LightGBM lambdarank."""
+"""The losses of our boosting timed against LightGBM lambdarank (``--losses`` to change)."""
+
+TIMING_SETS = ("mq2008", "mslr", "generated")
+"""The data sets of ``--timing`` (``--sets`` to choose)."""
 
 
-def _timed_pair(
-    train: LetorData, test: LetorData, loss: str, rounds: int, leaves: int, threads: int
-) -> tuple[float, float, float, float]:
-    """``(our seconds, LightGBM seconds, our NDCG@10, LightGBM NDCG@10)`` of one fit of
-    each at equal settings (module docstring)."""
+@dataclass(frozen=True)
+class Timed:
+    """One timed fit: wall and CPU seconds (``time.process_time``: all of the process's
+    threads, so a thread spinning while it waits counts) and the test NDCG@10 per fold."""
+
+    wall: float
+    cpu: float
+    ndcg: np.ndarray
+
+
+def _clock(fit: Callable[[LetorData, LetorData], np.ndarray], folds) -> Timed:
+    """Time ``fit(train, test) -> test scores`` over the folds (seconds summed)."""
+    wall = cpu = 0.0
+    ndcgs = []
+    for train, test in folds:
+        w0, c0 = time.perf_counter(), time.process_time()
+        scores = fit(train, test)
+        wall += time.perf_counter() - w0
+        cpu += time.process_time() - c0
+        ndcgs.append(mean_ndcg(test, scores, 10))
+    return Timed(wall, cpu, np.array(ndcgs))
+
+
+def _ours(loss: str, rounds: int, leaves: int) -> Callable[[LetorData, LetorData], np.ndarray]:
+    """``fit_boosted_ranker`` at the timing settings (module docstring)."""
+
+    def fit(train: LetorData, test: LetorData) -> np.ndarray:
+        ranker = fit_boosted_ranker(
+            train,
+            loss,
+            valid=test,
+            n_trees=rounds,
+            num_leaves=leaves,
+            min_leaf=20,
+            shrinkage=0.1,
+            max_bins=64,
+            patience=rounds,
+        )
+        return ranker.scores(test)
+
+    return fit
+
+
+def _lightgbm_timed(rounds: int, leaves: int, threads: int):
+    """LightGBM ``lambdarank`` at the same settings, Dataset construction included."""
     import lightgbm as lgb
 
-    t0 = time.perf_counter()
-    ours = fit_boosted_ranker(
-        train,
-        loss,
-        valid=test,
-        n_trees=rounds,
-        num_leaves=leaves,
-        min_leaf=20,
-        shrinkage=0.1,
-        max_bins=64,
-        patience=rounds,
-    )
-    t_ours = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    X, y = train.features[train.mask], train.relevance[train.mask]
-    Xt, yt = test.features[test.mask], test.relevance[test.mask]
-    train_set = lgb.Dataset(X, y, group=train.lengths, params={"max_bin": 64})
-    test_set = lgb.Dataset(Xt, yt, group=test.lengths, reference=train_set)
-    params = {
-        "objective": "lambdarank",
-        "metric": "ndcg",
-        "eval_at": [10],
-        "num_leaves": leaves,
-        "min_data_in_leaf": 20,
-        "learning_rate": 0.1,
-        "max_bin": 64,
-        "verbose": -1,
-        "num_threads": threads,
-    }
-    model = lgb.train(params, train_set, num_boost_round=rounds, valid_sets=[test_set])
-    t_lgb = time.perf_counter() - t0
-    s_lgb = np.zeros(test.relevance.shape)
-    s_lgb[test.mask] = model.predict(Xt)
-    return t_ours, t_lgb, ours.ndcg(test), mean_ndcg(test, s_lgb, 10)
+    def fit(train: LetorData, test: LetorData) -> np.ndarray:
+        X, y = train.features[train.mask], train.relevance[train.mask]
+        Xt, yt = test.features[test.mask], test.relevance[test.mask]
+        train_set = lgb.Dataset(X, y, group=train.lengths, params={"max_bin": 64})
+        test_set = lgb.Dataset(Xt, yt, group=test.lengths, reference=train_set)
+        params = {
+            "objective": "lambdarank",
+            "metric": "ndcg",
+            "eval_at": [10],
+            "num_leaves": leaves,
+            "min_data_in_leaf": 20,
+            "learning_rate": 0.1,
+            "max_bin": 64,
+            "verbose": -1,
+            "num_threads": threads,
+        }
+        model = lgb.train(params, train_set, num_boost_round=rounds, valid_sets=[test_set])
+        out = np.zeros(test.relevance.shape)
+        out[test.mask] = model.predict(Xt, num_threads=threads)
+        return out
+
+    return fit
+
+
+def _timing_sets(args: argparse.Namespace) -> dict[str, list[tuple[LetorData, LetorData]]]:
+    """The chosen data sets as lists of (train, test) folds."""
+    sets: dict[str, list[tuple[LetorData, LetorData]]] = {}
+    chosen = args.sets.split(",")
+    if "mq2008" in chosen:
+        sets["MQ2008 (5 folds)"] = list(kfold_splits(read_letor(args.data), 5, seed=args.seed))
+    if "mslr" in chosen:
+        letor = "../shared/data/letor/mslr-web-fold1-5k/msn1.fold1."
+        train = read_letor(letor + "train.5k.txt")
+        test = read_letor(letor + "test.5k.txt", n_features=train.features.shape[2])
+        sets["MSLR sample (train / test file)"] = [(train, test)]
+    if "generated" in chosen:
+        big = synthetic_letor(n_queries=args.big_queries, n_features=136, docs=(100, 100), seed=1)
+        n_fit = round(0.8 * args.big_queries)
+        q = np.arange(args.big_queries)
+        sets[f"generated, {args.big_queries * 100:,} documents × 136"] = [
+            (big[0].subset(q[:n_fit]), big[0].subset(q[n_fit:]))
+        ]
+    return sets
 
 
 def timing(args: argparse.Namespace) -> None:
-    """The ``--timing`` table (module docstring)."""
+    """The ``--timing`` table (module docstring): one row per data set, thread count and
+    loss of ours, LightGBM fitted once per data set and thread count."""
+    import os
+
     import numba
 
-    numba.set_num_threads(args.threads)
-    mq = read_letor(args.data)
-    letor = "../shared/data/letor/mslr-web-fold1-5k/msn1.fold1."
-    mslr_train = read_letor(letor + "train.5k.txt")
-    mslr_test = read_letor(letor + "test.5k.txt", n_features=mslr_train.features.shape[2])
-    big = synthetic_letor(n_queries=args.big_queries, n_features=136, docs=(100, 100), seed=1)[0]
-    n_fit = round(0.8 * args.big_queries)
-    sets = {
-        "MQ2008 (5 folds)": list(kfold_splits(mq, 5, seed=args.seed)),
-        "MSLR sample (train / test file)": [(mslr_train, mslr_test)],
-        f"generated, {args.big_queries * 100:,} documents x 136": [
-            (big.subset(np.arange(n_fit)), big.subset(np.arange(n_fit, args.big_queries)))
-        ],
-    }
+    losses = args.losses.split(",") if args.losses else list(TIMING_LOSSES)
+    sets = _timing_sets(args)
     print(
-        f"{args.rounds} rounds, {args.leaves} leaves, min 20 per leaf, rate 0.1, 64 bins, "
-        f"{args.threads} thread(s)"
+        f"{args.rounds} rounds, {args.leaves} leaves, min 20 per leaf, rate 0.1, 64 bins; "
+        f"seconds summed over folds; load average at start {os.getloadavg()[0]:.1f}"
     )
     print(
-        "| data | our loss | ours (s) | LightGBM (s) | ratio | ours NDCG@10 | LightGBM NDCG@10 "
-        "| Δ (paired) |\n|---|---|---:|---:|---:|---:|---:|---:|",
+        "| data | threads | our loss | ours wall (s) | LightGBM wall (s) | ratio wall "
+        "| ours CPU (s) | LightGBM CPU (s) | ratio CPU | ours NDCG@10 | LightGBM NDCG@10 "
+        "| Δ (paired) | load |\n|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
         flush=True,
     )
-    for name, folds in sets.items():
-        for loss in TIMING_LOSSES:
-            runs = np.array(
-                [_timed_pair(a, b, loss, args.rounds, args.leaves, args.threads) for a, b in folds]
-            )
-            t_ours, t_lgb = runs[:, 0].sum(), runs[:, 1].sum()
-            delta = runs[:, 2] - runs[:, 3]
-            shown = _mean_se(delta, signed=True) if len(folds) > 1 else f"{delta[0]:+.4f}"
-            print(
-                f"| {name} | {loss} | {t_ours:.2f} | {t_lgb:.2f} | {t_ours / t_lgb:.2f} "
-                f"| {runs[:, 2].mean():.4f} | {runs[:, 3].mean():.4f} | {shown} |",
-                flush=True,
-            )
+    for threads in (int(t) for t in args.threads.split(",")):
+        numba.set_num_threads(threads)
+        for name, folds in sets.items():
+            theirs = _clock(_lightgbm_timed(args.rounds, args.leaves, threads), folds)
+            for loss in losses:
+                ours = _clock(_ours(loss, args.rounds, args.leaves), folds)
+                delta = ours.ndcg - theirs.ndcg
+                shown = _mean_se(delta, signed=True) if len(folds) > 1 else f"{delta[0]:+.4f}"
+                print(
+                    f"| {name} | {threads} | {loss} | {ours.wall:.2f} | {theirs.wall:.2f} "
+                    f"| **{ours.wall / theirs.wall:.2f}** | {ours.cpu:.2f} | {theirs.cpu:.2f} "
+                    f"| **{ours.cpu / theirs.cpu:.2f}** | {ours.ndcg.mean():.4f} "
+                    f"| {theirs.ndcg.mean():.4f} | {shown} | {os.getloadavg()[0]:.1f} |",
+                    flush=True,
+                )
+
+
+DEFAULTS_GRID: dict[str, tuple[float, ...]] = {"num_leaves": (7, 15, 31), "l2": (0.0, 1.0)}
+"""Tree settings of our boosting compared by ``--defaults`` (the rest at their defaults)."""
+
+DEFAULTS_LOSSES: dict[str, tuple[str, dict[str, object]]] = {
+    "lambdarank": ("lambdarank", {}),
+    "bregman, square": ("bregman", {}),
+    "bregman, cross_entropy": ("bregman", {"surrogate": "cross_entropy"}),
+    "bregman, qnorm": ("bregman", {"surrogate": "qnorm"}),
+}
+"""The losses whose defaults ``--defaults`` compares with LightGBM's."""
+
+
+def _defaults_folds(args: argparse.Namespace) -> dict[str, list[Fold]]:
+    """MQ2008's 5 folds (each fold's validation part seeded, as the main table) and the
+    MSLR sample: its train file cut into 5 folds by query, each in turn the validation part
+    of a fit on the other 4 (cross-validation on the training file), the test file held
+    out for all five."""
+    out: dict[str, list[Fold]] = {"MQ2008": []}
+    for train, test in kfold_splits(read_letor(args.data), args.folds, seed=args.seed):
+        fit_idx, valid_idx = holdout_split(train.lengths.shape[0], 0.2, seed=args.seed)
+        out["MQ2008"].append(Fold(train.subset(fit_idx), train.subset(valid_idx), train, test))
+    letor = "../shared/data/letor/mslr-web-fold1-5k/msn1.fold1."
+    train = read_letor(letor + "train.5k.txt")
+    test = read_letor(letor + "test.5k.txt", n_features=train.features.shape[2])
+    out["MSLR sample"] = [
+        Fold(fit, valid, train, test) for fit, valid in kfold_splits(train, 5, seed=args.seed)
+    ]
+    return out
+
+
+def defaults(args: argparse.Namespace) -> None:
+    """The ``--defaults`` tables: validation NDCG@10 of every :data:`DEFAULTS_GRID`
+    setting (what a default is chosen by), then test NDCG@10 of each setting against
+    LightGBM's default row, per data set and loss (paired over the folds; on the MSLR
+    sample the five fits share one test file, so the ± there is the spread of fitting on
+    different 80 % of the training queries, not of the test queries)."""
+    sets = _defaults_folds(args)
+    lightgbm = {
+        name: np.array([mean_ndcg(f.test, _lightgbm(f)(f.test), 10) for f in folds])
+        for name, folds in sets.items()
+    }
+    settings = [
+        dict(zip(DEFAULTS_GRID, v, strict=True)) for v in itertools.product(*DEFAULTS_GRID.values())
+    ]
+    valid: dict[tuple, list[float]] = {}
+    test: dict[tuple, np.ndarray] = {}
+    for setting in settings:
+        key = tuple(setting.values())
+        for name, folds in sets.items():
+            for row, (loss, options) in DEFAULTS_LOSSES.items():
+                fits = [
+                    fit_boosted_ranker(
+                        f.fit, loss, valid=f.valid, options=options, **BOOST, **setting
+                    )
+                    for f in folds
+                ]
+                valid.setdefault((key, name), []).extend(
+                    r.ndcg(f.valid) for r, f in zip(fits, folds, strict=True)
+                )
+                test[(key, name, row)] = np.array(
+                    [r.ndcg(f.test) for r, f in zip(fits, folds, strict=True)]
+                )
+        shown = {name: f"{np.mean(valid[(key, name)]):.4f}" for name in sets}
+        print(f"    {setting} validation NDCG@10 (mean over losses and folds) {shown}", flush=True)
+    print("\n| setting | " + " | ".join(f"{n} validation" for n in sets) + " | mean |")
+    print("|---|" + "---:|" * (len(sets) + 1))
+    for setting in settings:
+        key = tuple(setting.values())
+        means = [float(np.mean(valid[(key, name)])) for name in sets]
+        print(
+            f"| {setting} | " + " | ".join(f"{m:.4f}" for m in means) + f" | {np.mean(means):.4f} |"
+        )
+    print("\n| data | loss | setting | test NDCG@10 | LightGBM | Δ vs LightGBM (paired) |")
+    print("|---|---|---|---:|---:|---:|")
+    for name in sets:
+        for row in DEFAULTS_LOSSES:
+            for setting in settings:
+                values = test[(tuple(setting.values()), name, row)]
+                delta = values - lightgbm[name]
+                shown = _mean_se(delta, signed=True) if len(values) > 1 else f"{delta[0]:+.4f}"
+                mean = _mean_se(values) if len(values) > 1 else f"{values[0]:.4f}"
+                their = _mean_se(lightgbm[name]) if len(values) > 1 else f"{lightgbm[name][0]:.4f}"
+                print(f"| {name} | {row} | {setting} | {mean} | {their} | {shown} |", flush=True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("data", nargs="?", default=DEFAULT_DATA)
     parser.add_argument("--models", default="linear,mlp,boost")
-    parser.add_argument("--losses", default=",".join(LOSSES.names))
+    parser.add_argument("--losses", default="", help="default: every loss (--timing: a few)")
     parser.add_argument("--rows", default="", help="keep rows containing one of these")
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--timing", action="store_true", help="time against LightGBM")
+    parser.add_argument("--defaults", action="store_true", help="tree settings vs LightGBM")
     parser.add_argument("--rounds", type=int, default=100)
     parser.add_argument("--leaves", type=int, default=31)
     parser.add_argument("--big-queries", type=int, default=10_000)
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--threads", default="1,2", help="--timing: thread counts, e.g. 1,2")
+    parser.add_argument("--sets", default=",".join(TIMING_SETS), help="--timing: data sets")
     args = parser.parse_args()
     if args.timing:
         timing(args)
+        return
+    if args.defaults:
+        defaults(args)
         return
     data = read_letor(args.data)
     folds = []
     for train, test in kfold_splits(data, args.folds, seed=args.seed):
         fit_idx, valid_idx = holdout_split(train.lengths.shape[0], 0.2, seed=args.seed)
         folds.append(Fold(train.subset(fit_idx), train.subset(valid_idx), train, test))
-    fitters = _fitters(args.models.split(","), args.losses.split(","))
+    fitters = _fitters(args.models.split(","), (args.losses or ",".join(LOSSES.names)).split(","))
     keep = [r for r in args.rows.split(",") if r]
     print(f"{data.lengths.shape[0]} queries, {args.folds}-fold CV by query, NDCG@10 on test")
     print(

@@ -69,7 +69,13 @@ from rankmodels.ltr.losses import LOSSES
 from rankmodels.ltr.models import mean_ndcg
 from rankmodels.ltr.splits import holdout_split
 from rankmodels.ltr.train import TrainingError, check_learnable
-from rankmodels.ltr.trees import Tree, TreeShape, bin_features, grow_tree, quantile_edges
+from rankmodels.ltr.trees import (
+    Tree,
+    TreeShape,
+    bin_features,
+    grow_tree_with_leaves,
+    quantile_edges,
+)
 from rankmodels.ltr.weak_learners import WEAK_LEARNERS, FeatureLearner, fit_feature_learner
 
 __all__ = ["ARMIJO", "STEPS", "BoostedRanker", "WeakLearner", "fit_boosted_ranker"]
@@ -78,11 +84,14 @@ STEPS = ("newton", "gradient")
 """The boosting steps (module docstring); the first is the default."""
 
 WeakLearner = Callable[
-    [np.ndarray, np.ndarray | None, np.ndarray | None, np.ndarray | None], Tree | FeatureLearner
+    [np.ndarray, np.ndarray | None, np.ndarray | None, np.ndarray | None],
+    tuple[Tree | FeatureLearner, np.ndarray],
 ]
 """``fit(grad, hess, rows, features)``: a weak learner fitted to the training documents'
 gradient and (diagonal) Hessian ``(N,)``, on the documents ``rows`` (None: all) and the
-features where ``features`` ``(F,)`` is True (None: all), predicting the step to add."""
+features where ``features`` ``(F,)`` is True (None: all), predicting the step to add; with
+its ``(N,)`` predictions on the training documents (the running scores are updated with
+these, not by predicting every document again)."""
 
 ARMIJO = 1e-4
 """Sufficient-decrease constant ``c`` of the backtracking line search."""
@@ -123,11 +132,21 @@ def tree_learner(
     binned = bin_features(docs, quantile_edges(docs, max_bins))
     squares = replace(shape, l2=0.0, min_hessian=0.0)
 
+    def fitted(tree: Tree, leaf: np.ndarray) -> tuple[Tree, np.ndarray]:
+        """The tree and its predictions: its leaves' values where growth placed the
+        documents, predicted for the others (left out by ``rows``)."""
+        out = tree.value[leaf]
+        missing = leaf < 0
+        if missing.any():
+            out[missing] = tree.predict(docs[missing])
+        return tree, out
+
     def newton(grad, hess, rows, features):
-        return grow_tree(binned, grad, hess, shape, rows, features)
+        return fitted(*grow_tree_with_leaves(binned, grad, hess, shape, rows, features))
 
     def least_squares(grad, hess, rows, features):
-        return grow_tree(binned, grad, np.ones_like(grad), squares, rows, features)
+        ones = np.ones_like(grad)
+        return fitted(*grow_tree_with_leaves(binned, grad, ones, squares, rows, features))
 
     return newton, least_squares
 
@@ -138,7 +157,8 @@ def feature_learner(docs: np.ndarray) -> WeakLearner:
 
     def fit(grad, hess, rows, features):
         X, g = (docs, grad) if rows is None else (docs[rows], grad[rows])
-        return fit_feature_learner(X, -g, features)
+        learner = fit_feature_learner(X, -g, features)
+        return learner, learner.predict(docs)
 
     return fit
 
@@ -153,7 +173,7 @@ def fit_boosted_ranker(
     weak_learner: str = "tree",
     n_trees: int = 300,
     shrinkage: float = 0.1,
-    num_leaves: int = 31,
+    num_leaves: int = 7,
     max_depth: int | None = None,
     min_leaf: int = 20,
     min_hessian: float = 1e-3,
@@ -196,20 +216,29 @@ def fit_boosted_ranker(
     opts = spec.validate({**spec.fit_options, **(options or {})})
     n_queries = data.lengths.shape[0]
     newton = step == "newton"
-    rank_frozen = newton and "ranked_by" in spec.option_names
+    rank_frozen = newton and spec.frozen_trial is not None
+    State = tuple[float, np.ndarray, np.ndarray | None]
 
-    def risk(
-        s: np.ndarray, frozen_at: np.ndarray | None = None
-    ) -> tuple[float, np.ndarray, np.ndarray | None]:
-        """``J(s)``, the loss gradient and (Newton) the clipped Hessian diagonal; with
-        ``frozen_at``, a rank-frozen loss (LambdaRank) keeps the ranks of those scores."""
-        frozen = {} if frozen_at is None or not rank_frozen else {"ranked_by": frozen_at}
+    def risk(s: np.ndarray) -> State:
+        """``J(s)``, the loss gradient and (Newton) the clipped Hessian diagonal."""
         with np.errstate(over="ignore", invalid="ignore"):
             if not newton:
-                res = spec.function(s, data.relevance, data.lengths, **opts, **frozen)
+                res = spec.function(s, data.relevance, data.lengths, **opts)
                 return float(np.mean(res.value)), res.grad, None
-            res, hess = spec.with_hessian(s, data.relevance, data.lengths, **opts, **frozen)
+            res, hess = spec.with_hessian(s, data.relevance, data.lengths, **opts)
         return float(np.mean(res.value)), res.grad, np.maximum(hess, 0.0)
+
+    def trial(s_new: np.ndarray, s_old: np.ndarray) -> tuple[float, State]:
+        """The risk that judges the step from ``s_old`` to ``s_new`` (a rank-frozen loss
+        keeps the ranks of ``s_old``) and the state at ``s_new``, in one evaluation."""
+        if not rank_frozen:
+            new = risk(s_new)
+            return new[0], new
+        with np.errstate(over="ignore", invalid="ignore"):
+            frozen, res, hess = spec.frozen_trial(
+                s_new, data.relevance, data.lengths, frozen_at=s_old, **opts
+            )
+        return float(np.mean(frozen)), (float(np.mean(res.value)), res.grad, np.maximum(hess, 0))
 
     mask = data.mask
     docs = data.features[mask]
@@ -238,9 +267,9 @@ def fit_boosted_ranker(
     def boosting_round():
         """Weak learner along the pseudo-residuals, Armijo-backtracked; None: no descent."""
         g = grad[mask]
-        tree = learner(g, hess[mask] if newton else None, *sample())
+        tree, fitted = learner(g, hess[mask] if newton else None, *sample())
         h = np.zeros_like(s)
-        h[mask] = tree.predict(docs)
+        h[mask] = fitted
         along = -float(g @ h[mask])  # <d, h>
         if not along > 0:
             return None
@@ -250,9 +279,9 @@ def fit_boosted_ranker(
         else:  # along h: the Newton step where there is curvature, else the gradient step
             alpha = shrinkage * along / (curvature or float(h[mask] @ h[mask]))
         for _ in range(max_halvings + 1):
-            new = risk(s + alpha * h, s)
-            if new[0] < value and new[0] <= value - ARMIJO * alpha * along / n_queries:
-                return tree.scaled(alpha), alpha * h, risk(s + alpha * h) if rank_frozen else new
+            judged, new = trial(s + alpha * h, s)
+            if judged < value and judged <= value - ARMIJO * alpha * along / n_queries:
+                return tree.scaled(alpha), alpha * h, new
             alpha /= 2
         return None
 
@@ -261,8 +290,9 @@ def fit_boosted_ranker(
     if first is None:  # no descent from tied scores: start by ordering on the gains
         gains = -LOSSES["bregman"].function(s, data.relevance, data.lengths).grad
         start = least_squares if weak_learner == "tree" else learner
-        trees.append(start(-gains[mask], None, None, None).scaled(shrinkage))
-        s[mask] = trees[0].predict(docs)
+        tree, fitted = start(-gains[mask], None, None, None)
+        trees.append(tree.scaled(shrinkage))
+        s[mask] = shrinkage * fitted
         value, grad, hess = risk(s)
         if progress is not None:
             progress(1)

@@ -19,7 +19,11 @@ option names and types::
 :meth:`LossSpec.with_hessian` adds the diagonal of the Hessian in the scores (Newton
 boosting): in closed form where the entry has ``hessian`` (the Bregman surrogates, ListNet,
 ListMLE, RankNet, LambdaRank's rank-frozen objective), by central differences of the
-gradient otherwise (:mod:`rankmodels.ltr.curvature`).
+gradient otherwise (:mod:`rankmodels.ltr.curvature`). A loss whose value depends on the
+ranking its scores induce and that can be frozen at the ranks of other scores (LambdaRank's
+``ranked_by``) has ``frozen_trial``: in one pass, its value frozen at the ranks of
+``frozen_at`` and :meth:`with_hessian` at the scores' own ranks (Newton boosting's line
+search, :mod:`rankmodels.ltr.boost`).
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ from rankmodels.ltr.metrics import DISCOUNTS, GAINS
 from rankmodels.ltr.neuralsort import pirank_loss
 from rankmodels.ltr.pairwise import (
     lambdarank_loss,
+    lambdarank_trial,
     lambdarank_with_hessian,
     ranknet_loss,
     ranknet_with_hessian,
@@ -186,6 +191,7 @@ class LossSpec:
     fit_options: Mapping[str, object] = field(default_factory=dict, hash=False)
     options: tuple[LossOption, ...] = ()
     hessian: Callable[..., tuple[LossResult, np.ndarray]] | None = None
+    frozen_trial: Callable[..., tuple[object, LossResult, np.ndarray]] | None = None
 
     def __post_init__(self) -> None:
         if not self.options:
@@ -277,6 +283,7 @@ for _spec in (
         "RankNet pairs weighted by |Delta NDCG| of swapping them (LambdaRank)",
         lambdarank_loss,
         hessian=lambdarank_with_hessian,
+        frozen_trial=lambdarank_trial,
     ),
     LossSpec(
         "listnet",

@@ -28,16 +28,25 @@ from rankmodels.ltr.batching import LossResult, RaggedBatch, hard_orders, ragged
 from rankmodels.ltr.metrics import ndcg_weights
 from rankmodels.permutations import inverse
 
-__all__ = ["lambdarank_loss", "lambdarank_with_hessian", "ranknet_loss", "ranknet_with_hessian"]
+__all__ = [
+    "lambdarank_loss",
+    "lambdarank_trial",
+    "lambdarank_with_hessian",
+    "ranknet_loss",
+    "ranknet_with_hessian",
+]
 
 
 @nb.njit(cache=True, parallel=True)
-def _pair_terms(s, r, lengths, u, dr, weighted):
-    """Per query the weighted RankNet value, its gradient and its diagonal second
-    derivative ``sum_j w_ij rho_ij (1 - rho_ij)``, ``rho_ij = sigmoid(-(s_i - s_j))``;
-    ``w_ij = |u_i - u_j| |dr_i - dr_j|`` when ``weighted``, else 1."""
+def _pair_terms(s, r, lengths, u, dr, dr_frozen, weighted):
+    """Per query the weighted RankNet value, its gradient, its diagonal second derivative
+    ``sum_j w_ij rho_ij (1 - rho_ij)``, ``rho_ij = sigmoid(-(s_i - s_j))``, and the value
+    with the weights ``w'_ij`` of ``dr_frozen`` in place of ``dr``; ``w_ij = |u_i - u_j|
+    |dr_i - dr_j|`` when ``weighted``, else 1 (``w' = w``): the value at two rankings
+    for the price of one (the exponentials are the cost)."""
     B, n = s.shape
     value = np.zeros(B)
+    frozen = np.zeros(B)
     grad = np.zeros((B, n))
     hess = np.zeros((B, n))
     for b in nb.prange(B):
@@ -45,39 +54,51 @@ def _pair_terms(s, r, lengths, u, dr, weighted):
             for j in range(lengths[b]):
                 if r[b, i] <= r[b, j]:
                     continue
-                w = abs(u[b, i] - u[b, j]) * abs(dr[b, i] - dr[b, j]) if weighted else 1.0
-                if w == 0.0:
+                w = w_frozen = 1.0
+                if weighted:
+                    du = abs(u[b, i] - u[b, j])
+                    w = du * abs(dr[b, i] - dr[b, j])
+                    w_frozen = du * abs(dr_frozen[b, i] - dr_frozen[b, j])
+                if w == 0.0 and w_frozen == 0.0:
                     continue
                 diff = s[b, i] - s[b, j]
                 e = np.exp(-abs(diff))
-                value[b] += w * (max(-diff, 0.0) + np.log1p(e))
+                pair = max(-diff, 0.0) + np.log1p(e)
+                value[b] += w * pair
+                frozen[b] += w_frozen * pair
                 rho = e / (1.0 + e) if diff >= 0 else 1.0 / (1.0 + e)  # sigmoid(-diff)
                 grad[b, i] -= w * rho
                 grad[b, j] += w * rho
                 curvature = w * rho * (1.0 - rho)
                 hess[b, i] += curvature
                 hess[b, j] += curvature
-    return value, grad, hess
+    return value, grad, hess, frozen
 
 
 def _weighted_ranknet(
-    batch: RaggedBatch, u: np.ndarray | None = None, dr: np.ndarray | None = None
-) -> tuple[LossResult, np.ndarray]:
+    batch: RaggedBatch,
+    u: np.ndarray | None = None,
+    dr: np.ndarray | None = None,
+    dr_frozen: np.ndarray | None = None,
+) -> tuple[LossResult, np.ndarray, np.ndarray]:
     """RankNet over the pairs ``r_i > r_j`` (weighted by ``|u_i - u_j| |dr_i - dr_j|``
-    when ``u``, ``dr`` are given) and the diagonal of its Hessian."""
+    when ``u``, ``dr`` are given), the diagonal of its Hessian, and the ``(B,)`` value
+    weighted with ``dr_frozen`` instead of ``dr`` (None: ``dr``)."""
     s = np.ascontiguousarray(np.where(batch.mask, batch.scores, 0.0), dtype=np.float64)
     r = np.ascontiguousarray(batch.relevance, dtype=np.float64)
     weighted = u is not None
     zeros = np.zeros_like(s)
-    value, grad, hess = _pair_terms(
+    u, dr = (u, dr) if weighted else (zeros, zeros)
+    dr_frozen = dr if dr_frozen is None else dr_frozen
+    value, grad, hess, frozen = _pair_terms(
         s,
         r,
         batch.lengths.astype(np.int64),
-        np.ascontiguousarray(u, dtype=np.float64) if weighted else zeros,
-        np.ascontiguousarray(dr, dtype=np.float64) if weighted else zeros,
+        *(np.ascontiguousarray(x, dtype=np.float64) for x in (u, dr, dr_frozen)),
         weighted,
     )
-    return batch.result(value, grad), batch.per_item(np.where(batch.mask, hess, 0.0))
+    hess = batch.per_item(np.where(batch.mask, hess, 0.0))
+    return batch.result(value, grad), hess, batch.per_query(frozen)
 
 
 def ranknet_with_hessian(
@@ -85,7 +106,7 @@ def ranknet_with_hessian(
 ) -> tuple[LossResult, np.ndarray]:
     """:func:`ranknet_loss` and the diagonal of its Hessian,
     ``d^2 C / ds_i^2 = sum_{j paired with i} rho_ij (1 - rho_ij)``."""
-    return _weighted_ranknet(ragged_batch(scores, relevance, lengths))
+    return _weighted_ranknet(ragged_batch(scores, relevance, lengths))[:2]
 
 
 def ranknet_loss(scores: object, relevance: object, lengths: object | None = None) -> LossResult:
@@ -126,5 +147,33 @@ def lambdarank_with_hessian(
     batch = ragged_batch(scores, relevance, lengths)
     u, d, _ = ndcg_weights(batch, k, gain, discount)  # u = G / IDCG (0 when IDCG = 0)
     ranking = batch.scores if ranked_by is None else np.reshape(ranked_by, batch.scores.shape)
-    rank = inverse(hard_orders(ranking, batch.lengths))
-    return _weighted_ranknet(batch, u, d[rank])  # d[rank]: discount at each current position
+    return _weighted_ranknet(batch, u, _discount_at_ranks(d, ranking, batch))[:2]
+
+
+def lambdarank_trial(
+    scores: object,
+    relevance: object,
+    lengths: object | None = None,
+    *,
+    frozen_at: np.ndarray,
+    k: int | None = None,
+    gain: str = "exp2m1",
+    discount: str | np.ndarray = "log2",
+) -> tuple[np.ndarray | float, LossResult, np.ndarray]:
+    """A line-search trial of LambdaRank at ``scores`` in one pass over the pairs: the
+    value of the objective frozen at the ranks of the scores ``frozen_at`` (what the trial
+    is judged by), and :func:`lambdarank_with_hessian` at ``scores``' own ranks (the next
+    step's lambdas and Hessian if the trial is accepted)."""
+    batch = ragged_batch(scores, relevance, lengths)
+    u, d, _ = ndcg_weights(batch, k, gain, discount)
+    frozen_ranking = np.reshape(frozen_at, batch.scores.shape)
+    own = _discount_at_ranks(d, batch.scores, batch)
+    frozen = _discount_at_ranks(d, frozen_ranking, batch)
+    result, hess, frozen_value = _weighted_ranknet(batch, u, own, frozen)
+    return frozen_value, result, hess
+
+
+def _discount_at_ranks(d: np.ndarray, ranking: np.ndarray, batch: RaggedBatch) -> np.ndarray:
+    """``(B, n)``: the discount ``d`` at each document's position in the ranking by
+    ``ranking`` (decreasing, ties by index)."""
+    return d[inverse(hard_orders(ranking, batch.lengths))]

@@ -45,6 +45,7 @@ __all__ = [
     "bin_features",
     "fit_tree",
     "grow_tree",
+    "grow_tree_with_leaves",
     "quantile_edges",
 ]
 
@@ -74,15 +75,16 @@ class Tree:
 
 def quantile_edges(X: np.ndarray, max_bins: int = 64) -> list[np.ndarray]:
     """Per feature the sorted distinct candidate thresholds: all distinct values but the
-    largest when there are at most ``max_bins``, else ``max_bins - 1`` inner quantiles."""
+    largest when there are at most ``max_bins``, else ``max_bins - 1`` inner quantiles
+    (``np.quantile``'s linear interpolation). Each column is sorted once, contiguously."""
     if not 2 <= max_bins <= 256:
         raise ValueError(f"max_bins must be in 2 .. 256, got {max_bins}")
+    inner = np.linspace(0, 1, max_bins + 1)[1:-1]
     edges = []
-    for column in X.T:
-        distinct = np.unique(column)
+    for column in np.sort(np.ascontiguousarray(np.asarray(X, dtype=np.float64).T), axis=1):
+        distinct = column[np.concatenate(([True], column[1:] != column[:-1]))]
         if distinct.shape[0] > max_bins:
-            distinct = np.unique(np.quantile(column, np.linspace(0, 1, max_bins + 1)[1:-1]))
-            edges.append(distinct)
+            edges.append(np.unique(np.quantile(column, inner)))
         else:
             edges.append(distinct[:-1])
     return edges
@@ -99,17 +101,18 @@ class BinnedFeatures:
 
 
 def bin_features(X: np.ndarray, edges: list[np.ndarray]) -> BinnedFeatures:
-    """The bins of ``X`` ``(N, F)`` under ``edges`` (from :func:`quantile_edges`)."""
+    """The bins of ``X`` ``(N, F)`` under ``edges`` (from :func:`quantile_edges`): the
+    number of a feature's thresholds below the value (NaN: above them all)."""
     if X.ndim != 2 or len(edges) != X.shape[1]:
         raise ValueError(f"X (N, F) and F edge arrays; got {X.shape} and {len(edges)}")
     n_edges = np.array([e.shape[0] for e in edges], dtype=np.int64)
     if n_edges.max(initial=0) > 255:
         raise ValueError("at most 255 thresholds per feature")
     table = np.full((X.shape[1], max(1, int(n_edges.max(initial=0)))), np.inf)
-    codes = np.empty((X.shape[1], X.shape[0]), dtype=np.uint8)
     for f, e in enumerate(edges):
         table[f, : e.shape[0]] = e
-        codes[f] = np.searchsorted(e, X[:, f], side="left")  # x <= e[t]  <=>  bin <= t
+    codes = np.empty((X.shape[1], X.shape[0]), dtype=np.uint8)
+    _bin_codes(np.ascontiguousarray(X, dtype=np.float64), table, n_edges, codes)
     return BinnedFeatures(codes, table, n_edges)
 
 
@@ -221,6 +224,20 @@ def grow_tree(
     """Leaf-wise second-order tree of ``grad``, ``hess`` ``(N,)`` on ``binned`` (module
     docstring), fitted to the samples ``rows`` (all by default) with the features whose
     ``features`` ``(F,)`` entry is True (all by default; at least one)."""
+    return grow_tree_with_leaves(binned, grad, hess, shape, rows, features)[0]
+
+
+def grow_tree_with_leaves(
+    binned: BinnedFeatures,
+    grad: np.ndarray,
+    hess: np.ndarray,
+    shape: TreeShape,
+    rows: np.ndarray | None = None,
+    features: np.ndarray | None = None,
+) -> tuple[Tree, np.ndarray]:
+    """:func:`grow_tree` and the ``(N,)`` node index of the leaf that holds each sample of
+    ``rows`` (-1 for the others), as the splits left them: ``tree.value[leaf]`` is the
+    tree's prediction for those samples without predicting them again."""
     F, N = binned.codes.shape
     if grad.shape != (N,) or hess.shape != (N,):
         raise ValueError(f"grad and hess must have shape ({N},), got {grad.shape}, {hess.shape}")
@@ -243,7 +260,10 @@ def grow_tree(
             break
         leaves[best], right = grower.split(leaves[best])
         leaves.append(right)
-    return grower.tree()
+    leaf_of = np.full(N, -1, dtype=np.int64)
+    for leaf in leaves:
+        leaf_of[order[leaf.begin : leaf.end]] = leaf.node
+    return grower.tree(), leaf_of
 
 
 def fit_tree(
@@ -267,16 +287,41 @@ def fit_tree(
 
 @nb.njit(cache=True, parallel=True)
 def _histogram(codes, g, h, order, begin, end, use, out):
-    """Add ``(g, h, 1)`` of the samples ``order[begin:end]`` into ``out[f, bin]``."""
+    """Add ``(g, h, 1)`` of the samples ``order[begin:end]`` into ``out[f, bin]``; the
+    samples' ``g``, ``h`` are gathered once into contiguous arrays (not per feature), and
+    every ``out[f, bin]`` sums in sample order whatever the threads."""
+    rows = order[begin:end]
+    g_rows = np.empty(rows.shape[0])
+    h_rows = np.empty(rows.shape[0])
+    for k in range(rows.shape[0]):
+        g_rows[k] = g[rows[k]]
+        h_rows[k] = h[rows[k]]
     for f in nb.prange(codes.shape[0]):
         if not use[f]:
             continue
-        for k in range(begin, end):
-            i = order[k]
-            b = codes[f, i]
-            out[f, b, 0] += g[i]
-            out[f, b, 1] += h[i]
-            out[f, b, 2] += 1.0
+        codes_f = codes[f]
+        out_f = out[f]
+        for k in range(rows.shape[0]):
+            b = codes_f[rows[k]]
+            out_f[b, 0] += g_rows[k]
+            out_f[b, 1] += h_rows[k]
+            out_f[b, 2] += 1.0
+
+
+@nb.njit(cache=True, parallel=True)
+def _bin_codes(X, table, n_edges, codes):
+    """``codes[f, i]``: how many of ``table[f]`` (sorted, padded with inf) are below
+    ``X[i, f]`` (``np.searchsorted(..., side="left")``), ``n_edges[f]`` for NaN; counted
+    by comparing with every threshold (no branches, over the rows of ``X`` as they lie in
+    memory), faster than a binary search for at most 255 thresholds."""
+    N, F = X.shape
+    for i in nb.prange(N):
+        for f in range(F):
+            x = X[i, f]
+            below = 0
+            for t in range(table.shape[1]):
+                below += table[f, t] < x
+            codes[f, i] = n_edges[f] if x != x else below
 
 
 @nb.njit(cache=True)
