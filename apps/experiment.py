@@ -71,7 +71,7 @@ def _write_csv(path: Path, rows: list[dict[str, object]]) -> None:
 )
 @click.option(
     "--max-days",
-    type=click.IntRange(min=2),
+    type=click.IntRange(2, 3653),
     default=None,
     help="Cut records longer than DAYS days: the float surfaces DAYS days after its launch "
     "[default: the real records].",

@@ -35,15 +35,20 @@ from rankmodels_app._common import (
 
 
 class _CommaList(click.ParamType):
-    """``a,b,c`` -> a list; numbers (``kind=float``, in ``[0, high]``) or names from
-    ``choices``."""
+    """``a,b,c`` -> a list; numbers (``kind=float``, in ``[0, high]``, or ``(0, high]`` with
+    ``positive``) or names from ``choices``."""
 
     def __init__(
-        self, kind: type = str, choices: Sequence[str] = (), high: float = float("inf")
+        self,
+        kind: type = str,
+        choices: Sequence[str] = (),
+        high: float = float("inf"),
+        positive: bool = False,
     ) -> None:
         self.kind = kind
         self.choices = tuple(choices)
         self.high = high
+        self.positive = positive
         self.name = "NUMBERS" if kind is float else "NAMES"
 
     def convert(self, value: Any, param: Any, ctx: Any) -> list[Any]:
@@ -59,6 +64,8 @@ class _CommaList(click.ParamType):
                 self.fail(f"expected comma-separated numbers, got {value!r}", param, ctx)
             if any(not (x >= 0 and x < float("inf")) for x in numbers):
                 self.fail(f"expected finite numbers >= 0, got {value!r}", param, ctx)
+            if self.positive and 0 in numbers:
+                self.fail(f"expected numbers > 0, got {value!r}", param, ctx)
             if any(x > self.high for x in numbers):
                 self.fail(f"expected numbers in [0, {self.high:g}], got {value!r}", param, ctx)
             if len(set(numbers)) != len(numbers):
@@ -392,14 +399,14 @@ def _success_table(result: StudyResult) -> str:
 )
 @click.option(
     "--betas",
-    type=_CommaList(float),
+    type=_CommaList(float, positive=True),
     default=",".join(map(str, scale_study.DEFAULT_BETAS)),
     show_default=True,
     help="Scales beta of the cross-entropy surrogate, comma-separated.",
 )
 @click.option(
     "--rounds",
-    type=click.IntRange(min=1),
+    type=click.IntRange(1, 10**6),
     default=100,
     show_default=True,
     help="Boosting rounds at most (early stopping on the validation queries).",

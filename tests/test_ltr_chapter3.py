@@ -243,6 +243,11 @@ def test_cli_study_surrogate_scale_end_to_end(tmp_path):
     assert bad.exit_code == 2 and bad.stderr.startswith("Error: loss bregman is not finite")
     missing = CliRunner().invoke(cli, [*args[:2], "--data", str(tmp_path / "no.txt")])
     assert missing.exit_code == 2 and "is not a file" in missing.stderr
+    for betas in ("0", "0.1,0", "nan", "-1", "inf"):
+        refused = CliRunner().invoke(cli, [*args[:2], "--betas", betas, "--out", str(tmp_path)])
+        assert refused.exit_code == 2 and "'--betas'" in refused.stderr, betas
+    huge = CliRunner().invoke(cli, [*args[:2], "--rounds", str(10**12), "--out", str(tmp_path)])
+    assert huge.exit_code == 2 and "'--rounds'" in huge.stderr
 
 
 # ---------------------------------------------------------------- PiRank per level
