@@ -54,7 +54,16 @@ def _one_line_usage_errors() -> Iterator[None]:
 
 class OneLineErrors:
     """Mixin for Click commands and groups: every usage error below them is one
-    ``Error: ...`` line with exit status 2 (Click prints the usage and a hint too)."""
+    ``Error: ...`` line with exit status 2 (Click prints the usage and a hint too), and
+    ``-h`` is ``--help`` however the command is invoked (Click caches a command's help
+    option the first time it is built: a command first run on its own, outside the group
+    that sets ``help_option_names``, would otherwise keep ``--help`` alone)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        settings = kwargs.setdefault("context_settings", {}) or {}
+        settings.setdefault("help_option_names", ["-h", "--help"])
+        kwargs["context_settings"] = settings
+        super().__init__(*args, **kwargs)  # type: ignore[call-arg]
 
     def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
         with _one_line_usage_errors():

@@ -333,9 +333,7 @@ def _optimality_lines(report: dict[str, Any]) -> list[str]:
     return lines
 
 
-@click.command(
-    "aggregate", cls=OneLineCommand, context_settings={"help_option_names": ["-h", "--help"]}
-)
+@click.command("aggregate", cls=OneLineCommand)
 @click.argument("votes", nargs=-1, type=click.Path(dir_okay=False, path_type=Path))
 @click.option(
     "--rule",

@@ -88,7 +88,7 @@ def _short_help(name: str, limit: int) -> str:
     return click.Command(name, help=_SUBCOMMANDS[name][2]).get_short_help_str(limit)
 
 
-@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=_LazyGroup)
 @click.version_option(__version__, prog_name="rankmodels")
 def cli() -> None:
     """Probabilistic inference over rankings: float tracking, rank aggregation, learning to rank."""

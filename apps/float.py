@@ -28,7 +28,7 @@ from rankmodels_app._common import (
 )
 
 
-@click.group("float", cls=OneLineGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group("float", cls=OneLineGroup)
 def float_group() -> None:
     """Float records (NetCDF) from and to the CSV tables other tools export."""
 

@@ -39,7 +39,7 @@ MAX_VOTES = 10**8
 """Largest ``mallows sample -n`` (memory grows with the distinct ballots, time with the votes)."""
 
 
-@click.group("mallows", cls=OneLineGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group("mallows", cls=OneLineGroup)
 def mallows_group() -> None:
     """Mallows models and mixtures: sample votes, fit models to votes (docs/mallows.md).
 

@@ -224,9 +224,7 @@ def _warnings(summary: TrackSummary) -> list[str]:
     return lines
 
 
-@click.command(
-    "track-float", cls=OneLineCommand, context_settings={"help_option_names": ["-h", "--help"]}
-)
+@click.command("track-float", cls=OneLineCommand)
 @click.argument(
     "files", nargs=-1, required=True, metavar="FILE...", type=click.Path(path_type=Path)
 )

@@ -475,3 +475,12 @@ def test_a_weight_above_one_is_refused_naming_the_option(tmp_path, monkeypatch):
     assert result.output == (
         "Error: Invalid value for '--weights': expected numbers in [0, 1], got '1.5'\n"
     )
+
+
+@pytest.mark.parametrize("path", sorted(LEAVES), ids=" ".join)
+def test_dash_h_is_help_also_for_a_command_run_on_its_own(path):
+    """Click caches a command's help option when first built: run outside its group (as a
+    test or a script may), the command must still know ``-h``."""
+    command = LEAVES[path]
+    option = command.get_help_option(click.Context(command))
+    assert option is not None and set(option.opts) == {"-h", "--help"}
