@@ -102,16 +102,7 @@ def bregman_loss(
 ) -> LossResult:
     """The Bregman surrogate of ``scale * psi``, ``scale * phi(s / scale, r)`` with
     ``phi`` of eq. 3.28 (value >= 0), and its gradient ``grad phi(s / scale)``."""
-    return bregman_with_hessian(
-        scores,
-        relevance,
-        lengths,
-        surrogate=surrogate,
-        c=c,
-        scale=scale,
-        gain=gain,
-        discount=discount,
-    )[0]
+    return _bregman(scores, relevance, lengths, surrogate, c, scale, gain, discount, False)[0]
 
 
 def bregman_with_hessian(
@@ -126,6 +117,23 @@ def bregman_with_hessian(
     discount: str | np.ndarray = "log2",
 ) -> tuple[LossResult, np.ndarray]:
     """:func:`bregman_loss` and the diagonal of its Hessian (module docstring)."""
+    result, hess = _bregman(scores, relevance, lengths, surrogate, c, scale, gain, discount, True)
+    return result, hess  # type: ignore[return-value]
+
+
+def _bregman(
+    scores: object,
+    relevance: object,
+    lengths: object | None,
+    surrogate: str,
+    c: float,
+    scale: float,
+    gain: str,
+    discount: str | np.ndarray,
+    hessian: bool,
+) -> tuple[LossResult, np.ndarray | None]:
+    """:func:`bregman_with_hessian`; the Hessian's diagonal only when ``hessian`` (None
+    otherwise: the loss alone is what training and line searches evaluate most)."""
     batch = ragged_batch(scores, relevance, lengths)
     mask = batch.mask
     rt = _target(batch, surrogate, c, scale, gain, discount)
@@ -133,14 +141,14 @@ def bregman_with_hessian(
     if surrogate == "square":
         value = ((rt - s / 2.0) ** 2).sum(axis=1)
         grad = s / 2.0 - rt
-        hess = np.full(s.shape, 0.5)
+        hess = np.full(s.shape, 0.5) if hessian else None
     elif surrogate == "cross_entropy":
         with np.errstate(divide="ignore", invalid="ignore"):
             xlogx = np.where(rt > 0, rt * np.log(np.where(rt > 0, rt, 1.0)), 0.0)
         es = np.where(mask, np.exp(s / c), 0.0)
         value = c * (xlogx - rt).sum(axis=1) + c * es.sum(axis=1) - (s * rt).sum(axis=1)
         grad = es - rt
-        hess = es / c
+        hess = es / c if hessian else None
     else:
         q = _q_of(batch.lengths)
         p = q / (q - 1.0)
@@ -149,16 +157,23 @@ def bregman_with_hessian(
         value = _norm(rt, q) ** 2 + ns**2 / 4.0 - (s * rt).sum(axis=1)
         dual = 0.5 * safe[:, None] ** (2.0 - p[:, None]) * np.abs(s) ** (p[:, None] - 1.0)
         grad = np.where(ns[:, None] > 0, dual * np.sign(s), 0.0) - rt
-        pc = p[:, None]
-        with np.errstate(divide="ignore"):
-            a = np.abs(s)
-            curv = 0.5 * (
-                (2.0 - pc) * safe[:, None] ** (2.0 - 2.0 * pc) * a ** (2.0 * pc - 2.0)
-                + (pc - 1.0) * safe[:, None] ** (2.0 - pc) * a ** (pc - 2.0)
-            )
-        hess = np.where((a > 0) & (ns[:, None] > 0), curv, 0.5)
-    hess = np.where(mask, hess, 0.0) / scale
-    return batch.result(scale * value, grad), batch.per_item(hess)
+        hess = _qnorm_curvature(s, p, ns, safe) if hessian else None
+    result = batch.result(scale * value, grad)
+    if hess is None:
+        return result, None
+    return result, batch.per_item(np.where(mask, hess, 0.0) / scale)
+
+
+def _qnorm_curvature(s: np.ndarray, p: np.ndarray, ns: np.ndarray, safe: np.ndarray) -> np.ndarray:
+    """The q-norm surrogate's Hessian diagonal (module docstring), ``1/2`` where ``s_i = 0``."""
+    pc = p[:, None]
+    with np.errstate(divide="ignore"):
+        a = np.abs(s)
+        curv = 0.5 * (
+            (2.0 - pc) * safe[:, None] ** (2.0 - 2.0 * pc) * a ** (2.0 * pc - 2.0)
+            + (pc - 1.0) * safe[:, None] ** (2.0 - pc) * a ** (pc - 2.0)
+        )
+    return np.where((a > 0) & (ns[:, None] > 0), curv, 0.5)
 
 
 def bregman_mixture_loss(
@@ -178,18 +193,9 @@ def bregman_mixture_loss(
     (module docstring), the weights ``alpha`` (``cross_entropy``, ``square``, ``qnorm``;
     >= 0, not all 0) normalised to sum 1; ``c`` is the cross-entropy surrogate's constant,
     ``scale`` the overall scale ``beta`` of ``psi_alpha``."""
-    return bregman_mixture_with_hessian(
-        scores,
-        relevance,
-        lengths,
-        cross_entropy=cross_entropy,
-        square=square,
-        qnorm=qnorm,
-        c=c,
-        scale=scale,
-        gain=gain,
-        discount=discount,
-    )[0]
+    weights = {"cross_entropy": cross_entropy, "square": square, "qnorm": qnorm}
+    args = (scores, relevance, lengths, weights, c, scale, gain, discount)
+    return _bregman_mixture(*args, hessian=False)[0]
 
 
 def bregman_mixture_with_hessian(
@@ -208,29 +214,37 @@ def bregman_mixture_with_hessian(
     """:func:`bregman_mixture_loss` and the diagonal of its Hessian, the same mixture of
     the surrogates' diagonals."""
     weights = {"cross_entropy": cross_entropy, "square": square, "qnorm": qnorm}
+    args = (scores, relevance, lengths, weights, c, scale, gain, discount)
+    return _bregman_mixture(*args, hessian=True)  # type: ignore[return-value]
+
+
+def _bregman_mixture(
+    scores: object,
+    relevance: object,
+    lengths: object | None,
+    weights: dict[str, float],
+    c: float,
+    scale: float,
+    gain: str,
+    discount: str | np.ndarray,
+    *,
+    hessian: bool,
+) -> tuple[LossResult, np.ndarray | None]:
+    """The mixture of :func:`_bregman`'s surrogates (its Hessian only when ``hessian``)."""
     if not all(0 <= w < np.inf for w in weights.values()) or sum(weights.values()) <= 0:
         raise ValueError(f"mixture weights must be finite, >= 0 and not all 0, got {weights}")
     total = sum(weights.values())
     parts = [
         (
             weight / total,
-            bregman_with_hessian(
-                scores,
-                relevance,
-                lengths,
-                surrogate=name,
-                c=c,
-                scale=scale,
-                gain=gain,
-                discount=discount,
-            ),
+            _bregman(scores, relevance, lengths, name, c, scale, gain, discount, hessian),
         )
         for name, weight in weights.items()
         if weight > 0
     ]
     value = sum(w * np.asarray(part.value) for w, (part, _) in parts)
     grad = sum(w * part.grad for w, (part, _) in parts)
-    hess = sum(w * h for w, (_, h) in parts)
+    hess = sum(w * h for w, (_, h) in parts) if hessian else None
     return LossResult(float(value) if np.ndim(value) == 0 else value, grad), hess
 
 
