@@ -92,6 +92,13 @@ def _write_csv(path: Path, rows: list[dict[str, object]]) -> None:
     help="Every source's clock truly drifts this much (s/day since its deployment) more than "
     "the records state  [-1<=x<=1].",
 )
+@click.option(
+    "--float-clock-drift",
+    type=NumberRange(min=-1.0, max=1.0),
+    default=None,
+    help="Every float clock drifts this much (s/day) instead of from the table's launch "
+    "offset to its recovery offset  [default: the table's].",
+)
 @signal_options
 @seed_option(default=0)
 @quiet_option
@@ -104,6 +111,7 @@ def simulate_experiment(
     max_days: int | None,
     file_sound_speed: float,
     source_drift: float,
+    float_clock_drift: float | None,
     sigma: float,
     p_detect: float,
     p_detect_far: float,
@@ -122,7 +130,9 @@ def simulate_experiment(
     DIMES tables shipped with the package. Each float is
     simulated on the DIMES sources moored during its record, from its real launch to its real
     recovery position and date (a drifting track pinned at both ends), with its float clock
-    going from the table's launch offset to its recovery offset. All floats share the true
+    going from the table's launch offset to its recovery offset (or drifting
+    --float-clock-drift); each record states the clock offsets measured at launch and at its
+    end, in whole seconds. All floats share the true
     sound speed (--true-sound-speed; the records state --file-sound-speed), the errors of the
     written source offsets (drawn once per source, std --offset-error) and the sources'
     undeclared clock drift (--source-drift-true).
@@ -151,6 +161,7 @@ def simulate_experiment(
             offset_error=offset_error,
             source_drift=source_drift,
             multipath=multipath,
+            float_clock_drift=float_clock_drift,
         )
         if float_ids:
             entries = [meta.float_entry(f) for f in dict.fromkeys(float_ids)]

@@ -68,7 +68,8 @@ def _meta_pair(text: str) -> tuple[str, str, str]:
     multiple=True,
     metavar="KEY=VALUE",
     help="launch_lat, launch_lon, launch_time (required), recovery_lat/lon/time, sound_speed, "
-    "window_length, float_id, attr:NAME. Repeatable.",
+    "window_length, clock_offset_launch/recovery/error (float clock ahead of GPS, s), "
+    "float_id, attr:NAME. Repeatable.",
 )
 @click.option(
     "--meta-table",

@@ -27,6 +27,7 @@ from rankmodels.tracking.schema import (
     TRACK,
     TRUTH,
     UNIT_SPELLINGS,
+    annotate,
     unit_factor,
     unit_spellings_table,
 )
@@ -35,6 +36,14 @@ from rankmodels.tracking.simulate import FixSchedule, dimes_float767
 from rankmodels_app.track import track_float
 
 _RECORD, _TRUTH = dimes_float767(seed=3, days=40, fixes=FixSchedule(10.0), source_drift=0.01)
+_RECORD = annotate(
+    _RECORD.assign(
+        clock_offset_launch=((), 1.0),
+        clock_offset_recovery=((), -2.0),
+        clock_offset_error=((), 0.4),
+    ),
+    FLOAT_RECORD,
+)
 
 
 @pytest.fixture
@@ -436,8 +445,9 @@ def test_each_declared_variable_is_checked(record, spec):
     """From the schema alone: a required variable may not be missing (optional ones may), and
     no variable may have other dims."""
     groups = (  # all or none
-        ["recovery_lat", "recovery_lon", "recovery_time"],
+        ["recovery_lat", "recovery_lon", "recovery_time", "clock_offset_recovery"],
         ["fix_time", "fix_lat", "fix_lon", "fix_error"],
+        ["clock_offset_launch", "clock_offset_recovery"],
     )
     names = next((g for g in groups if spec.name in g), [spec.name])
     dropped = record.drop_vars(names, errors="ignore")

@@ -38,6 +38,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from rankmodels.tracking.clock_readings import ClockReadings
 from rankmodels.tracking.distributions import exponnorm_logpdf, norm_logpdf
 from rankmodels.tracking.model_fit import STATISTICAL_PARAMS, StatisticalModel
 from rankmodels.tracking.signal_model import SignalModel
@@ -57,6 +58,7 @@ __all__ = [
     "m_step",
     "m_step_pairs",
     "direct_path_share",
+    "clock_statistics",
     "geometry_log_prior",
     "parse_calibrate_params",
     "residual_statistics",
@@ -124,13 +126,18 @@ class Calibration:
     source_offset_correction_std: np.ndarray
 
     @classmethod
-    def nominal(cls, n_sources: int, sound_speed: float) -> Calibration:
-        """The file's values: ``sound_speed``, no clock error, no corrections (std NaN)."""
+    def nominal(
+        cls, n_sources: int, sound_speed: float, clock: ClockReadings | None = None
+    ) -> Calibration:
+        """The file's values: ``sound_speed``, the file's clock (the line through the measured
+        ``clock`` offsets, :meth:`ClockReadings.file_clock`; no clock error without them), no
+        corrections (std NaN)."""
         nan = math.nan
+        c0, c1 = (clock or ClockReadings.none()).file_clock()
         return cls(
             sound_speed=float(sound_speed),
-            clock_offset=0.0,
-            clock_drift=0.0,
+            clock_offset=c0,
+            clock_drift=c1,
             source_offset_correction=np.zeros(n_sources),
             sound_speed_std=nan,
             clock_offset_std=nan,
@@ -138,17 +145,20 @@ class Calibration:
             source_offset_correction_std=np.full(n_sources, nan),
         )
 
-    def without(self, group: str, nominal_speed: float) -> Calibration:
+    def without(
+        self, group: str, nominal_speed: float, clock: ClockReadings | None = None
+    ) -> Calibration:
         """These parameters with the geometry ``group`` (``"speed"``, ``"drift"``: clock
-        offset and drift, ``"offsets"``) back at the file's values, standard errors NaN."""
+        offset and drift, ``"offsets"``) back at the file's values (the clock's from the
+        measured ``clock`` offsets, as :meth:`nominal`), standard errors NaN."""
         nan = math.nan
         if group == "speed":
             return replace(self, sound_speed=float(nominal_speed), sound_speed_std=nan)
         if group == "drift":
+            c0, c1 = (clock or ClockReadings.none()).file_clock()
             return replace(
-                self, clock_offset=0.0, clock_drift=0.0, clock_offset_std=nan,
-                clock_drift_std=nan,
-            )  # fmt: skip
+                self, clock_offset=c0, clock_drift=c1, clock_offset_std=nan, clock_drift_std=nan
+            )
         if group == "offsets":
             n = self.source_offset_correction.size
             return replace(
@@ -198,6 +208,7 @@ def m_step(
     speed_prior_std: float = math.inf,
     clock_prior_std: float = math.inf,
     drift_prior_std: float = math.inf,
+    clock_readings: ClockReadings | None = None,
 ) -> Calibration:
     """Weighted least squares for ``theta`` given K (arrival, source) pairs, with the float's
     positions known (``distance_km`` (K,)) or drawn from their posterior (``distance_km``
@@ -222,6 +233,10 @@ def m_step(
     speed_prior_std, clock_prior_std, drift_prior_std: priors ``v ~ N(v_file, .^2)`` (m/s;
         on the slowness by the delta method), ``c_0 ~ N(0, .^2)`` (s), ``c_1 ~ N(0, .^2)``
         (s/day); ``inf`` (the default) for none.
+    clock_readings: the float clock offsets measured at launch and recovery
+        (:class:`~rankmodels.tracking.clock_readings.ClockReadings`): data on ``c_0, c_1``
+        whose score and information add to the arrivals' and which replace the priors of what
+        they measure (``c_0`` with a launch reading, ``c_1`` with both).
 
     Every entry with a finite prior is estimated only when the record determines it: when
     its posterior variance is at most ``1 / (1 + MIN_DATA_TO_PRIOR)`` of the prior's (the
@@ -282,9 +297,12 @@ def m_step(
         drift_prior_std,
         np.full(n_sources, offset_prior_std),
     ]
-    prior = 1.0 / prior_std**2
     resid = y - dist * theta[0] - fixed @ theta[1:]  # (M, K) at theta_0
     stats = residual_statistics(dist, fixed, resid, w / sigma**2)
+    if clock_readings is not None and len(clock_readings):
+        stats = stats + clock_statistics(clock_readings, theta, np.r_[1, 2], stats.trajectories)
+        prior_std[1:3][list(clock_readings.measures)] = math.inf
+    prior = 1.0 / prior_std**2
     values, cov, estimated = solve_newton(
         theta, _parameter_mask(params, n_sources), stats, prior, prior_mean, held_var
     )
@@ -344,6 +362,20 @@ class ResidualStatistics:
             self.information + other.information,
             max(self.trajectories, other.trajectories),
         )
+
+
+def clock_statistics(
+    readings: ClockReadings, theta: np.ndarray, columns: np.ndarray, trajectories: int = 1
+) -> ResidualStatistics:
+    """The measured clock offsets' :class:`ResidualStatistics` over ``theta`` (``(p,)``, the
+    float's clock offset and drift at ``columns`` (2,)): score and information in those two
+    columns, zero elsewhere, no missing information (the readings do not depend on the
+    positions). They add to the arrivals' statistics of the same ``theta``."""
+    c0, c1 = theta[np.asarray(columns)]
+    one = ResidualStatistics(
+        readings.score(c0, c1), np.zeros((2, 2)), readings.information(), trajectories
+    )
+    return one.scattered(np.asarray(columns), theta.size)
 
 
 def residual_statistics(
@@ -606,15 +638,23 @@ class CalibrationResult:
         return self.models[self.best] if self.models else None
 
 
-def geometry_log_prior(cal: Calibration, nominal_speed: float) -> float:
+def geometry_log_prior(
+    cal: Calibration, nominal_speed: float, clock: ClockReadings | None = None
+) -> float:
     """``log p(theta)`` (up to a constant) of the priors on what ``cal`` estimated (finite
     standard errors): the speed about ``nominal_speed`` (:data:`SPEED_PRIOR_STD`), the clock
-    offset and drift about 0, each offset correction about 0 (:data:`OFFSET_PRIOR_STD`)."""
+    offset and drift about 0, each offset correction about 0 (:data:`OFFSET_PRIOR_STD`).
+    With measured ``clock`` offsets their log-likelihood at ``cal``'s clock is added (data,
+    estimated or not) and replaces the priors of what they measure (as :func:`m_step`)."""
+    clock = clock or ClockReadings.none()
+    measured = clock.measures
     terms = (
         (cal.sound_speed - nominal_speed, cal.sound_speed_std, SPEED_PRIOR_STD),
-        (cal.clock_offset, cal.clock_offset_std, CLOCK_OFFSET_PRIOR_STD),
-        (cal.clock_drift, cal.clock_drift_std, DRIFT_PRIOR_STD),
-    )
+        (cal.clock_offset, math.nan if measured[0] else cal.clock_offset_std,
+         CLOCK_OFFSET_PRIOR_STD),
+        (cal.clock_drift, math.nan if measured[1] else cal.clock_drift_std, DRIFT_PRIOR_STD),
+    )  # fmt: skip
     total = sum(-0.5 * (d / w) ** 2 for d, sd, w in terms if math.isfinite(sd))
+    total += clock.log_likelihood(cal.clock_offset, cal.clock_drift)
     corr = cal.source_offset_correction[np.isfinite(cal.source_offset_correction_std)]
     return float(total - 0.5 * np.sum((corr / OFFSET_PRIOR_STD) ** 2))

@@ -56,6 +56,7 @@ from rankmodels.tracking.calibration import (
     ResidualStatistics,
     m_step_pairs,
 )
+from rankmodels.tracking.clock_readings import ClockReadings
 from rankmodels.tracking.config import TrackConfig
 from rankmodels.tracking.geometry import great_circle_km
 from rankmodels.tracking.joint import (
@@ -343,9 +344,10 @@ def calibrate_experiment(
 
     def m_step(theta, passes):
         stats = pool([p.statistics for p in passes], sources.of_float, layout)
-        return joint_m_step(stats, theta, layout, nominal, frozenset(geometry))
+        return joint_m_step(stats, theta, layout, nominal, frozenset(geometry), clocks)
 
-    nominal_theta = JointParameters.nominal(layout, nominal)
+    clocks = [ClockReadings.from_record(records[name]) for name in names]
+    nominal_theta = JointParameters.nominal(layout, nominal, clocks)
     theta = nominal_theta
     for factor in ANNEALING if geometry else ():
         try:
@@ -365,7 +367,7 @@ def calibrate_experiment(
         passes = e_steps(theta_k, models_k)
         pass_log.append(passes)
         score = sum(p.loglik + p.model.log_prior(p.start) for p in passes)
-        scores.append(score + joint_log_prior(theta_k, nominal))
+        scores.append(score + joint_log_prior(theta_k, nominal, clocks))
         gain = scores[k] - scores[best]
         if k == 0 or gain > 0:
             best, kept = k, passes

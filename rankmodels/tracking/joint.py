@@ -50,9 +50,11 @@ from rankmodels.tracking.calibration import (
     SPEED_PRIOR_STD,
     Calibration,
     ResidualStatistics,
+    clock_statistics,
     residual_statistics,
     solve_newton,
 )
+from rankmodels.tracking.clock_readings import ClockReadings
 
 __all__ = [
     "SOURCE_DRIFT_PRIOR_STD",
@@ -118,12 +120,19 @@ class JointParameters:
     clock_drift_std: np.ndarray
 
     @classmethod
-    def nominal(cls, layout: JointLayout, sound_speed: float) -> JointParameters:
-        """The files' values: ``sound_speed``, no corrections, no clock errors (std NaN)."""
+    def nominal(
+        cls,
+        layout: JointLayout,
+        sound_speed: float,
+        clocks: Sequence[ClockReadings] | None = None,
+    ) -> JointParameters:
+        """The files' values: ``sound_speed``, no corrections, each float's file clock (the
+        line through its measured ``clocks[f]``; no clock error without), std NaN."""
         s, f = np.zeros(layout.n_sources), np.zeros(layout.n_floats)
+        clock = np.array([c.file_clock() for c in _clocks(clocks, layout)]).reshape(-1, 2)
         return cls(
-            float(sound_speed), s, s, f, f, math.nan, s + math.nan, s + math.nan,
-            f + math.nan, f + math.nan,
+            float(sound_speed), s, s, clock[:, 0], clock[:, 1], math.nan, s + math.nan,
+            s + math.nan, f + math.nan, f + math.nan,
         )  # fmt: skip
 
     def vector(self) -> tuple[np.ndarray, np.ndarray]:
@@ -219,29 +228,55 @@ def pool(
     return total
 
 
-def _prior(layout: JointLayout, nominal_speed: float) -> tuple[np.ndarray, np.ndarray]:
-    """The priors' centres and standard deviations over ``theta`` (:func:`joint_m_step`)."""
+def _clocks(clocks: Sequence[ClockReadings] | None, layout: JointLayout) -> Sequence[ClockReadings]:
+    """Each float's measured clock offsets (none for every float when ``clocks`` is None)."""
+    if clocks is None:
+        return [ClockReadings.none()] * layout.n_floats
+    if len(clocks) != layout.n_floats:
+        raise ValueError(f"expected clock readings of {layout.n_floats} floats, got {len(clocks)}")
+    return clocks
+
+
+def _prior(
+    layout: JointLayout, nominal_speed: float, clocks: Sequence[ClockReadings] | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The priors' centres and standard deviations over ``theta`` (:func:`joint_m_step`); a
+    float clock entry its readings measure has none (width inf)."""
     s = layout.n_sources
     u_file = 1000.0 / nominal_speed
+    clock_width = np.tile([CLOCK_OFFSET_PRIOR_STD, DRIFT_PRIOR_STD], layout.n_floats)
+    measured = np.array([c.measures for c in _clocks(clocks, layout)], dtype=bool).ravel()
+    clock_width[measured] = math.inf
     width = np.r_[
         u_file**2 * SPEED_PRIOR_STD / 1000.0,
         np.full(s, OFFSET_PRIOR_STD),
         np.full(s, SOURCE_DRIFT_PRIOR_STD),
-        np.tile([CLOCK_OFFSET_PRIOR_STD, DRIFT_PRIOR_STD], layout.n_floats),
+        clock_width,
     ]
     centre = np.zeros(layout.size)
     centre[0] = u_file
     return centre, width
 
 
-def joint_log_prior(theta: JointParameters, nominal_speed: float) -> float:
+def joint_log_prior(
+    theta: JointParameters,
+    nominal_speed: float,
+    clocks: Sequence[ClockReadings] | None = None,
+) -> float:
     """``log p(theta)`` (up to a constant) of the priors of :func:`joint_m_step` over what
-    ``theta`` estimated (finite standard errors)."""
+    ``theta`` estimated (finite standard errors), plus the log-likelihood of the floats'
+    measured ``clocks`` at their clocks (data, estimated or not)."""
     layout = JointLayout(theta.offset_correction.size, theta.clock_offset.size)
     values, std = theta.vector()
-    centre, width = _prior(layout, nominal_speed)
+    centre, width = _prior(layout, nominal_speed, clocks)
     z = ((values - centre) / width)[np.isfinite(std)]
-    return float(-0.5 * np.sum(z * z))
+    readings = sum(
+        c.log_likelihood(float(c0), float(c1))
+        for c, c0, c1 in zip(
+            _clocks(clocks, layout), theta.clock_offset, theta.clock_drift, strict=True
+        )
+    )
+    return float(-0.5 * np.sum(z * z) + readings)
 
 
 def joint_m_step(
@@ -250,6 +285,7 @@ def joint_m_step(
     layout: JointLayout,
     nominal_speed: float,
     estimate: frozenset[str] = frozenset({"speed", "offsets", "drift"}),
+    clocks: Sequence[ClockReadings] | None = None,
 ) -> JointParameters:
     """The penalised Newton step on ``pooled`` (:func:`pool`) from ``current``: ``estimate``
     names the groups (``speed``; ``offsets``: the sources' offset and clock-drift
@@ -259,7 +295,9 @@ def joint_m_step(
     (:data:`~rankmodels.tracking.calibration.OFFSET_PRIOR_STD`), the drift corrections
     (:data:`SOURCE_DRIFT_PRIOR_STD`) and the clocks
     (:data:`~rankmodels.tracking.calibration.CLOCK_OFFSET_PRIOR_STD`,
-    :data:`~rankmodels.tracking.calibration.DRIFT_PRIOR_STD`) about 0. An entry the pooled
+    :data:`~rankmodels.tracking.calibration.DRIFT_PRIOR_STD`) about 0; a float's measured
+    ``clocks`` (:class:`~rankmodels.tracking.clock_readings.ClockReadings`) are data added to
+    ``pooled`` that replace the priors of what they measure. An entry the pooled
     data do not determine is held (its standard error NaN unless ``current`` had one), the
     source drifts before the rest.
 
@@ -268,7 +306,12 @@ def joint_m_step(
     design of every float. Raises ValueError when the normal equations cannot be solved."""
     theta, std = current.vector()
     s = layout.n_sources
-    prior_mean, prior_std = _prior(layout, nominal_speed)
+    prior_mean, prior_std = _prior(layout, nominal_speed, clocks)
+    for f, readings in enumerate(_clocks(clocks, layout)):
+        if len(readings):
+            pooled = pooled + clock_statistics(
+                readings, theta, layout.clock(f), pooled.trajectories
+            )
     held_var = np.nan_to_num(std**2, nan=0.0)
     held_var[1 : 1 + 2 * s] = prior_std[1 : 1 + 2 * s] ** 2  # held source corrections
     mask = np.zeros(layout.size, dtype=bool)

@@ -60,6 +60,7 @@ from rankmodels.tracking.calibration import (
     m_step,
     m_step_pairs,
 )
+from rankmodels.tracking.clock_readings import ClockReadings
 from rankmodels.tracking.config import LIMITS, TrackConfig, check_memory
 from rankmodels.tracking.dynamics import RandomWalk
 from rankmodels.tracking.engines import LikelihoodResult, log_likelihood
@@ -137,6 +138,9 @@ class _Cycles:
         self.km_per_s = self.nominal_speed / 1000.0
         self.day = _days(record["time"].values, record["launch_time"].values)
         self.shift: np.ndarray | None = None  # (T, s) c_0 + c_1 t + delta_i once calibrated
+        self.clock = ClockReadings.from_record(record)
+        if len(self.clock):  # the file's clock: the line through the measured offsets
+            self.calibrate(Calibration.nominal(self.n_sources, self.nominal_speed, self.clock))
         self.model = SignalModel(
             sigma=config.sigma,
             p_detect=config.p_detect,
@@ -594,6 +598,7 @@ def _em_step(
             speed_prior_std=SPEED_PRIOR_STD,
             clock_prior_std=CLOCK_OFFSET_PRIOR_STD,
             drift_prior_std=DRIFT_PRIOR_STD,
+            clock_readings=cycles.clock,
         )
     statistical = params & set(STATISTICAL_PARAMS)
     if stats_start is None or not statistical:
@@ -655,7 +660,7 @@ def calibrate(
     cycles = run.cycles
     stages = calibration_stages(config.calibrate_params)
     start_stats = run.statistical_model()
-    trace = [Calibration.nominal(cycles.n_sources, cycles.nominal_speed)]
+    trace = [Calibration.nominal(cycles.n_sources, cycles.nominal_speed, cycles.clock)]
     models = [start_stats]
     sigmas: list[float] = []  # the sigma of each pass
     loglik: list[float] = []
@@ -695,7 +700,7 @@ def calibrate(
         penalised.append(
             this.loglik
             + models[k].log_prior(start_stats)
-            + geometry_log_prior(trace[k], cycles.nominal_speed)
+            + geometry_log_prior(trace[k], cycles.nominal_speed, cycles.clock)
         )
         sigmas[k] = models[k].signal.sigma
         gain = score(k) - score(kept)
@@ -727,7 +732,7 @@ def calibrate(
     # the likelihood-ratio check: a geometry group whose estimate raises the penalised
     # log-likelihood by at most MIN_GAIN over its file values is not determined by the record
     for group in (g for g in TESTED_GROUPS if kept != first and trace[kept].estimates(g)):
-        reduced = trace[kept].without(group, cycles.nominal_speed)
+        reduced = trace[kept].without(group, cycles.nominal_speed, cycles.clock)
         cycles.calibrate(reduced)
         run.use_model(models[kept])
         this = track_pass(run, progress)
@@ -739,7 +744,7 @@ def calibrate(
         penalised.append(
             this.loglik
             + models[kept].log_prior(start_stats)
-            + geometry_log_prior(reduced, cycles.nominal_speed)
+            + geometry_log_prior(reduced, cycles.nominal_speed, cycles.clock)
         )
         if score(kept) - score(len(loglik) - 1) <= MIN_GAIN:
             best, kept = this, len(loglik) - 1
@@ -1014,7 +1019,7 @@ def track_float(
     compiling: list[float] = []
     started = _time.perf_counter()
     result, final = None, None
-    used = Calibration.nominal(run.cycles.n_sources, run.cycles.nominal_speed)
+    used = Calibration.nominal(run.cycles.n_sources, run.cycles.nominal_speed, run.cycles.clock)
     with numba_event.install_timer("numba:compile", compiling.append):
         if calibration is not None:
             result, best = calibration, None

@@ -52,6 +52,7 @@ PathLike = str | os.PathLike[str]
 
 _RECOVERY = ("recovery_lat", "recovery_lon", "recovery_time")
 _FIXES = ("fix_time", "fix_lat", "fix_lon", "fix_error")
+_CLOCK_READINGS = ("clock_offset_launch", "clock_offset_recovery", "clock_offset_error")
 _DAY = np.timedelta64(86_400_000_000_000, "ns")
 
 
@@ -242,7 +243,8 @@ def _check_sources(ck: _Checker, out: xr.Dataset) -> list[str]:
 
 def _check_launch_and_recovery(ck: _Checker, out: xr.Dataset, times: np.ndarray) -> None:
     """Launch position and time (not after the first cycle); recovery fix all or nothing, not
-    before the last cycle."""
+    before the last cycle; measured clock offsets finite, the recovery one only with the
+    launch one and the recovery fix, their error > 0."""
     ck.values(out, "launch_lat")
     ck.values(out, "launch_lon")
     if times[0] < ck.times(out, "launch_time")[0]:
@@ -256,6 +258,17 @@ def _check_launch_and_recovery(ck: _Checker, out: xr.Dataset, times: np.ndarray)
         ck.values(out, "recovery_lon")
         if ck.times(out, "recovery_time")[0] < times[-1]:
             ck.fail("recovery_time", "before the last cycle; expected the surfacing time")
+    for name in _CLOCK_READINGS:
+        if name in out.variables:
+            ck.values(out, name)
+    if "clock_offset_recovery" in out.variables:
+        for needed in ("clock_offset_launch", "recovery_time"):
+            if needed not in out.variables:
+                ck.fail(
+                    "clock_offset_recovery",
+                    f"a clock offset measured at recovery needs {needed}; expected both "
+                    "clock_offset_launch and the recovery fix with it",
+                )
 
 
 def _when(value: np.datetime64) -> str:

@@ -20,7 +20,10 @@ state; :func:`replay_float` simulates one float of the metadata
 * **per float**: the real launch and recovery position and dates; daily cycles at the window
   start from the day after the launch to the last one before the recovery; the float clock
   reads ``e(t) = clock_offset_launch + clock_drift * days since launch`` s ahead, with the
-  drift that takes it to the table's recovery offset (:attr:`FloatEntry.clock_drift`); the
+  drift that takes it to the table's recovery offset (:attr:`FloatEntry.clock_drift`) or the
+  experiment's ``float_clock_drift``; the record states the offsets measured at launch and at
+  its end (``clock_offset_launch``, ``clock_offset_recovery``, in whole seconds as the table
+  gives them, so within 0.5 s); the
   trajectory is the simulator's drifting float (mean drift + Ornstein-Uhlenbeck eddies,
   :func:`~rankmodels.tracking.simulate.drifting_track`) pinned to the real recovery position
   at the real recovery time (a bridge); detection, noise, clutter and a share ``multipath``
@@ -100,7 +103,8 @@ class Experiment:
     """What the floats of one replay share: the mission's ``sources`` (table order), the
     signal settings ``spec`` (``spec.sound_speed`` is the speed the files state), the
     ``true_sound_speed``, the std ``offset_error`` (s) of the shared offset errors, the extra
-    true ``source_drift`` (s/day), the ``multipath`` share and the ``seed``."""
+    true ``source_drift`` (s/day), the ``multipath`` share, the ``seed`` and, when not None,
+    the ``float_clock_drift`` (s/day) of every float clock instead of its table's."""
 
     sources: tuple[ReplaySource, ...]
     spec: SignalSpec
@@ -109,6 +113,13 @@ class Experiment:
     source_drift: float
     multipath: float
     seed: int
+    float_clock_drift: float | None = None
+
+    def float_clock(self, entry: FloatEntry) -> tuple[float, float]:
+        """Float ``entry``'s true clock ``(offset at launch (s), drift (s/day))``: the table's
+        launch offset and the drift to its recovery offset, or :attr:`float_clock_drift`."""
+        drift = entry.clock_drift if self.float_clock_drift is None else self.float_clock_drift
+        return entry.clock_offset_launch, drift
 
 
 def _stated_drift(source: SourceEntry, metadata: ExperimentMetadata) -> float:
@@ -135,6 +146,7 @@ def draw_experiment(
     source_drift: float = 0.0,
     multipath: float = 0.0,
     mission: str = "DIMES",
+    float_clock_drift: float | None = None,
 ) -> Experiment:
     """The shared truth of a replay of ``mission`` (module docstring): offset errors
     ``N(0, offset_error^2)`` drawn for the mission's sources in table order from
@@ -142,10 +154,9 @@ def draw_experiment(
     The settings are checked as :class:`~rankmodels.tracking.simulate.Mismatch` checks them
     (InputError, ``field`` the setting); a mission without sources is an InputError too."""
     Mismatch(true_sound_speed=true_sound_speed, offset_error=offset_error, multipath=multipath)
-    if not (math.isfinite(source_drift) and abs(source_drift) <= 1.0):
-        raise InputError(
-            f"expected a number in [-1, 1] s/day, got {source_drift!r}", field="source_drift"
-        )
+    for name, drift in (("source_drift", source_drift), ("float_clock_drift", float_clock_drift)):
+        if drift is not None and not (math.isfinite(drift) and abs(drift) <= 1.0):
+            raise InputError(f"expected a number in [-1, 1] s/day, got {drift!r}", field=name)
     entries = [s for s in metadata.sources if s.mission == mission]
     if not entries:
         raise InputError(f"no sources of the mission {mission!r}", path=metadata.sources_path)
@@ -164,6 +175,7 @@ def draw_experiment(
         source_drift=source_drift,
         multipath=multipath,
         seed=seed,
+        float_clock_drift=float_clock_drift,
     )
 
 
@@ -204,9 +216,10 @@ def replay_float(
     kept = cycle_days[cycle_days < end_day]
     end_time = _at(end_day, launch)
     used = [s for s in experiment.sources if s.entry.active_during(launch, end_time)]
+    clock_offset, clock_drift = experiment.float_clock(entry)
     mismatch = Mismatch(
-        clock_offset=entry.clock_offset_launch,
-        clock_drift=entry.clock_drift,
+        clock_offset=clock_offset,
+        clock_drift=clock_drift,
         true_sound_speed=experiment.true_sound_speed,
         multipath=experiment.multipath,
     )
@@ -238,7 +251,7 @@ def replay_float(
         mismatch=mismatch,
         mismatch_rng=np.random.default_rng(float_seed(experiment.seed, entry.float_id, 2)),
     )
-    return _state_files(record, truth, used, experiment, entry, end_day if cut else None)
+    return _state_files(record, truth, used, experiment, entry, end_day, cut)
 
 
 def _state_files(
@@ -247,10 +260,12 @@ def _state_files(
     used: Sequence[ReplaySource],
     experiment: Experiment,
     entry: FloatEntry,
-    cut_day: float | None,
+    end_day: float,
+    cut: bool,
 ) -> tuple[xr.Dataset, xr.Dataset]:
-    """The record stating the file values and the truth the true ones, with the replay's
-    attributes."""
+    """The record stating the file values (and the float clock offsets measured at launch and
+    at the record's end, in whole seconds as the table gives them) and the truth the true
+    ones, with the replay's attributes."""
     record["source_offset"] = ("source", np.array([s.file_offset for s in used]))
     stated = np.array([s.file_drift for s in used])
     record = record.drop_vars("source_drift", errors="ignore")
@@ -258,10 +273,12 @@ def _state_files(
         record["source_drift"] = ("source", stated)
     truth["source_offset"] = ("source", np.array([s.true_offset for s in used]))
     truth["source_drift"] = ("source", np.array([s.true_drift for s in used]))
+    clock_offset, clock_drift = experiment.float_clock(entry)
+    record["clock_offset_launch"] = ((), float(clock_offset))
+    record["clock_offset_recovery"] = ((), float(round(clock_offset + clock_drift * end_day)))
     clock = (
-        f"float clock {entry.clock_offset_launch:g} s ahead at launch, drifting "
-        f"{entry.clock_drift:.6g} s/day to {entry.clock_offset_recovery:g} s at the real "
-        "recovery"
+        f"float clock {clock_offset:g} s ahead at launch, drifting {clock_drift:.6g} s/day "
+        f"(measured {float(record['clock_offset_recovery']):g} s at the surfacing)"
     )
     words = (
         f"{clock}; true sound speed {experiment.true_sound_speed:g} m/s (the file states "
@@ -279,8 +296,8 @@ def _state_files(
         "sim_real_float_id": entry.float_id,
         "sim_mismatch": words,
     }
-    if cut_day is not None:
-        attrs["sim_cut_days"] = cut_day
+    if cut:
+        attrs["sim_cut_days"] = end_day
     record.attrs.update(attrs)
     truth.attrs.update(attrs)
     return annotate(record, FLOAT_RECORD), annotate(truth, TRUTH)
@@ -342,9 +359,9 @@ def experiment_summary(
                 "recovery_lon": entry.recovery_lon,
                 "record_end": _iso(record["recovery_time"].values),
                 "cycles": record.sizes["cycle"],
-                "clock_offset_launch": entry.clock_offset_launch,
-                "clock_offset_recovery": entry.clock_offset_recovery,
-                "clock_drift": entry.clock_drift,
+                "clock_offset_launch": experiment.float_clock(entry)[0],
+                "clock_drift": experiment.float_clock(entry)[1],
+                "clock_offset_recovery_measured": float(record["clock_offset_recovery"]),
                 "sources": " ".join(str(n) for n in record["source"].values),
             }
             for entry, record in replays

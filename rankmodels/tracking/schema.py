@@ -32,6 +32,7 @@ from rankmodels.tracking.signal_model import DEFAULT_WINDOW
 
 __all__ = [
     "CLUTTER",
+    "DEFAULT_CLOCK_READING_ERROR",
     "DEFAULT_SOUND_SPEED",
     "FLOAT_RECORD",
     "NO_ARRIVAL",
@@ -51,6 +52,10 @@ CLUTTER = -1
 NO_ARRIVAL = -2
 #: Sound speed (m/s) assumed when a record has no ``sound_speed``.
 DEFAULT_SOUND_SPEED = 1500.0
+#: Standard deviation (s) of a measured float clock offset when the record states none: offsets
+#: are read against GPS time in whole seconds (the DIMES float table), a rounding error of
+#: 0.29 s, plus the reading itself.
+DEFAULT_CLOCK_READING_ERROR = 0.5
 
 Kind = Literal["real", "time", "label", "name"]
 
@@ -302,6 +307,37 @@ FLOAT_RECORD = FileFormat(
             "position error of the fix",
             "standard deviation per axis (east, north)",
             units="km",
+            lo=0.0,
+            lo_open=True,
+        ),
+        Variable(
+            "clock_offset_launch",
+            (),
+            "real",
+            "float clock offset measured at launch",
+            "how far the float clock reads ahead of GPS time at `launch_time`; the float clock "
+            "is taken as linear between the measured offsets (the file's clock), which "
+            "calibration refines",
+            units="s",
+            default="unknown (0, calibrated with a prior)",
+        ),
+        Variable(
+            "clock_offset_recovery",
+            (),
+            "real",
+            "float clock offset measured at recovery",
+            "at `recovery_time` (needs it and `clock_offset_launch`)",
+            units="s",
+            default="unknown (no drift, calibrated with a prior)",
+        ),
+        Variable(
+            "clock_offset_error",
+            (),
+            "real",
+            "error of a measured clock offset",
+            "standard deviation of each measured offset",
+            units="s",
+            default=f"{DEFAULT_CLOCK_READING_ERROR:g}",
             lo=0.0,
             lo_open=True,
         ),

@@ -24,6 +24,8 @@ Three tables make a record, a fourth adds position fixes (format
 * **Metadata** ``key=value`` (the ``--meta`` options, or the rows ``key,value`` of a metadata
   table): ``launch_lat``, ``launch_lon``, ``launch_time`` (required), ``recovery_lat``,
   ``recovery_lon``, ``recovery_time`` (all or none), ``sound_speed`` (m/s), ``window_length``
+  (s), the float clock offsets measured against GPS at launch and recovery
+  ``clock_offset_launch``, ``clock_offset_recovery`` and their error ``clock_offset_error``
   (s), ``float_id``, and ``attr:NAME`` for any other global attribute (numbers stay numbers).
 
 Times are ISO 8601 (``2009-01-23``, ``2009-01-23T06:00:00``, a space for the ``T``, fractional
@@ -84,6 +86,9 @@ META_KEYS: dict[str, str] = {
     "recovery_time": "time",
     "sound_speed": "real",
     "window_length": "real",
+    "clock_offset_launch": "real",
+    "clock_offset_recovery": "real",
+    "clock_offset_error": "real",
 }
 """Metadata keys and their kinds (besides ``attr:NAME``)."""
 ATTR_PREFIX = "attr:"
