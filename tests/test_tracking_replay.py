@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import re
 import shutil
 from pathlib import Path
@@ -104,6 +105,36 @@ def test_a_cut_record_surfaces_on_its_track(replay, dimes):
         truth["lat"][-1], truth["lon"][-1], record["recovery_lat"], record["recovery_lon"]
     )
     assert 0.0 < step < 25.0
+
+
+def test_records_state_the_clock_offsets_measured_at_launch_and_at_their_end(replay, dimes):
+    """The table's offsets (whole seconds) for a whole record; for a cut one the true clock at
+    the cut, rounded to the second (float 754: -2 s drifting to 45 s over 720 days)."""
+    floats = _table(dimes / "dimes_floats.csv")
+    for float_id in ("919", "759"):
+        record, _ = replay[float_id]
+        row = floats[float_id]
+        assert float(record["clock_offset_launch"]) == float(row["clock_offset_initial"])
+        assert float(record["clock_offset_recovery"]) == float(row["clock_offset_final"])
+    record, truth = replay["754"]
+    at_cut = float(truth["clock_offset"]) + float(truth["clock_drift"]) * 40.0
+    assert float(record["clock_offset_recovery"]) == round(at_cut)
+    assert abs(float(record["clock_offset_recovery"]) - at_cut) <= 0.5
+    assert float(record["clock_offset_recovery"]) != float(record["clock_offset_launch"])
+
+
+def test_float_clock_drift_replaces_the_tables(dimes):
+    meta = read_metadata(dimes)
+    experiment = draw_experiment(meta, 5, spec=SPEC, float_clock_drift=0.02, **SHARED)
+    record, truth = replay_float(experiment, meta.float_entry("919"))
+    days = float((record["recovery_time"] - record["launch_time"]) / DAY)
+    assert float(truth["clock_drift"]) == 0.02
+    assert float(record["clock_offset_recovery"]) == round(
+        float(record["clock_offset_launch"]) + 0.02 * days
+    )
+    with pytest.raises(InputError) as info:
+        draw_experiment(meta, 5, spec=SPEC, float_clock_drift=math.inf)
+    assert info.value.field == "float_clock_drift"
 
 
 def test_only_the_sources_moored_during_the_record(replay, dimes):
