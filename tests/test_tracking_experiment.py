@@ -6,6 +6,7 @@ alone, the command end to end, and sources placed differently by different float
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -277,3 +278,60 @@ def test_a_drift_a_short_record_cannot_tell_from_an_offset_is_held_first(rng):
                        layout, NOMINAL)  # fmt: skip
     assert np.isnan(got.drift_correction_std).all()
     assert np.isfinite(got.offset_correction_std).all()
+
+
+# --- the search at the configured noise: M-steps and their extrapolations ---
+
+
+def _slow_em(target: float, share: float):
+    """A scripted EM on the speed alone: the penalised log-likelihood ``-1e9 (u - u*)^2`` in
+    the slowness (s/km; 45,000 nats from 1500 to 1485 m/s), and an M-step that goes ``share``
+    of the way to the target (an EM whose tracks absorb most of every change)."""
+    layout = JointLayout(n_sources=2, n_floats=1)
+    u_star = 1000.0 / target
+    seen = []
+
+    def evaluate(theta, models):
+        seen.append(theta.sound_speed)
+        u = 1000.0 / theta.sound_speed
+        return -1e9 * (u - u_star) ** 2, ["pass"]
+
+    def propose(theta, passes):
+        u = 1000.0 / theta.sound_speed
+        new = replace(theta, sound_speed=1000.0 / (u + share * (u_star - u)), sound_speed_std=0.5)
+        return new, [None]
+
+    start = [(JointParameters.nominal(layout, NOMINAL), [None])]
+    return layout, start, evaluate, propose, seen
+
+
+def test_search_extrapolates_a_step_that_helps_until_it_no_longer_does():
+    from rankmodels.tracking.experiment import EXTRAPOLATION, MAX_REACH, _search
+
+    layout, start, evaluate, propose, seen = _slow_em(1485.0, 0.02)
+    candidates, _, scores, best, stop = _search(start, evaluate, propose, 5, layout, True)
+    u = [1000.0 / v for v in seen]
+    step = u[1] - u[0]  # the first M-step's change, then 4x, 16x, 64x as far while rising
+    for j in (2, 3, 4):
+        assert u[j] - u[0] == pytest.approx(EXTRAPOLATION ** (j - 1) * step, rel=1e-9)
+    assert EXTRAPOLATION**3 == MAX_REACH and scores[4] > scores[3]  # no 256x: the limit
+    assert abs(candidates[best][0].sound_speed - 1485.0) < 0.5
+    assert scores[best] == max(scores) and len(scores) == len(candidates) == len(seen)
+    # without extrapolation the same EM crawls: five M-steps leave it ~13.6 m/s away
+    layout, start, evaluate, propose, _ = _slow_em(1485.0, 0.02)
+    plain = _search(start, evaluate, propose, 5, layout, False)
+    assert abs(plain[0][plain[3]][0].sound_speed - 1485.0) > 10.0
+    assert len(plain[2]) == 6 and plain[4] == "iteration limit"
+
+
+def test_search_stops_when_a_step_and_its_extrapolation_gain_little():
+    """An overshooting extrapolation is not kept: the search goes on from the best, and ends
+    "no longer rising" once an M-step and its extrapolations raise the best by <= MIN_GAIN."""
+    from rankmodels.tracking.experiment import _search
+
+    layout, start, evaluate, propose, seen = _slow_em(1485.0, 0.5)
+    candidates, _, scores, best, stop = _search(start, evaluate, propose, 20, layout, True)
+    assert stop == "no longer rising"
+    assert abs(candidates[best][0].sound_speed - 1485.0) < 0.2
+    assert any(s < scores[best] for s in scores[1:])  # some extrapolations overshot
+    assert len(scores) < 20
