@@ -25,6 +25,8 @@ from rankmodels.threads import (
 from rankmodels.tracking.engines import log_likelihood
 from rankmodels.tracking.engines._common import (
     PARALLEL_MIN_SECONDS,
+    PARALLEL_MIN_SECONDS_BUSY,
+    machine_busy,
     parallel_pays,
     particle_seconds,
 )
@@ -86,6 +88,92 @@ def test_parallel_pays_only_for_enough_work_and_threads():
     assert parallel_pays(4, 1.0, 2)
 
 
+def test_parallel_pays_asks_for_more_work_on_a_busy_machine():
+    spp = 1e-6
+    quiet = math.ceil(PARALLEL_MIN_SECONDS / spp * (1 - 1e-12))
+    busy = math.ceil(PARALLEL_MIN_SECONDS_BUSY / spp * (1 - 1e-12))
+    assert busy > quiet
+    assert parallel_pays(quiet, spp, 2, busy=False)
+    assert not parallel_pays(quiet, spp, 2, busy=True)
+    assert not parallel_pays(busy - 1, spp, 2, busy=True)
+    assert parallel_pays(busy, spp, 2, busy=True)
+
+
+@pytest.fixture
+def load(monkeypatch):
+    """Set the machine's load average and cores as :func:`machine_busy` sees them (``load``
+    None: the OS reports none); its cached reading is forgotten before and after."""
+    state = {"load": 0.0, "reads": 0}
+
+    def getloadavg():
+        state["reads"] += 1
+        if state["load"] is None:
+            raise OSError("no load average")
+        return (state["load"], 0.0, 0.0)
+
+    monkeypatch.setattr(common.os, "getloadavg", getloadavg)
+    monkeypatch.setattr(common.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(common, "_load_seen", [-math.inf, 0.0])
+    return state
+
+
+@pytest.mark.parametrize(
+    ("load_average", "busy"), [(0.3, False), (2.0, False), (2.49, False), (2.51, True), (7, True)]
+)
+def test_machine_busy_when_the_load_exceeds_the_cores(load, load_average, busy):
+    load["load"] = load_average
+    assert machine_busy() is busy
+
+
+def test_machine_busy_reads_the_load_at_most_once_a_second(load, monkeypatch):
+    clock = [100.0]
+    monkeypatch.setattr(common.time, "monotonic", lambda: clock[0])
+    load["load"] = 5.0
+    assert machine_busy() and load["reads"] == 1
+    load["load"] = 0.1
+    clock[0] += 0.5
+    assert machine_busy() and load["reads"] == 1  # the cached reading
+    clock[0] += 0.6
+    assert not machine_busy() and load["reads"] == 2
+
+
+def test_machine_busy_is_false_without_a_load_average(load):
+    load["load"] = None
+    assert machine_busy() is False
+
+
+@two_threads
+def test_a_busy_machine_runs_a_mid_size_batch_serially(load, monkeypatch):
+    """601 particles (well above the quiet threshold, below the busy one) run threaded on a
+    quiet machine and serially on a busy one, with the same results."""
+    chosen: list[bool] = []
+
+    def spy(*args):
+        chosen.append(parallel_pays(*args))
+        return chosen[-1]
+
+    monkeypatch.setattr(common, "parallel_pays", spy)
+    model = SignalModel(sigma=5.0, p_detect=0.9, clutter_rate=1.0, multipath=0.02)
+    toa = np.array([300.0, 420.0, 800.0, np.nan])
+    predicted = np.random.default_rng(5).uniform(200, 1500, (601, 7))
+    results = []
+    for load_average in (0.5, 6.0):
+        load["load"] = load_average
+        common._load_seen[0] = -math.inf
+        with numba_threads(2):
+            results.append(log_likelihood(toa, predicted, model, association=True))
+    assert chosen == [True, False]
+    np.testing.assert_array_equal(results[0].loglik, results[1].loglik)
+    np.testing.assert_array_equal(results[0].association, results[1].association)
+
+
+def test_association_marginals_raise_the_exact_estimate_only():
+    assert particle_seconds("exact", 12, 4, association=True) > 1.5 * particle_seconds(
+        "exact", 12, 4
+    )
+    assert particle_seconds("bp", 12, 4, association=True) == particle_seconds("bp", 12, 4)
+
+
 def test_particle_cost_grows_with_sources_and_arrivals():
     for engine in common.PARTICLE_COST:
         assert 0 < particle_seconds(engine, 3, 1) < particle_seconds(engine, 12, 4)
@@ -106,6 +194,7 @@ def test_serial_and_threaded_batches_are_identical(rng, monkeypatch, engine):
         return chosen[-1]
 
     monkeypatch.setattr(common, "parallel_pays", spy)
+    monkeypatch.setattr(common, "machine_busy", lambda: False)  # threaded however loaded
     model = SignalModel(sigma=5.0, p_detect=0.9, clutter_rate=1.0, multipath=0.02)
     toa = np.array([300.0, 420.0, 800.0, np.nan])
     predicted = rng.uniform(200, 1500, (601, 7))

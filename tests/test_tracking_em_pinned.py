@@ -196,11 +196,12 @@ def test_em_passes_counts_annealing_start_stages_and_checks(params, iterations, 
     assert em_passes(config) == passes
 
 
-def _estimated(speed, drift, c0=0.0):
-    """A calibration with speed and clock estimated (finite standard errors)."""
+def _estimated(speed, drift, c0=0.0, speed_std=5.0):
+    """A calibration with speed and clock estimated (finite standard errors; by default
+    under DETERMINED_Z standard errors from the file's values, so the checks run)."""
     cal = Calibration.nominal(12, speed)
-    return replace(cal, clock_offset=c0, clock_drift=drift, sound_speed_std=1.0,
-                   clock_offset_std=0.5, clock_drift_std=0.01)  # fmt: skip
+    return replace(cal, clock_offset=c0, clock_drift=drift, sound_speed_std=speed_std,
+                   clock_offset_std=0.5, clock_drift_std=0.025)  # fmt: skip
 
 
 def test_likelihood_ratio_check_puts_back_groups_the_record_does_not_determine(monkeypatch, record):
@@ -245,6 +246,45 @@ def test_likelihood_ratio_check_keeps_a_group_worth_more_than_min_gain(monkeypat
     assert result.best == 4 and best.number == 4 and result.calibration is kept
 
 
+def test_a_group_determined_beyond_doubt_skips_its_check(monkeypatch, record):
+    """The kept iterate's speed is 10 standard errors from the file's (DETERMINED_Z or more:
+    no check pass), its drift 2 (checked, from the kept iterate: the speed stays 1490)."""
+    kept = _estimated(1490.0, 0.05, speed_std=1.0)
+    assert kept.largest_z("speed", NOMINAL) == pytest.approx(10.0)
+    assert kept.largest_z("drift", NOMINAL) == pytest.approx(2.0)
+    assert pipeline.DETERMINED_Z <= 10.0
+    steps = [Calibration.nominal(12, s) for s in (1481.0, 1482.0)] + [
+        kept, Calibration.nominal(12, 1491.0),
+    ]  # fmt: skip
+    # the kept: 10 - 1 (priors) = 9; the drift's check: 9.25 - MIN_GAIN - 0.5 (the speed's
+    # prior): MIN_GAIN + 0.25 below, so the drift stays
+    script = Script([-9.0, -8.0, 0.0, 5.0, 10.0, 4.0, 9.25 - MIN_GAIN], steps)
+    result, best, _ = _calibrate(
+        monkeypatch, record, script, calibrate_params="speed,drift", calibration_iterations=5
+    )
+    assert len(script.passes) == len(result.loglik) == 7  # one check pass, not two
+    (checked,) = result.trace[6:]
+    assert checked.sound_speed == 1490.0 and checked.clock_drift == 0.0
+    assert result.best == 4 and best.number == 4 and result.calibration is kept
+
+
+def test_largest_z_of_each_group():
+    cal = replace(
+        Calibration.nominal(3, 1490.0),
+        sound_speed_std=4.0,
+        clock_offset=-1.5,
+        clock_offset_std=0.5,
+        clock_drift=0.01,
+        clock_drift_std=0.02,
+        source_offset_correction=np.array([1.0, -3.0, 9.0]),
+        source_offset_correction_std=np.array([0.5, 1.0, np.nan]),  # the third not estimated
+    )
+    assert cal.largest_z("speed", 1480.0) == pytest.approx(2.5)
+    assert cal.largest_z("drift", 1480.0) == pytest.approx(3.0)
+    assert cal.largest_z("offsets", 1480.0) == pytest.approx(3.0)
+    assert Calibration.nominal(3, 1480.0).largest_z("speed", 1480.0) == 0.0
+
+
 def test_the_statistical_priors_count_in_the_gain(monkeypatch, record):
     """An M-step raising the likelihood by 2.4 with a fitted sigma one prior width (0.5 in
     log sigma) from its start (log prior -0.5): a penalised gain of 1.9 <= MIN_GAIN ends the
@@ -286,7 +326,7 @@ def test_likelihood_ratio_check_counts_the_kept_models_prior(monkeypatch, record
 
         return step
 
-    steps = [None, None, fitted(1490.0, 1.0), fitted(1491.0, math.nan)]
+    steps = [None, None, fitted(1490.0, 5.0), fitted(1491.0, math.nan)]
     script = Script([-9.0, -8.0, 0.0, 5.0, 10.0, 4.0, 7.25], steps)
     result, best, _ = _calibrate(
         monkeypatch, record, script, calibrate_params="speed,sigma", calibration_iterations=5

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import integrate, stats
 
+import rankmodels.tracking.engines._common as common
 from rankmodels.tracking.engines import ENGINES, LikelihoodResult, log_likelihood
 from rankmodels.tracking.engines._common import parallel_pays, particle_seconds
 from rankmodels.tracking.engines.exact import MAX_ARRIVALS
@@ -147,9 +148,10 @@ def test_association_rows_are_distributions(rng):
     ("engine", "p_detect", "clutter_rate"),
     [("exact", 0.9, 1.0), ("bp", 0.9, 1.0), ("minfactor", 0.9, 1.0)],
 )
-def test_batch_equals_particle_by_particle(rng, engine, p_detect, clutter_rate):
+def test_batch_equals_particle_by_particle(rng, monkeypatch, engine, p_detect, clutter_rate):
     """The parallel chunking does not mix particles: every particle of a threaded batch gets
     exactly what a one-particle call gives it."""
+    monkeypatch.setattr(common, "machine_busy", lambda: False)  # threaded however loaded
     model = SignalModel(sigma=5.0, p_detect=p_detect, clutter_rate=clutter_rate, window=1800.0)
     toa = np.array([300.0, 420.0, 800.0, np.nan])
     n = 601  # chunks of unequal size; threaded where numba has two threads

@@ -178,6 +178,24 @@ class Calibration:
         }[group]
         return bool(np.isfinite(stds).any())
 
+    def largest_z(
+        self, group: str, nominal_speed: float, clock: ClockReadings | None = None
+    ) -> float:
+        """The largest ``|estimate - file value| / standard error`` among the estimated
+        parameters of ``group`` (as in :meth:`without`; file values: ``nominal_speed``, the
+        file's clock from the measured ``clock`` offsets, no corrections); 0 when the group
+        holds no estimate."""
+        c0, c1 = (clock or ClockReadings.none()).file_clock()
+        values, stds = {
+            "speed": ([self.sound_speed - nominal_speed], [self.sound_speed_std]),
+            "drift": ([self.clock_offset - c0, self.clock_drift - c1],
+                      [self.clock_offset_std, self.clock_drift_std]),
+            "offsets": (self.source_offset_correction, self.source_offset_correction_std),
+        }[group]  # fmt: skip
+        values, stds = np.asarray(values, dtype=float), np.asarray(stds, dtype=float)
+        known = np.isfinite(stds) & (stds > 0)
+        return float(np.max(np.abs(values[known]) / stds[known], initial=0.0))
+
     def predicted_shift(self, day: np.ndarray, source: np.ndarray) -> np.ndarray:
         """``c_0 + c_1 t + delta_i`` (s) for cycles ``day`` and sources ``source`` (broadcast)."""
         return (

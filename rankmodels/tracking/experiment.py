@@ -85,7 +85,6 @@ from rankmodels.tracking.pipeline import (
     EM_ENSEMBLE,
     MIN_GAIN,
     _em_step,
-    _trajectory_distances,
     prepare,
     track_pass,
 )
@@ -222,7 +221,7 @@ def float_e_step(
     run.cycles.calibrate(cal)
     this = track_pass(run)
     cycles = run.cycles
-    distances = _trajectory_distances(run, this.ensembles)
+    distances = this.distances
     pairs = m_step_pairs(
         cycles.toa, this.assoc.posterior, distances, np.arange(run.n_cycles), cycles.offset,
         this.assoc.predicted_toa, cycles.model,

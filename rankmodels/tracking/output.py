@@ -19,6 +19,7 @@ from rankmodels import __version__
 from rankmodels.tracking.calibration import Calibration, CalibrationResult
 from rankmodels.tracking.estimates import ParameterReport, calibrated_names
 from rankmodels.tracking.geometry import KM_PER_DEGREE
+from rankmodels.tracking.netcdf import write_netcdf
 from rankmodels.tracking.quality import QualityCheck, quality_variables
 from rankmodels.tracking.records import compressed_encoding
 from rankmodels.tracking.schema import CLUTTER, NO_ARRIVAL, TRACK, annotate
@@ -179,4 +180,4 @@ def build_track(
 
 def write_track(track: xr.Dataset, path: str | os.PathLike[str]) -> None:
     """Write the track as compressed NetCDF4."""
-    track.to_netcdf(os.fspath(path), engine="netcdf4", encoding=compressed_encoding(track))
+    write_netcdf(track, path, compressed_encoding(track))

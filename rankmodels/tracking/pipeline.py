@@ -439,8 +439,10 @@ class Pass:
         self, run: Run, filt: FilterResult, rng: np.random.Generator, progress: Progress
     ) -> None:
         self.filt = filt
+        self._run = run
         self._pending: tuple | None = (run, _RunState.of(run), rng, progress)
         self._stages: tuple[np.ndarray, np.ndarray, np.ndarray, Association] | None = None
+        self._distances: np.ndarray | None = None
 
     def _complete(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, Association]:
         if self._stages is None:
@@ -470,6 +472,14 @@ class Pass:
     @property
     def assoc(self) -> Association:
         return self._complete()[3]
+
+    @property
+    def distances(self) -> np.ndarray:
+        """``(M, T, s)`` distances (km) from the ensemble's trajectories to the active sources
+        (:func:`_trajectory_distances`), computed once however many M-steps read them."""
+        if self._distances is None:
+            self._distances = _trajectory_distances(self._run, self.ensembles)
+        return self._distances
 
     def settle_progress(self) -> None:
         """Count the association's progress steps now (and not when it runs, if ever)."""
@@ -538,6 +548,15 @@ MIN_GAIN = 2.0
 #: The geometry groups the likelihood-ratio check of :func:`calibrate` tests, in order: the
 #: least determined first.
 TESTED_GROUPS = ("speed", "offsets", "drift")
+#: A group whose estimate lies this many standard errors from its file values somewhere
+#: (:meth:`~rankmodels.tracking.calibration.Calibration.largest_z`) skips the
+#: likelihood-ratio check's pass: the quadratic approximation puts the drop at no less than
+#: ``z^2 / 2 = 8`` nats, four times :data:`MIN_GAIN`. On the calibration benchmark's floats
+#: (404 days, the scenarios of ``benchmarks/calibration.py``, seeds 1-2, 20 checks) the 8
+#: checks with ``z >= 4`` (4.8-12.4) lowered it by 281-2569 nats; those under 4 by -315 to
+#: 2417 (the standard errors carry the priors' and the confounded parameters' uncertainty,
+#: so the rule is conservative).
+DETERMINED_Z = 4.0
 
 
 def em_passes(config: TrackConfig) -> int:
@@ -573,7 +592,7 @@ def _em_step(
     centres), :func:`~rankmodels.tracking.model_fit.fit_statistics` for the statistical
     parameters in ``params``."""
     cycles = run.cycles
-    distances = _trajectory_distances(run, this.ensembles)
+    distances = this.distances
     current = run.statistical_model()
     geometry = params & set(GEOMETRY_PARAMS)
     cal = start
@@ -645,7 +664,9 @@ def calibrate(
        iterate estimated is put back to the file's values for one more pass; when that
        lowers the penalised log-likelihood by at most :data:`MIN_GAIN` nats, the record does
        not determine the group and the file's values are kept (on short records a sound
-       speed known to a few m/s would move the track by kilometres for nothing).
+       speed known to a few m/s would move the track by kilometres for nothing). A group
+       estimated :data:`DETERMINED_Z` standard errors or more from its file values is kept
+       without the pass.
 
     The iterate with the largest penalised log-likelihood is kept (the file's and the
     configured values when nothing beats them), after the check. Returns the result and
@@ -731,7 +752,11 @@ def calibrate(
         k += 1
     # the likelihood-ratio check: a geometry group whose estimate raises the penalised
     # log-likelihood by at most MIN_GAIN over its file values is not determined by the record
-    for group in (g for g in TESTED_GROUPS if kept != first and trace[kept].estimates(g)):
+    for group in TESTED_GROUPS:
+        if kept == first or not trace[kept].estimates(group):
+            continue
+        if trace[kept].largest_z(group, cycles.nominal_speed, cycles.clock) >= DETERMINED_Z:
+            continue  # determined beyond doubt: the check's pass would only confirm it
         reduced = trace[kept].without(group, cycles.nominal_speed, cycles.clock)
         cycles.calibrate(reduced)
         run.use_model(models[kept])

@@ -25,6 +25,7 @@ import numpy as np
 import xarray as xr
 
 from rankmodels.errors import InputError
+from rankmodels.tracking.netcdf import write_netcdf
 from rankmodels.tracking.schema import (
     CLUTTER,
     DEFAULT_SOUND_SPEED,
@@ -532,7 +533,7 @@ def write_float(ds: xr.Dataset, path: PathLike) -> None:
     """Validate ``ds`` (hand labels must then be consistent, if present) and write it as a
     compressed NetCDF4 float record at ``path``."""
     ds = validate_float(ds, labels_required="source_label" in ds)
-    ds.to_netcdf(os.fspath(path), engine="netcdf4", encoding=compressed_encoding(ds))
+    write_netcdf(ds, path, compressed_encoding(ds))
 
 
 def write_truth(truth: xr.Dataset, path: PathLike) -> None:
@@ -540,7 +541,7 @@ def write_truth(truth: xr.Dataset, path: PathLike) -> None:
     per-cycle arrays compressed."""
     per_cycle = ("true_label", "lat", "lon", "multipath_delay")
     encoding = {name: {"zlib": True} for name in per_cycle if name in truth}
-    truth.to_netcdf(os.fspath(path), engine="netcdf4", encoding=encoding)
+    write_netcdf(truth, path, encoding)
 
 
 def active_sources(record: xr.Dataset) -> np.ndarray:

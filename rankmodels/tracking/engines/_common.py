@@ -20,12 +20,15 @@ nested in tuples): :class:`BipartiteCycle` (the per-cycle constants of the bipar
 :class:`MessagePassing` (damping, tolerance, sweep limit) and :class:`EngineOutput` (the arrays
 the kernels fill). :func:`over_particles` runs an engine's per-chunk kernel over the particles,
 in parallel chunks when the batch's estimated serial time pays for starting the threads
-(:func:`parallel_pays`).
+(:func:`parallel_pays`), a threshold that rises while other work competes for the cores
+(:func:`machine_busy`).
 """
 
 from __future__ import annotations
 
 import math
+import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -44,8 +47,11 @@ from rankmodels.tracking.engines.multipath import (
 from rankmodels.tracking.signal_model import SignalModel
 
 __all__ = [
+    "ASSOCIATION_COST",
+    "BUSY_LOAD_MARGIN",
     "LOG_SQRT_2PI",
     "PARALLEL_MIN_SECONDS",
+    "PARALLEL_MIN_SECONDS_BUSY",
     "PARTICLE_COST",
     "BipartiteCycle",
     "Cycle",
@@ -61,6 +67,7 @@ __all__ = [
     "log_source_factors",
     "log_source_factors_above",
     "log_unmatched",
+    "machine_busy",
     "message_passing",
     "over_particles",
     "parallel_pays",
@@ -79,6 +86,19 @@ _Z_LO = SURVIVAL_ONE_BELOW
 #: engine call, one thread against two, ``benchmarks/contention.py``'s notes in
 #: docs/benchmarks.md).
 PARALLEL_MIN_SECONDS = 250e-6
+#: The same threshold while the machine is busy (:func:`machine_busy`): a parallel region
+#: then waits for whichever of its threads the OS has descheduled, so a batch of a few
+#: milliseconds takes longer threaded than on the calling thread alone (``exact``, 6 sources,
+#: 4 arrivals, beside two busy processes on 2 cores, load 4.7, median of 80 calls: 2,000
+#: particles 1.5 ms serial against 3.5 ms threaded, 4,000 3.1 against 7.9 ms; 7,000 13 against
+#: 12 ms, 10,000 24 against 16 ms).
+PARALLEL_MIN_SECONDS_BUSY = 5e-3
+#: The machine is busy when its 1-minute load average exceeds its cores by more than this
+#: (the load average counts this process's own running threads, up to one per core).
+BUSY_LOAD_MARGIN = 0.5
+#: Seconds a reading of the load average is reused by :func:`machine_busy`.
+_LOAD_TTL = 1.0
+_load_seen: list[float] = [-math.inf, 0.0]  # when read (monotonic s), busy (1.0) or not
 #: Serial time per particle of each engine's kernel, ``a + b * s * m`` seconds (s sources,
 #: m recorded arrivals): ``(a, b)`` fitted to one-thread timings on cycles of the sample float
 #: (multipath 0.02; bp and minfactor depend on their sweeps, so theirs are typical values).
@@ -87,6 +107,9 @@ PARTICLE_COST: dict[str, tuple[float, float]] = {
     "bp": (1.0e-6, 0.5e-6),
     "minfactor": (5.0e-6, 2.5e-6),
 }
+#: Serial time of the association marginals' kernel relative to the likelihood alone, per
+#: engine (``exact``'s backward pass; one-thread timings of 500 and 1,000 particles: 1.6-1.9x).
+ASSOCIATION_COST: dict[str, float] = {"exact": 1.7}
 #: Chunks per thread of a parallel batch (uneven particles then even out across threads).
 _CHUNKS_PER_THREAD = 8
 
@@ -471,18 +494,36 @@ def assoc_row(out: EngineOutput, p: int) -> np.ndarray:
     return out.assoc[p] if out.want else out.assoc[0]
 
 
-def particle_seconds(engine: str, s: int, m: int) -> float:
+def particle_seconds(engine: str, s: int, m: int, association: bool = False) -> float:
     """Estimated serial time (s) of ``engine``'s kernel on one particle with ``s`` sources and
-    ``m`` recorded arrivals (:data:`PARTICLE_COST`)."""
+    ``m`` recorded arrivals (:data:`PARTICLE_COST`), times :data:`ASSOCIATION_COST` when it
+    also computes the association marginals."""
     a, b = PARTICLE_COST[engine]
-    return a + b * s * m
+    return (a + b * s * m) * (ASSOCIATION_COST.get(engine, 1.0) if association else 1.0)
 
 
-def parallel_pays(n: int, seconds_per_particle: float, threads: int) -> bool:
+def machine_busy() -> bool:
+    """Whether other work competes for the cores: the 1-minute load average (``os.getloadavg``,
+    the whole machine's runnable threads, this process's included) above ``os.cpu_count()
+    + BUSY_LOAD_MARGIN``. Read at most once a second; False where the OS reports no load
+    average."""
+    now = time.monotonic()
+    if now - _load_seen[0] >= _LOAD_TTL:
+        try:
+            load = os.getloadavg()[0]
+        except (AttributeError, OSError):  # no load average on this OS
+            load = 0.0
+        _load_seen[:] = [now, float(load > (os.cpu_count() or 1) + BUSY_LOAD_MARGIN)]
+    return bool(_load_seen[1])
+
+
+def parallel_pays(n: int, seconds_per_particle: float, threads: int, busy: bool = False) -> bool:
     """Whether ``n`` particles of ``seconds_per_particle`` each are worth splitting over
     ``threads`` threads: more than one thread, at least two particles per thread, and an
-    estimated serial time ``n * seconds_per_particle`` of at least :data:`PARALLEL_MIN_SECONDS`."""
-    return threads > 1 and n >= 2 * threads and n * seconds_per_particle >= PARALLEL_MIN_SECONDS
+    estimated serial time ``n * seconds_per_particle`` of at least :data:`PARALLEL_MIN_SECONDS`
+    (:data:`PARALLEL_MIN_SECONDS_BUSY` when the machine is ``busy``)."""
+    least = PARALLEL_MIN_SECONDS_BUSY if busy else PARALLEL_MIN_SECONDS
+    return threads > 1 and n >= 2 * threads and n * seconds_per_particle >= least
 
 
 def over_particles(
@@ -492,12 +533,12 @@ def over_particles(
 
     ``serial(lo, hi, *args)`` handles particles ``lo <= p < hi``; ``parallel(bounds, *args)``
     calls it on every row ``(lo, hi)`` of ``bounds`` in a ``prange`` loop. A batch that
-    :func:`parallel_pays` for (given the calling thread's numba thread count) is split into
-    ``8`` chunks per thread; any other runs serially. Both give identical results: every
-    particle is computed alone.
+    :func:`parallel_pays` for (given the calling thread's numba thread count and
+    :func:`machine_busy`) is split into ``8`` chunks per thread; any other runs serially. Both
+    give identical results: every particle is computed alone.
     """
     threads = get_num_threads()
-    if parallel_pays(n, seconds_per_particle, threads):
+    if parallel_pays(n, seconds_per_particle, threads, threads > 1 and machine_busy()):
         n_chunks = _CHUNKS_PER_THREAD * threads
         edges = np.minimum(np.arange(n_chunks + 1) * -(-n // n_chunks), n)
         parallel(np.column_stack([edges[:-1], edges[1:]]), *args)

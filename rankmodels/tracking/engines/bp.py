@@ -280,6 +280,6 @@ def bp_engine(
         controls,
         predicted,
         out,
-        seconds_per_particle=particle_seconds("bp", s, cycle.m),
+        seconds_per_particle=particle_seconds("bp", s, cycle.m, association),
     )
     return out.result(controls)

@@ -369,7 +369,7 @@ def sum_over_associations(
         c,
         predicted,
         out,
-        seconds_per_particle=particle_seconds("exact", s, cycle.m),
+        seconds_per_particle=particle_seconds("exact", s, cycle.m, association),
     )
     slow = np.flatnonzero(np.isnan(out.loglik))
     if slow.size:

@@ -621,6 +621,6 @@ def minfactor_engine(
         controls,
         predicted,
         out,
-        seconds_per_particle=particle_seconds("minfactor", s, cycle.m),
+        seconds_per_particle=particle_seconds("minfactor", s, cycle.m, association),
     )
     return out.result(controls)
