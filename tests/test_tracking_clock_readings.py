@@ -51,6 +51,10 @@ def test_the_files_clock_is_the_line_through_the_readings():
     moved = replace(cal, clock_offset=5.0, clock_offset_std=0.1, clock_drift=0.3)
     back = moved.without("drift", 1490.0, two)
     assert (back.clock_offset, back.clock_drift) == pytest.approx((2.0, -0.02))
+    # how far an estimate is from the file's clock, in standard errors
+    near = replace(cal, clock_offset=2.3, clock_offset_std=0.1, clock_drift_std=0.01)
+    assert near.largest_z("drift", 1490.0, two) == pytest.approx(3.0)
+    assert near.largest_z("drift", 1490.0) == pytest.approx(23.0)
 
 
 @pytest.mark.parametrize(
