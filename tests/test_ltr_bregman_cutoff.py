@@ -12,7 +12,12 @@ import pytest
 from scipy.optimize import minimize
 
 from rankmodels.ltr.boost import fit_boosted_ranker
-from rankmodels.ltr.bregman import SURROGATES, bregman_minimiser, bregman_with_hessian
+from rankmodels.ltr.bregman import (
+    SURROGATES,
+    bregman_minimiser,
+    bregman_mixture_with_hessian,
+    bregman_with_hessian,
+)
 from rankmodels.ltr.metrics import ndcg
 from rankmodels.ltr.synthetic import synthetic_letor
 
@@ -126,3 +131,21 @@ def test_newton_boosting_is_indifferent_to_the_surrogate_scale(options):
     one = fit_boosted_ranker(data, "bregman", options=options, **kw)
     three = fit_boosted_ranker(data, "bregman", options={**options, "scale": 3.0}, **kw)
     assert not np.allclose(three.scores(data), 3.0 * one.scores(data), rtol=1e-3)
+
+
+def test_the_mixture_takes_the_cut_off_of_its_surrogates(rng):
+    """phi_alpha with k is the normalised alpha-weighted sum of the surrogates with k, and
+    its Hessian's diagonal the same sum of theirs (lists longer than k)."""
+    S = rng.normal(size=(2, 12))
+    R = rng.integers(1, 4, size=(2, 12)).astype(float)
+    alpha = {"cross_entropy": 0.2, "square": 0.5, "qnorm": 0.3}
+    mix, mix_hess = bregman_mixture_with_hessian(S, R, k=4, **alpha)
+    parts = [bregman_with_hessian(S, R, surrogate=name, k=4) for name in alpha]
+    value = sum(w * part.value for w, (part, _) in zip(alpha.values(), parts, strict=True))
+    grad = sum(w * part.grad for w, (part, _) in zip(alpha.values(), parts, strict=True))
+    hess = sum(w * h for w, (_, h) in zip(alpha.values(), parts, strict=True))
+    np.testing.assert_allclose(mix.value, value, rtol=1e-12)
+    np.testing.assert_allclose(mix.grad, grad, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(mix_hess, hess, rtol=1e-12)
+    whole = bregman_mixture_with_hessian(S, R, k=None, **alpha)[0]
+    assert not np.allclose(whole.grad, mix.grad)
