@@ -1,8 +1,8 @@
 """NDCG-consistent Bregman surrogates (dissertation chapter 3, Ravikumar et al. 2011).
 
-With ``r~ = G(r) / ||G(r)||_D`` -- the gains divided by the ideal DCG of the whole list
-(eq. 3.2; :func:`rankmodels.ltr.metrics.ndcg_weights`) -- and a strictly convex ``psi``
-with order-preserving gradient, the surrogate (eq. 3.5)
+With ``r~ = G(r) / ||G(r)||_D`` -- the gains divided by the ideal DCG (eq. 3.2;
+:func:`rankmodels.ltr.metrics.ndcg_weights`) -- and a strictly convex ``psi`` with
+order-preserving gradient, the surrogate (eq. 3.5)
 
     phi(s, r) = D_psi(r~, (grad psi)^{-1}(s)) = psi(r~) + psi*(s) - <s, r~>      (eq. 3.28)
 
@@ -24,6 +24,19 @@ The Hessian of ``phi`` in ``s`` is that of ``psi*``; its diagonal (Newton boosti
 
 which is infinite where ``s_i = 0`` (``p < 2``: ``psi*`` is not twice differentiable
 there); those documents get the square surrogate's ``1/2`` instead.
+
+The cut-off ``k`` (default 10; None: the whole list, eq. 3.2 as printed) truncates the
+discount of the norm, ``1/D(j) = 0`` for positions ``j > k``, so that ``||G(r)||_D`` is the
+ideal DCG@k, the normaliser of NDCG@k (as section 3.6 computes the metric: "its
+normalization uses the truncated errors as well"). It is the normaliser under which the
+surrogate is consistent for NDCG@k: for one query whose labels are random given its
+documents, the expected surrogate ``psi*(s) - <s, E r~> + const`` is minimised at
+``grad psi(E r~)``, which orders the documents by ``E r~_i``, while the expected NDCG@k of
+a ranking ``pi``, ``sum_i E[G(r_i) / IDCG@k(r)] D_k(pi(i))``, is largest for the order by
+``E[G(r_i) / IDCG@k(r)]`` (rearrangement; ``D_k`` is non-increasing). With the whole
+list's IDCG the two orders can differ (tested by brute force). The cut-off changes only
+how the queries are weighed against one another, not the order within a query with known
+labels.
 
 Mixtures (section 3.5, :func:`bregman_mixture_loss`): with weights ``alpha >= 0``
 normalised to sum 1, ``phi_alpha = sum_i alpha_i phi_{psi_i}``. By eq. 3.28 this is
@@ -77,16 +90,23 @@ def _norm(x: np.ndarray, p: np.ndarray) -> np.ndarray:
 
 
 def _target(
-    batch: RaggedBatch, surrogate: str, c: float, scale: float, gain: str, discount: object
+    batch: RaggedBatch,
+    surrogate: str,
+    c: float,
+    scale: float,
+    k: int | None,
+    gain: str,
+    discount: object,
 ) -> np.ndarray:
-    """``r~ = G(r) / ||G(r)||_D`` ``(B, n)`` (eq. 3.2) after checking the options."""
+    """``r~ = G(r) / IDCG@k`` ``(B, n)`` (eq. 3.2 with the discount cut after ``k``; module
+    docstring) after checking the options."""
     if surrogate not in SURROGATES:
         raise ValueError(f"surrogate must be one of {SURROGATES}, got {surrogate!r}")
     if not c > 0:
         raise ValueError(f"c must be positive, got {c}")
     if not 0 < scale < np.inf:
         raise ValueError(f"scale must be positive and finite, got {scale}")
-    return ndcg_weights(batch, None, gain, discount)[0]
+    return ndcg_weights(batch, k, gain, discount)[0]
 
 
 def bregman_loss(
@@ -97,12 +117,15 @@ def bregman_loss(
     surrogate: str = "square",
     c: float = 1.0,
     scale: float = 1.0,
+    k: int | None = 10,
     gain: str = "exp2m1",
     discount: str | np.ndarray = "log2",
 ) -> LossResult:
     """The Bregman surrogate of ``scale * psi``, ``scale * phi(s / scale, r)`` with
-    ``phi`` of eq. 3.28 (value >= 0), and its gradient ``grad phi(s / scale)``."""
-    return _bregman(scores, relevance, lengths, surrogate, c, scale, gain, discount, False)[0]
+    ``phi`` of eq. 3.28 (value >= 0) and the target normalised by the ideal DCG@k, and its
+    gradient ``grad phi(s / scale)``."""
+    args = (scores, relevance, lengths, surrogate, c, scale, k, gain, discount)
+    return _bregman(*args, hessian=False)[0]
 
 
 def bregman_with_hessian(
@@ -113,12 +136,13 @@ def bregman_with_hessian(
     surrogate: str = "square",
     c: float = 1.0,
     scale: float = 1.0,
+    k: int | None = 10,
     gain: str = "exp2m1",
     discount: str | np.ndarray = "log2",
 ) -> tuple[LossResult, np.ndarray]:
     """:func:`bregman_loss` and the diagonal of its Hessian (module docstring)."""
-    result, hess = _bregman(scores, relevance, lengths, surrogate, c, scale, gain, discount, True)
-    return result, hess  # type: ignore[return-value]
+    args = (scores, relevance, lengths, surrogate, c, scale, k, gain, discount)
+    return _bregman(*args, hessian=True)  # type: ignore[return-value]
 
 
 def _bregman(
@@ -128,15 +152,17 @@ def _bregman(
     surrogate: str,
     c: float,
     scale: float,
+    k: int | None,
     gain: str,
     discount: str | np.ndarray,
+    *,
     hessian: bool,
 ) -> tuple[LossResult, np.ndarray | None]:
     """:func:`bregman_with_hessian`; the Hessian's diagonal only when ``hessian`` (None
     otherwise: the loss alone is what training and line searches evaluate most)."""
     batch = ragged_batch(scores, relevance, lengths)
     mask = batch.mask
-    rt = _target(batch, surrogate, c, scale, gain, discount)
+    rt = _target(batch, surrogate, c, scale, k, gain, discount)
     s = np.where(mask, batch.scores, 0.0) / scale
     if surrogate == "square":
         value = ((rt - s / 2.0) ** 2).sum(axis=1)
@@ -186,15 +212,17 @@ def bregman_mixture_loss(
     qnorm: float = 1.0,
     c: float = 1.0,
     scale: float = 1.0,
+    k: int | None = 10,
     gain: str = "exp2m1",
     discount: str | np.ndarray = "log2",
 ) -> LossResult:
     """``phi_alpha = scale sum_i alpha_i phi_{psi_i}(s / scale)`` over the dictionary
     (module docstring), the weights ``alpha`` (``cross_entropy``, ``square``, ``qnorm``;
     >= 0, not all 0) normalised to sum 1; ``c`` is the cross-entropy surrogate's constant,
-    ``scale`` the overall scale ``beta`` of ``psi_alpha``."""
+    ``scale`` the overall scale ``beta`` of ``psi_alpha``, ``k`` the cut-off of the
+    target's normaliser."""
     weights = {"cross_entropy": cross_entropy, "square": square, "qnorm": qnorm}
-    args = (scores, relevance, lengths, weights, c, scale, gain, discount)
+    args = (scores, relevance, lengths, weights, c, scale, k, gain, discount)
     return _bregman_mixture(*args, hessian=False)[0]
 
 
@@ -208,13 +236,14 @@ def bregman_mixture_with_hessian(
     qnorm: float = 1.0,
     c: float = 1.0,
     scale: float = 1.0,
+    k: int | None = 10,
     gain: str = "exp2m1",
     discount: str | np.ndarray = "log2",
 ) -> tuple[LossResult, np.ndarray]:
     """:func:`bregman_mixture_loss` and the diagonal of its Hessian, the same mixture of
     the surrogates' diagonals."""
     weights = {"cross_entropy": cross_entropy, "square": square, "qnorm": qnorm}
-    args = (scores, relevance, lengths, weights, c, scale, gain, discount)
+    args = (scores, relevance, lengths, weights, c, scale, k, gain, discount)
     return _bregman_mixture(*args, hessian=True)  # type: ignore[return-value]
 
 
@@ -225,6 +254,7 @@ def _bregman_mixture(
     weights: dict[str, float],
     c: float,
     scale: float,
+    k: int | None,
     gain: str,
     discount: str | np.ndarray,
     *,
@@ -237,7 +267,9 @@ def _bregman_mixture(
     parts = [
         (
             weight / total,
-            _bregman(scores, relevance, lengths, name, c, scale, gain, discount, hessian),
+            _bregman(
+                scores, relevance, lengths, name, c, scale, k, gain, discount, hessian=hessian
+            ),
         )
         for name, weight in weights.items()
         if weight > 0
@@ -255,6 +287,7 @@ def bregman_minimiser(
     surrogate: str = "square",
     c: float = 1.0,
     scale: float = 1.0,
+    k: int | None = 10,
     gain: str = "exp2m1",
     discount: str | np.ndarray = "log2",
 ) -> np.ndarray:
@@ -263,7 +296,7 @@ def bregman_minimiser(
     consistency)."""
     rel = relevance
     batch = ragged_batch(np.zeros(np.shape(np.asarray(rel, dtype=float))), rel, lengths)
-    rt = _target(batch, surrogate, c, scale, gain, discount)
+    rt = _target(batch, surrogate, c, scale, k, gain, discount)
     if surrogate == "square":
         out = 2.0 * rt
     elif surrogate == "cross_entropy":
