@@ -125,12 +125,13 @@ def test_records_state_the_clock_offsets_measured_at_launch_and_at_their_end(rep
 
 def test_float_clock_drift_replaces_the_tables(dimes):
     meta = read_metadata(dimes)
-    experiment = draw_experiment(meta, 5, spec=SPEC, float_clock_drift=0.02, **SHARED)
+    experiment = draw_experiment(meta, 5, spec=SPEC, float_clock_drift=1.0, **SHARED)
     record, truth = replay_float(experiment, meta.float_entry("919"))
     days = float((record["recovery_time"] - record["launch_time"]) / DAY)
-    assert float(truth["clock_drift"]) == 0.02
+    assert float(truth["clock_drift"]) == 1.0
+    # a second a day: the reading at the surfacing, not a day before or after
     assert float(record["clock_offset_recovery"]) == round(
-        float(record["clock_offset_launch"]) + 0.02 * days
+        float(record["clock_offset_launch"]) + days
     )
     with pytest.raises(InputError) as info:
         draw_experiment(meta, 5, spec=SPEC, float_clock_drift=math.inf)
