@@ -15,7 +15,12 @@ from rankmodels.plots.run_report import IMAGES, REPORT_FILE, write_run_report
 from rankmodels.threads import prepare_environment
 from rankmodels.tracking.batch import TRACK_FILE, read_record
 from rankmodels.tracking.calibration import CALIBRATION_PARAMS
-from rankmodels.tracking.config import COMMAND_MULTIPATH, LIMITS, TrackConfig
+from rankmodels.tracking.config import (
+    COMMAND_MULTIPATH,
+    LIMITS,
+    MAX_CALIBRATION_ITERATIONS,
+    TrackConfig,
+)
 from rankmodels.tracking.engines import ENGINES
 from rankmodels.tracking.estimates import CANNOT_DETERMINE
 from rankmodels.tracking.output import write_track
@@ -53,6 +58,7 @@ _OPTIONS = {
     "process_noise": "--process-noise",
     "sound_speed": "--sound-speed",
     "calibrate_params": "--calibrate-params",
+    "calibration_iterations": "--calibration-iterations",
 }
 
 
@@ -345,6 +351,14 @@ def _warnings(summary: TrackSummary) -> list[str]:
     "and is kept there when the record cannot determine it.",
 )
 @click.option(
+    "--calibration-iterations",
+    type=_WholeNumber(),
+    default=_DEFAULTS.calibration_iterations,
+    show_default=True,
+    help="Most M-steps of the calibration's EM (per stage for one float; a summary ending "
+    f"'iteration limit' says the EM was still rising)  [1<=x<={MAX_CALIBRATION_ITERATIONS}].",
+)
+@click.option(
     "--smooth/--no-smooth",
     default=True,
     show_default=True,
@@ -384,6 +398,7 @@ def track_float(
     calibrate: bool,
     calibrate_mode: str,
     calibrate_params: str,
+    calibration_iterations: int,
     smooth: bool,
     plots: bool,
     strict: bool,
@@ -411,6 +426,7 @@ def track_float(
         sound_speed=sound_speed,
         calibrate=calibrate,
         calibrate_params=calibrate_params,
+        calibration_iterations=calibration_iterations,
     )
     joint = calibrate_mode == "experiment"
     if joint and not calibrate:

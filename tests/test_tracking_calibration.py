@@ -435,6 +435,37 @@ def test_calibrate_end_to_end_summary_and_report(tmp_path):
     assert "+0.0000 (kept at its starting value: not asked for (--calibrate-params))" in report
 
 
+def test_calibration_iterations_bounds_the_em_from_the_command_line(tmp_path):
+    """--calibration-iterations 1: at most the annealing, the file's values, the annealed
+    estimate, one M-step per stage and the likelihood-ratio checks; the default allows more."""
+    record, _ = dimes_float767(seed=5, days=40, mismatch=CLOCK_AND_SPEED)
+    path = tmp_path / "f.nc"
+    write_float(record, path)
+    params = ("--calibrate-params", "speed,drift,sigma", "--no-plots", "-q")
+    _, one = _cli_track(path, tmp_path / "one", *params, "--calibration-iterations", "1")
+    config = TrackConfig(calibrate=True, calibrate_params=frozenset({"speed", "drift", "sigma"}))
+    most = em_passes(replace(config, calibration_iterations=1))
+    assert 3 <= one.sizes["iteration"] <= most < em_passes(config)
+
+
+def test_calibration_iterations_reaches_the_tracker(monkeypatch, tmp_path):
+    import rankmodels_app.track as app
+
+    built = []
+
+    def capture(**settings):
+        built.append(TrackConfig(**settings))
+        raise KeyboardInterrupt  # stop before any tracking
+
+    monkeypatch.setattr(app, "TrackConfig", capture)
+    record, _ = dimes_float767(seed=5, days=4)
+    write_float(record, tmp_path / "f.nc")
+    CliRunner().invoke(
+        track_float_command, [str(tmp_path / "f.nc"), "--calibration-iterations", "7"]
+    )
+    assert built[0].calibration_iterations == 7
+
+
 def test_a_short_record_keeps_what_it_cannot_determine_and_says_so(tmp_path):
     """Four cycles determine neither the speed nor the drift nor the offsets: they are kept
     at the file's values, said in words (never 's.e. unknown'), with NaN standard errors,
