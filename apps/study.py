@@ -32,6 +32,7 @@ from rankmodels_app._common import (
     seed_option,
     status,
 )
+from rankmodels_app.sim_options import make_folder
 
 
 class _CommaList(click.ParamType):
@@ -257,6 +258,7 @@ def tracking_clutter(
         particles=particles,
         seed=seed,
     )
+    make_folder(out)  # a bad --out fails before the work
     client = _client(workers, scheduler)
     result = _run(study, client, scheduler or "local cluster", quiet)
     paths = _write(result, out, study.name)
@@ -351,6 +353,7 @@ def aggregation(
         )
     except ValueError as err:
         raise BadInput(str(err)) from None
+    make_folder(out)  # a bad --out fails before the work
     client = _client(workers, scheduler)
     result = _run(study, client, scheduler or "local cluster", quiet)
     paths = _write(result, out, study.name)
@@ -453,6 +456,7 @@ def surrogate_scale(
             scale_study.load_queries(name)  # bad files fail here, with one line
     except ValueError as err:
         raise BadInput(str(err)) from None
+    make_folder(out)  # a bad --out fails before the work
     client = _client(workers, scheduler)
     result = _run(study, client, scheduler or "local cluster", quiet)
     paths = _write(result, out, study.name)

@@ -213,3 +213,25 @@ def test_the_package_list_names_every_package_folder():
     )
     assert sorted(config["packages"]) == [*folders, "rankmodels_app"]
     assert config["package-dir"] == {"rankmodels_app": "apps"}
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["study", "surrogate-scale", "--rounds", "1", "--replicates", "1"],
+        ["study", "aggregation", "--replicates", "1"],
+        ["study", "tracking-clutter", "--replicates", "1"],
+    ],
+    ids=lambda argv: argv[1],
+)
+def test_a_study_refuses_an_out_folder_below_a_file_before_the_work(tmp_path, argv):
+    """A regular file where --out's parent should be: one Error line, exit 2, nothing run."""
+    from rankmodels_app.cli import cli
+
+    (tmp_path / "garbage.bin").write_bytes(b"\x00")
+    out = tmp_path / "garbage.bin" / "below-a-file"
+    result = CliRunner().invoke(cli, [*argv, "-o", str(out)])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.strip().splitlines() == [
+        f"Error: {out}: --out: cannot create the folder (Not a directory)"
+    ]
