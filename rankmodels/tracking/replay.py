@@ -359,8 +359,8 @@ def experiment_summary(
                 "recovery_lon": entry.recovery_lon,
                 "record_end": _iso(record["recovery_time"].values),
                 "cycles": record.sizes["cycle"],
-                "clock_offset_launch": experiment.float_clock(entry)[0],
-                "clock_drift": experiment.float_clock(entry)[1],
+                "clock_offset_launch": (clock := experiment.float_clock(entry))[0],
+                "clock_drift": clock[1],
                 "clock_offset_recovery_measured": float(record["clock_offset_recovery"]),
                 "sources": " ".join(str(n) for n in record["source"].values),
             }
