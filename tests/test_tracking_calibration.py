@@ -20,6 +20,7 @@ from rankmodels.tracking.calibration import (
     m_step,
     m_step_pairs,
     parse_calibrate_params,
+    residual_statistics,
 )
 from rankmodels.tracking.config import COMMAND_MULTIPATH, TrackConfig
 from rankmodels.tracking.evaluate import score_track
@@ -548,6 +549,48 @@ def test_m_step_pairs_drop_delayed_arrivals_only_with_multipath_in_the_model():
     # the arrival 60 s after its prediction is a delayed one: its pair is dropped
     assert mixed["weight"].size == 1 and mixed["weight"][0] > 0.98
     assert np.array_equal(mixed["residual_toa"], [100.0])
+
+
+def _two_position_world(u: float, sigma: float = 5.0):
+    """One source, two recorded arrivals (one the source's, one clutter, uniform on the
+    window) and two positions at distances ``d_m`` that predict the arrivals 3 s late and 3 s
+    early at slowness ``u0`` (equally likely there): the marginal ``log p(T | u) = log
+    sum_m sum_k N(T_k; d_m u, sigma^2) + const`` and the association given each position."""
+    toa = np.array([300.0, 312.0])
+    u0 = 1000.0 / 1485.0
+    dist = (toa + np.array([3.0, -3.0])) / u0
+    dens = np.exp(-0.5 * ((toa[None, :] - dist[:, None] * u) / sigma) ** 2)  # (m, k)
+    return toa, dist, math.log(dens.sum()), dens / dens.sum(axis=1, keepdims=True)
+
+
+def test_m_step_score_with_the_association_given_each_trajectory_is_the_fisher_score():
+    """Fisher's identity, by enumeration: at ``u0`` both positions are equally likely, so
+    the two trajectories are the exact posterior; with each trajectory's own association the
+    M-step's score for the slowness is ``d log p(T | u) / du`` (central difference). The
+    marginal association (the same on both trajectories) pairs each position with the
+    arrival it does not explain as much as with the one it does, and is off."""
+    u0, sigma = 1000.0 / 1485.0, 5.0
+    toa, dist, _, given = _two_position_world(u0, sigma)
+    h = 1e-7
+    exact = (_two_position_world(u0 + h, sigma)[2] - _two_position_world(u0 - h, sigma)[2]) / (
+        2 * h
+    )
+    members = np.zeros((1, 2, 2, 2))  # (T, M, r, source + clutter)
+    members[0, :, :, 0] = given
+    members[0, :, :, 1] = 1.0 - given
+    posterior = members.mean(axis=1)
+    distance = dist[:, None, None]  # (M, T, s)
+    scores = {}
+    for name, per_member in (("members", members), ("marginal", None)):
+        pairs = m_step_pairs(toa[None, :], posterior, distance, np.zeros(1), np.zeros(1),
+                             members=per_member)  # fmt: skip
+        resid = pairs["residual_toa"] - pairs["distance_km"] * u0
+        fixed = np.zeros((resid.shape[1], 0))
+        stats = residual_statistics(pairs["distance_km"], fixed, resid, pairs["weight"] / sigma**2)
+        scores[name] = stats.score[0]
+    assert exact > 0.1
+    assert scores["members"] == pytest.approx(exact, rel=1e-5)
+    assert scores["marginal"] < 0.0  # the marginal weights even get the sign wrong
 
 
 @pytest.mark.parametrize(("iterations", "particles"), [(1, 300), (3, 300), (3, 200)])

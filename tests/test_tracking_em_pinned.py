@@ -548,7 +548,8 @@ def test_em_step_feeds_the_pass_to_both_m_steps(monkeypatch, record):
     dist[:, ~cycles.active] = np.nan
     kw = calls["m_step"]
     pairs = m_step_pairs(cycles.toa, this.assoc.posterior, dist, cycles.day, cycles.offset,
-                         this.assoc.predicted_toa, cycles.model)  # fmt: skip
+                         this.assoc.predicted_toa, cycles.model, this.assoc.members)  # fmt: skip
+    assert pairs["weight"].shape == pairs["distance_km"].shape  # one weight per trajectory
     for name, value in pairs.items():
         np.testing.assert_allclose(kw[name], value, rtol=1e-9, err_msg=name)
     assert kw["params"] == {"speed", "drift"} and kw["start"] is cal
@@ -562,6 +563,7 @@ def test_em_step_feeds_the_pass_to_both_m_steps(monkeypatch, record):
     expected = dist * 1000.0 / 1490.0 + cycles.offset + shift
     np.testing.assert_allclose(inputs.predicted, expected, rtol=1e-9)
     assert inputs.posterior is this.assoc.posterior and inputs.toa is cycles.toa
+    assert inputs.members is this.assoc.members
     lat = np.vstack([np.full((1, ens.shape[1]), run.x0[0]), ens[:, :, 0]])
     lon = np.vstack([np.full((1, ens.shape[1]), run.x0[1]), ens[:, :, 1]])
     east, north = tangent_offsets(lat[:-1], lon[:-1], lat[1:], lon[1:])

@@ -37,6 +37,26 @@ def test_a_pass_read_later_equals_one_read_at_once():
     assert run.dynamics.process_noise == 3.0 and run.statistical_model() is moved
 
 
+def test_the_association_given_each_trajectory_averages_to_the_marginal():
+    """``members[t, m]`` is the association of cycle ``t``'s arrivals given trajectory ``m``
+    alone (the engine at that one position); its mean over the trajectories is
+    ``posterior``, and each recorded arrival's row sums to one."""
+    record = dimes_float767(seed=3, days=12)[0]
+    run = prepare(record, TrackConfig(particles=300, ensemble=40))
+    this = track_pass(run)
+    members, ens = this.assoc.members, this.ensembles
+    assert members.shape == (*ens.shape[:2], *this.assoc.posterior.shape[1:])
+    np.testing.assert_allclose(members.mean(axis=1), this.assoc.posterior, atol=1e-6)
+    recorded = np.isfinite(run.cycles.toa)
+    np.testing.assert_allclose(
+        members.sum(axis=3)[recorded.nonzero()[0], :, recorded.nonzero()[1]], 1.0, atol=1e-5
+    )
+    t, m = 5, 17
+    one = run.cycles.association(t, ens[t, m : m + 1])[0]
+    np.testing.assert_allclose(members[t, m], one, atol=1e-6)
+    assert np.ptp(members[t], axis=0)[recorded[t]].max() > 1e-3  # trajectories differ
+
+
 def test_progress_is_counted_once_whether_a_pass_completes_or_not():
     record = dimes_float767(seed=3, days=6)[0]
     run = prepare(record, TrackConfig(particles=100, ensemble=20))

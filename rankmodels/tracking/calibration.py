@@ -238,8 +238,8 @@ def m_step(
         track or for each of M posterior trajectories.
     day, source, residual_toa, weight: (K,) each: days since launch, the source index, the
         recorded TOA minus the file's written source offset at that time (s), and the
-        pair's weight in
-        ``[0, 1]`` (its association probability; a weight of 0 drops the pair).
+        pair's weight in ``[0, 1]`` (its association probability; a weight of 0 drops the
+        pair), or per trajectory ``(M, K)`` (the association given each trajectory).
     n_sources: ``s``.
     sound_speed: the file's (nominal) sound speed: ``start``'s without a ``start``.
     sigma: TOA noise std (s): the likelihood ``sum_k w_k (y_k - a_k theta)^2 / (2 sigma^2)``.
@@ -291,8 +291,10 @@ def m_step(
     dist = np.asarray(distance_km, dtype=float)
     dist = dist[None, :] if dist.ndim == 1 else dist
     src = np.asarray(source)
-    if dist.ndim != 2 or any(a.shape != dist.shape[1:] for a in (*arrays, src)):
+    if dist.ndim != 2 or any(a.shape != dist.shape[1:] for a in (t, y, src)):
         raise ValueError("distance_km, day, source, residual_toa and weight must be (K,) alike")
+    if w.shape not in (dist.shape[1:], dist.shape):
+        raise ValueError("weight must be (K,) or, per trajectory, (M, K) like distance_km")
     if not np.all((w >= 0) & (w <= 1)):
         raise ValueError("weight must lie in [0, 1]")
     if src.size and (src.min() < 0 or src.max() >= n_sources):
@@ -401,8 +403,8 @@ def residual_statistics(
 ) -> ResidualStatistics:
     """:class:`ResidualStatistics` of the design ``A_m = [d_m, fixed]``: ``dist (M, K)`` the
     distance column along each trajectory, ``fixed (K, q)`` the columns that do not depend on
-    the position, ``resid (M, K)`` the residuals at the current parameters, ``w (K,)`` the
-    weights over ``sigma^2``."""
+    the position, ``resid (M, K)`` the residuals at the current parameters, ``w (K,)`` (or
+    per trajectory ``(M, K)``) the weights over ``sigma^2``."""
     wr = resid * w
     scores = np.column_stack([(wr * dist).sum(axis=1), wr @ fixed])  # (M, 1 + q)
     n = scores.shape[0]
@@ -532,14 +534,16 @@ def _vector_std(cal: Calibration) -> np.ndarray:
 
 
 def _complete_information(dist: np.ndarray, fixed: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """Mean over the M trajectories of ``A_m^T diag(w) A_m`` for the design ``A_m = [d_m,
-    fixed]`` (``dist (M, K)``, ``fixed (K, q)``, ``w (K,)``): ``(1 + q, 1 + q)``."""
+    """Mean over the M trajectories of ``A_m^T diag(w_m) A_m`` for the design ``A_m = [d_m,
+    fixed]`` (``dist (M, K)``, ``fixed (K, q)``, ``w (K,)`` or per trajectory ``(M, K)``):
+    ``(1 + q, 1 + q)``."""
     wd = dist * w
     cross = (wd @ fixed).mean(axis=0)
+    w_fixed = w if w.ndim == 1 else w.mean(axis=0)
     return np.block(
         [
             [np.array([[(wd * dist).sum(axis=1).mean()]]), cross[None, :]],
-            [cross[:, None], fixed.T @ (fixed * w[:, None])],
+            [cross[:, None], fixed.T @ (fixed * w_fixed[:, None])],
         ]
     )
 
@@ -563,6 +567,7 @@ def m_step_pairs(
     offset: np.ndarray,
     predicted_toa: np.ndarray | None = None,
     model: SignalModel | None = None,
+    members: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
     """The E-step: :func:`m_step`'s (arrival, source) pairs from the smoother's output.
 
@@ -575,6 +580,14 @@ def m_step_pairs(
     (M, K) and ``day``, ``source``, ``residual_toa`` (``T_tj - o_i``) and ``weight``
     (``P(R_tj = i)``, pairs below :data:`MIN_PAIR_WEIGHT` left out), each (K,).
 
+    ``members (T, M, r, s + 1)``, the association posterior given each trajectory (whose
+    mean over ``M`` is ``posterior``), makes ``weight`` ``(M, K)``: ``P(R_tj = i | X_m)``,
+    so that the expected complete-data log-likelihood weighs each trajectory's residual by
+    the association that trajectory implies (eq. 5.66 under the joint posterior of positions
+    and labels). With the marginal weight instead, a trajectory far from where an arrival
+    places the float counts that arrival as fully as one that explains it, which inflates
+    the spread of the distances against the arrivals and biases the slowness low.
+
     With multipath in the ``model`` (``P_M > 0``) an associated arrival may be a delayed one,
     which the Gaussian M-step must not see: the weight is then ``P(R_tj = i)`` times the
     probability that the arrival came by the direct path, :func:`direct_path_share` of its
@@ -582,21 +595,27 @@ def m_step_pairs(
     posterior mean).
     """
     weight = np.nan_to_num(np.asarray(posterior, dtype=float)[:, :, :-1], nan=0.0)
+    direct = np.ones_like(weight)
     if model is not None and model.multipath > 0:
         if predicted_toa is None:
             raise ValueError("multipath in the model needs predicted_toa")
         resid = np.asarray(toa, dtype=float)[:, :, None] - np.asarray(predicted_toa)[:, None, :]
-        weight = weight * np.nan_to_num(direct_path_share(resid, model), nan=0.0)
+        direct = np.nan_to_num(direct_path_share(resid, model), nan=0.0)
     dist = np.asarray(distance_km, dtype=float)
-    keep = (weight >= MIN_PAIR_WEIGHT) & np.isfinite(dist[0])[:, None, :]
+    keep = (weight * direct >= MIN_PAIR_WEIGHT) & np.isfinite(dist[0])[:, None, :]
     t, j, i = np.nonzero(keep)
+    if members is None:
+        pair_weight = weight[t, j, i] * direct[t, j, i]
+    else:
+        member = np.nan_to_num(np.asarray(members)[t, :, j, i].T.astype(float), nan=0.0)
+        pair_weight = member * direct[t, j, i]
     return {
         "distance_km": dist[:, t, i],
         "day": np.asarray(day, dtype=float)[t],
         "source": i,
         "residual_toa": np.asarray(toa, dtype=float)[t, j]
         - np.broadcast_to(np.asarray(offset, dtype=float), weight.shape[::2])[t, i],
-        "weight": np.clip(weight[t, j, i], 0.0, 1.0),
+        "weight": np.clip(pair_weight, 0.0, 1.0),
     }
 
 

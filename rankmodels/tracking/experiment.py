@@ -224,7 +224,7 @@ def float_e_step(
     distances = this.distances
     pairs = m_step_pairs(
         cycles.toa, this.assoc.posterior, distances, np.arange(run.n_cycles), cycles.offset,
-        this.assoc.predicted_toa, cycles.model,
+        this.assoc.predicted_toa, cycles.model, this.assoc.members,
     )  # fmt: skip
     cycle, src = pairs["day"].astype(int), pairs["source"]
     day = cycles.day[cycle]
@@ -239,7 +239,7 @@ def float_e_step(
     statistical = config.calibrate_params & set(STATISTICAL_PARAMS)
     if fit and statistical:
         _, fitted = _em_step(run, this, cal, frozenset(statistical), start)
-    arrivals = np.bincount(src, weights=pairs["weight"], minlength=cycles.n_sources)
+    arrivals = np.bincount(src, weights=pairs["weight"].mean(axis=0), minlength=cycles.n_sources)
     return FloatPass(stats, this.loglik, model, fitted, start, arrivals)
 
 

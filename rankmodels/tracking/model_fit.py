@@ -179,7 +179,9 @@ class FitInputs:
     posteriors (NaN rows where nothing was recorded); ``predicted (M, T, s)`` each source's
     predicted TOA along each of ``M`` smoothed trajectories and ``predicted_mean (T, s)`` at
     the posterior mean (NaN for inactive sources); ``steps_km (M, n, 2)`` the trajectories'
-    (east, north) increments over ``dt (n,)`` days (from the launch to the last cycle)."""
+    (east, north) increments over ``dt (n,)`` days (from the launch to the last cycle);
+    ``members (T, M, r, s + 1)`` the association posterior given each trajectory (None: the
+    marginal ``posterior`` for every trajectory)."""
 
     toa: np.ndarray
     posterior: np.ndarray
@@ -187,6 +189,7 @@ class FitInputs:
     predicted_mean: np.ndarray
     steps_km: np.ndarray
     dt: np.ndarray
+    members: np.ndarray | None = None
 
 
 def survival(excess: np.ndarray, model: SignalModel) -> np.ndarray:
@@ -254,14 +257,20 @@ def _newton(
 
 
 def _pairs(inputs: FitInputs, model: SignalModel, min_weight: float = 1e-3):
-    """Source-associated pairs ``k``: their weight ``a_k (K,)``, residuals ``(M, K)`` against
-    each trajectory and ``(K,)`` against the posterior mean."""
+    """Source-associated pairs ``k``: their weight ``a_k (K,)``, its value given each
+    trajectory ``(M, K)`` (the association given that trajectory, or ``a_k`` without
+    ``inputs.members``), residuals ``(M, K)`` against each trajectory and ``(K,)`` against
+    the posterior mean."""
     post = np.nan_to_num(np.asarray(inputs.posterior, dtype=float)[:, :, :-1], nan=0.0)
     keep = (post >= min_weight) & np.isfinite(inputs.predicted_mean)[:, None, :]
     t, j, i = np.nonzero(keep)
     toa = np.asarray(inputs.toa, dtype=float)[t, j]
     resid = toa[None, :] - np.asarray(inputs.predicted, dtype=float)[:, t, i]
-    return post[t, j, i], resid, toa - inputs.predicted_mean[t, i]
+    if inputs.members is None:
+        member = np.broadcast_to(post[t, j, i], resid.shape)
+    else:
+        member = np.nan_to_num(np.asarray(inputs.members)[t, :, j, i].T.astype(float), nan=0.0)
+    return post[t, j, i], member, resid, toa - inputs.predicted_mean[t, i]
 
 
 def _sigma_step(inputs, model, start, weight, resid, direct) -> Estimate:
@@ -380,11 +389,11 @@ def fit_statistics(
         raise ValueError(f"unknown statistical parameters {sorted(unknown)}")
     params -= off_the_model(start)
     model = current.signal
-    weight, resid, resid_mean = _pairs(inputs, model)
+    weight, member, resid, resid_mean = _pairs(inputs, model)
     direct = _direct_share(resid, model)
     out: dict[str, Estimate] = {}
     if "sigma" in params:
-        out["sigma"] = _sigma_step(inputs, model, start.signal, weight, resid, direct)
+        out["sigma"] = _sigma_step(inputs, model, start.signal, member, resid, direct)
     if "pd" in params:
         out["p_detect"] = _detection_step(inputs, model, start.signal)
     if "clutter" in params:

@@ -210,21 +210,21 @@ class _Cycles:
         return res.loglik
 
     def association(self, t: int, ensemble: np.ndarray) -> np.ndarray:
-        """``(r, s + 1)`` posterior over (all sources, clutter) of each arrival; NaN rows where
-        nothing was recorded. Engines that give no association fall back to ``exact``."""
+        """``(M, r, s + 1)`` posterior over (all sources, clutter) of each arrival given each
+        of the ``M`` positions of ``ensemble``; NaN rows where nothing was recorded. Engines
+        that give no association fall back to ``exact``."""
         n_src = self.active.shape[1]
-        out = np.full((self.toa.shape[1], n_src + 1), np.nan)
+        out = np.full((ensemble.shape[0], self.toa.shape[1], n_src + 1), np.nan)
         if not self.has_data[t]:
             return out
         res = self.evaluate(t, ensemble, association=True)
         post = res.association
         if post is None:
             post = self.evaluate(t, ensemble, association=True, engine="exact").association
-        mean = post.mean(axis=0)  # (m, s_active + 1)
-        m = mean.shape[0]
-        out[:m] = 0.0
-        out[:m, np.flatnonzero(self.active[t])] = mean[:, :-1]
-        out[:m, n_src] = mean[:, -1]
+        m = post.shape[1]  # post: (M, m, s_active + 1)
+        out[:, :m] = 0.0
+        out[:, :m, np.flatnonzero(self.active[t])] = post[:, :, :-1]
+        out[:, :m, n_src] = post[:, :, -1]
         return out
 
 
@@ -400,9 +400,12 @@ def _trajectory_distances(run: Run, ensembles: np.ndarray) -> np.ndarray:
 
 @dataclass
 class Association:
-    """Stage 4's output: ``posterior (T, r, s + 1)`` and ``predicted_toa (T, s)`` at the
-    posterior mean (NaN for inactive sources)."""
+    """Stage 4's output: ``members (T, M, r, s + 1)`` the association posterior of each
+    arrival given each of the ``M`` smoothed trajectories (float32), ``posterior (T, r, s +
+    1)`` their mean (the marginal posterior) and ``predicted_toa (T, s)`` at the posterior
+    mean (NaN for inactive sources)."""
 
+    members: np.ndarray
     posterior: np.ndarray
     predicted_toa: np.ndarray
 
@@ -413,16 +416,16 @@ def associate(
     """Stage 4: association posteriors and predicted TOAs, cycle by cycle."""
     cycles = run.cycles
     n_src = cycles.active.shape[1]
-    out = Association(
-        posterior=np.empty((run.n_cycles, cycles.toa.shape[1], n_src + 1)),
-        predicted_toa=np.full((run.n_cycles, n_src), np.nan),
+    members = np.empty(
+        (run.n_cycles, ensembles.shape[1], cycles.toa.shape[1], n_src + 1), np.float32
     )
+    predicted = np.full((run.n_cycles, n_src), np.nan)
     for t in range(run.n_cycles):
-        out.posterior[t] = cycles.association(t, ensembles[t])
-        out.predicted_toa[t, cycles.active[t]] = cycles.predicted(t, mean[t][None, :])[0]
+        members[t] = cycles.association(t, ensembles[t])
+        predicted[t, cycles.active[t]] = cycles.predicted(t, mean[t][None, :])[0]
         if progress:
             progress(1)
-    return out
+    return Association(members, members.mean(axis=1, dtype=float), predicted)
 
 
 class Pass:
@@ -605,6 +608,7 @@ def _em_step(
             cycles.offset,
             this.assoc.predicted_toa,
             cycles.model,
+            this.assoc.members,
         )
         cal = m_step(
             **pairs,
@@ -631,6 +635,7 @@ def _em_step(
         predicted_mean=this.assoc.predicted_toa,
         steps_km=_trajectory_steps(run, this.ensembles),
         dt=run.cycle_dt,
+        members=this.assoc.members,
     )
     return cal, fit_statistics(inputs, current, stats_start, statistical)
 
