@@ -5,6 +5,7 @@ identifiability decisions, and the wording of what a run kept."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -109,6 +110,30 @@ def test_sigma_over_position_draws_counts_their_spread(rng):
     assert fit.value("sigma") == pytest.approx(expected, rel=0.01)
     single = _converge(_one_source_inputs(e), _model(sigma=5.0), {"sigma"})
     assert fit.estimate("sigma").std > single.estimate("sigma").std
+
+
+def test_sigma_weighs_each_draw_by_the_association_it_implies(rng):
+    """With the association given each trajectory (``members``), the closed form is
+    ``sigma^2 = sum_m sum_k w_mk e_mk^2 / sum_m sum_k w_mk``: a draw that makes an arrival
+    clutter leaves that arrival's residual out, where the marginal weight would count it."""
+    e = rng.normal(0.0, 3.0, 300)
+    draws = 900.0 + rng.normal(0.0, 2.0, (40, 300, 1))
+    draws[:20, :150] += 40.0  # half the draws put the float far off for half the cycles
+    member_weight = np.ones((300, 40))
+    member_weight[:150, :20] = 0.01  # ... where those draws call the arrival clutter
+    members = np.zeros((300, 40, 1, 2))
+    members[:, :, 0, 0] = member_weight
+    members[:, :, 0, 1] = 1.0 - member_weight
+    base = _one_source_inputs(e, trajectories=draws)
+    joint = replace(base, posterior=members.mean(axis=1), members=members)
+    fit = _converge(joint, _model(sigma=5.0), {"sigma"})
+    resid = 900.0 + e[None, :] - draws[..., 0]  # (M, K)
+    w = member_weight.T
+    expected = np.sqrt(np.sum(w * resid**2) / np.sum(w))
+    assert fit.value("sigma") == pytest.approx(expected, rel=0.01)
+    assert fit.value("sigma") < 5.0  # the marginal weights would count the 40 s residuals
+    marginal = _converge(replace(joint, members=None), _model(sigma=5.0), {"sigma"})
+    assert marginal.value("sigma") > 2 * fit.value("sigma")
 
 
 def _detection_inputs(rng, p_detect, n_cycles=600, n_src=6, sigma=5.0):
