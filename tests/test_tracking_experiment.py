@@ -23,6 +23,7 @@ from rankmodels.tracking.calibration import (
 from rankmodels.tracking.config import TrackConfig
 from rankmodels.tracking.experiment import calibrate_experiment, experiment_sources
 from rankmodels.tracking.joint import (
+    MIN_POOLED_SHARE,
     SOURCE_DRIFT_PRIOR_STD,
     JointLayout,
     JointParameters,
@@ -96,6 +97,36 @@ def test_pooled_m_step_equals_the_closed_form_weighted_least_squares(rng):
     assert np.all(np.isfinite(std))  # every entry determined by these data
     np.testing.assert_allclose(values, theta, rtol=1e-9, atol=1e-9)
     np.testing.assert_allclose(std, np.sqrt(np.diag(np.linalg.inv(info))), rtol=1e-6)
+
+
+@pytest.mark.parametrize("spread", [6.5, 7.0])
+def test_pooled_newton_step_keeps_most_of_the_missing_information(rng, spread):
+    """Positions drawn with a spread that takes 70-97 % of the slowness' information away
+    (the speed alone estimated, the rest held): the pooled step and standard error use
+    Louis' ``I_obs = I_c + P - var(S_m)`` as it is down to MIN_POOLED_SHARE of ``I_c + P``
+    (one float's M-step would floor it at 0.3 and stop short), by hand."""
+    layout = JointLayout(n_sources=1, n_floats=1)
+    k, m = 400, 200
+    base = rng.uniform(200.0, 1500.0, k)
+    dist = base + rng.normal(0.0, spread, (m, k))
+    u0 = 1000.0 / NOMINAL
+    y = base * 1000.0 / 1490.0 + rng.normal(0.0, 5.0, k)
+    zeros = np.zeros(k)
+    stats = float_design(dist, zeros, zeros.astype(int), zeros, y - dist * u0, np.ones(k),
+                         n_sources=1, sigma=5.0)  # fmt: skip
+    got = joint_m_step(pool([stats], [np.array([0])], layout), JointParameters.nominal(layout,
+                       NOMINAL), layout, NOMINAL, estimate=frozenset({"speed"}))  # fmt: skip
+    prior = 1.0 / (u0**2 * SPEED_PRIOR_STD / 1000.0) ** 2
+    complete = stats.information[0, 0] + prior
+    share = 1.0 - stats.score_cov[0, 0] / complete
+    assert MIN_POOLED_SHARE < share < 0.3
+    u = u0 + stats.score[0] / (share * complete)
+    assert got.sound_speed == pytest.approx(1000.0 / u, rel=1e-10)
+    # plus the held offset correction's prior variance through the complete-data
+    # sensitivity (the consider covariance; the clock columns are exact, the drift's zero)
+    sensitivity = stats.information[0, 3] / complete
+    var = 1.0 / (share * complete) + sensitivity**2 * OFFSET_PRIOR_STD**2
+    assert got.sound_speed_std == pytest.approx(1000.0 * np.sqrt(var) / u**2, rel=1e-8)
 
 
 def test_a_source_nobody_hears_keeps_its_written_values(rng):

@@ -425,6 +425,7 @@ def solve_newton(
     prior_mean: np.ndarray,
     held_var: np.ndarray,
     hold_first: np.ndarray | None = None,
+    min_observed_share: float = MIN_OBSERVED_SHARE,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The geometry's M-step from ``stats`` at ``theta``: the Newton step of :func:`m_step`
     for the ``estimated`` entries (a boolean mask), each entry with a finite prior dropped
@@ -433,14 +434,18 @@ def solve_newton(
     ``held_var`` each entry's variance when held (the consider covariance); ``hold_first``
     (integer per entry, default all equal): of the undetermined entries only those of the
     highest rank are held before solving again (an entry confounded with another may be
-    determined once the other is held). Returns the new ``theta``, the covariance of the
-    entries still estimated and that mask (all False: nothing determined, ``theta``
-    unchanged). Raises ValueError when the normal equations cannot be solved."""
+    determined once the other is held); ``min_observed_share`` the floor of Louis' observed
+    information as a share of the complete-data information in any direction
+    (:func:`_observed_information`). Returns the new ``theta``, the covariance of the entries
+    still estimated and that mask (all False: nothing determined, ``theta`` unchanged).
+    Raises ValueError when the normal equations cannot be solved."""
     estimated = np.asarray(estimated, dtype=bool).copy()
     rank = np.zeros(theta.size, dtype=int) if hold_first is None else np.asarray(hold_first)
     values, cov = theta.copy(), np.zeros((0, 0))
     while estimated.any():
-        values, cov = _newton_step(theta, estimated, stats, prior, prior_mean, held_var)
+        values, cov = _newton_step(
+            theta, estimated, stats, prior, prior_mean, held_var, min_observed_share
+        )
         undetermined = np.diag(cov) * prior[estimated] * (1.0 + MIN_DATA_TO_PRIOR) > 1.0
         if not undetermined.any():
             break
@@ -458,6 +463,7 @@ def _newton_step(
     prior: np.ndarray,
     prior_mean: np.ndarray,
     held_var: np.ndarray,
+    min_observed_share: float,
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`solve_newton`'s step for the ``estimated`` entries of ``theta`` (the rest
     held): the new values and the estimated entries' covariance (consider covariance
@@ -476,7 +482,8 @@ def _newton_step(
     held = ~estimated & (held_var > 0)
     sensitivity = np.linalg.solve(info, full[np.ix_(estimated, held)])
     if stats.trajectories > 1:
-        info = _observed_information(info, stats.score_cov[np.ix_(estimated, estimated)])
+        missing = stats.score_cov[np.ix_(estimated, estimated)]
+        info = _observed_information(info, missing, min_observed_share)
     cov = np.linalg.inv(info) + (sensitivity * held_var[held]) @ sensitivity.T
     values = theta.copy()
     values[estimated] += np.linalg.solve(info, grad)
@@ -548,14 +555,16 @@ def _complete_information(dist: np.ndarray, fixed: np.ndarray, w: np.ndarray) ->
     )
 
 
-def _observed_information(complete: np.ndarray, missing: np.ndarray) -> np.ndarray:
-    """Louis' ``I_obs = I_c - I_miss``, its share of ``I_c`` clipped to
-    ``[MIN_OBSERVED_SHARE, 1]`` in every direction: with ``I_c = L L^T`` the eigenvalues of
-    ``L^-1 I_obs L^-T`` are clipped (a Monte Carlo ``I_miss`` can exceed ``I_c``)."""
+def _observed_information(
+    complete: np.ndarray, missing: np.ndarray, min_share: float = MIN_OBSERVED_SHARE
+) -> np.ndarray:
+    """Louis' ``I_obs = I_c - I_miss``, its share of ``I_c`` clipped to ``[min_share, 1]``
+    in every direction: with ``I_c = L L^T`` the eigenvalues of ``L^-1 I_obs L^-T`` are
+    clipped (a Monte Carlo ``I_miss`` can exceed ``I_c``)."""
     chol = np.linalg.cholesky(complete)
     inv = np.linalg.inv(chol)
     share, vectors = np.linalg.eigh(inv @ (complete - missing) @ inv.T)
-    share = np.clip(share, MIN_OBSERVED_SHARE, 1.0)
+    share = np.clip(share, min_share, 1.0)
     return chol @ (vectors * share) @ vectors.T @ chol.T
 
 
