@@ -74,9 +74,9 @@ __all__ = [
 #: most of a change (pooled Monte Carlo shares on a 20-float, 300-day replay: -0.08, -0.02,
 #: 0.01, 0.03, 0.06, 0.12, ...), so a floor of 0.3 shortens the Newton step there up to ten
 #: times -- the EM stops, its gain lost in the Monte Carlo noise, short of the maximum on
-#: the side it came from -- and states the speed about twice too precisely. On three such
-#: replays the speed went from 1489.4, 1491.0 and 1490.5 m/s (true 1485) to 1485.2, 1490.5
-#: and 1488.4 m/s, its standard error from 0.8 to 1.2-1.8 m/s. The pooled missing
+#: the side it came from -- and states the speed about twice too precisely. On two such
+#: replays of the tracker's own model the speed went from 1489.4 and 1491.0 m/s (true 1485)
+#: to 1485.2 and 1490.5 m/s, its standard error from 0.8-0.9 to 1.2-1.8 m/s. The pooled missing
 #: information adds the floats' independent estimates, and the EM's acceptance rule (the
 #: penalised log-likelihood must rise) guards each step.
 MIN_POOLED_SHARE = 0.02
