@@ -585,9 +585,15 @@ def test_m_step_score_with_the_association_given_each_trajectory_is_the_fisher_s
         pairs = m_step_pairs(toa[None, :], posterior, distance, np.zeros(1), np.zeros(1),
                              members=per_member)  # fmt: skip
         resid = pairs["residual_toa"] - pairs["distance_km"] * u0
-        fixed = np.zeros((resid.shape[1], 0))
-        stats = residual_statistics(pairs["distance_km"], fixed, resid, pairs["weight"] / sigma**2)
+        fixed = np.array([[1.0], [3.0]])  # a column that differs between the arrivals
+        w = pairs["weight"] / sigma**2
+        stats = residual_statistics(pairs["distance_km"], fixed, resid, w)
         scores[name] = stats.score[0]
+        # the complete-data information averages each trajectory's own weights
+        a = np.stack([pairs["distance_km"], np.broadcast_to(fixed[:, 0], resid.shape)], axis=2)
+        w = np.broadcast_to(w, resid.shape)
+        expected = np.einsum("mk,mki,mkj->ij", w, a, a) / resid.shape[0]
+        np.testing.assert_allclose(stats.information, expected, rtol=1e-12)
     assert exact > 0.1
     assert scores["members"] == pytest.approx(exact, rel=1e-5)
     assert scores["marginal"] < 0.0  # the marginal weights even get the sign wrong
