@@ -19,13 +19,14 @@ the record's length. The prior ``delta_i ~ N(0, tau^2)`` (shrinking towards the 
 offsets) makes the solve unique: without it (``tau = inf``) and with ``c_0`` estimated, the
 normal equations are singular and :func:`m_step` refuses.
 
-The E-step (:func:`m_step_pairs`) turns what the smoother gives -- the association posterior
-``P(R_tj = i | data)`` of each arrival and the distances along M smoothed trajectories --
-into the pairs the M-step weighs: the expected complete-data log-likelihood
-``sum_tji P(R_tj = i) E[(T_tj - d_ti u - o_i - c_0 - c_1 t - delta_i)^2]`` with the
-expectation over positions taken as the mean over the trajectories (association and position
-treated as independent given the data). :func:`m_step` then takes a Newton step with Louis'
-observed information rather than the plain EM step, which the positions slow down.
+The E-step (:func:`m_step_pairs`) turns what the smoother gives -- M smoothed trajectories
+``X^m``, the distances along them and the association each implies, ``P(R_tj = i | X^m,
+data)`` -- into the pairs the M-step weighs: the expected complete-data log-likelihood
+``(1/M) sum_m sum_tji P(R_tj = i | X^m) (T_tj - d_ti(X^m) u - o_i - c_0 - c_1 t -
+delta_i)^2`` under the joint posterior of positions and labels (the marginal association
+alone would pair each trajectory with arrivals it does not explain). :func:`m_step` then
+takes a Newton step with Louis' observed information rather than the plain EM step, which
+the positions slow down.
 :class:`CalibrationResult` holds the EM iterations (``rankmodels.tracking.pipeline.calibrate``
 runs the loop).
 """

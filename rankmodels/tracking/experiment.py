@@ -32,13 +32,12 @@ cannot.
 *Extrapolated steps.* Along the ridge where a faster speed, larger offsets and tracks moved
 outwards predict nearly the same arrivals, the smoothed tracks follow whatever speed the pass
 ran with, so the Monte Carlo missing information (Louis) matches or exceeds the complete
-information and the Newton step, its observed share floored at
-:data:`~rankmodels.tracking.calibration.MIN_OBSERVED_SHARE`, goes a few per cent of the way
-(on a 20-float, 300-day DIMES replay: 2.6 % of the way to the parameters the true tracks
-give, which score 31 nats higher). So when an M-step's proposal raises the penalised
-log-likelihood, the next candidate goes :data:`EXTRAPOLATION` times as far along the same
-step, and again while each rises, up to :data:`MAX_REACH` times; the particle
-log-likelihoods (common random numbers) decide, as for every candidate.
+information, and the Newton step goes only as far as the floor of the observed share
+allows (:data:`~rankmodels.tracking.joint.MIN_POOLED_SHARE`; at one float's 0.3 it went
+2.6 % of the way on a 20-float, 300-day DIMES replay). So when an M-step's proposal raises
+the penalised log-likelihood, the next candidate goes :data:`EXTRAPOLATION` times as far
+along the same step, and again while each rises, up to :data:`MAX_REACH` times; the
+particle log-likelihoods (common random numbers) decide, as for every candidate.
 
 The floats must agree on their sources: a source name at two positions more than
 :data:`SAME_POSITION_KM` apart is refused (:func:`experiment_sources`).
