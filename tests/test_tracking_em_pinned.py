@@ -27,10 +27,13 @@ from rankmodels.tracking.calibration import (
     calibration_stages,
     geometry_log_prior,
     m_step,
+    m_step_pairs,
 )
 from rankmodels.tracking.config import TrackConfig
+from rankmodels.tracking.joint import JointLayout, JointParameters
 from rankmodels.tracking.model_fit import Estimate, StatisticalModel
 from rankmodels.tracking.pipeline import MIN_GAIN, calibrate, em_passes
+from rankmodels.tracking.records import write_float
 from rankmodels.tracking.simulate import dimes_float767
 
 NOMINAL = 1480.0  # the simulated record's sound speed
@@ -524,7 +527,7 @@ def test_em_step_feeds_the_pass_to_both_m_steps(monkeypatch, record):
     from rankmodels.tracking.geometry import great_circle_km, tangent_offsets
 
     config = TrackConfig(particles=200, ensemble=20, seed=1, calibrate=True)
-    run = pipeline.prepare(record, config)
+    run = pipeline.prepare(record, config, keep_members=True)
     cal = replace(
         Calibration.nominal(12, NOMINAL), sound_speed=1490.0, clock_offset=1.0,
         clock_drift=0.1, source_offset_correction=np.linspace(-1.0, 1.0, 12),
@@ -575,6 +578,35 @@ def test_em_step_feeds_the_pass_to_both_m_steps(monkeypatch, record):
     pipeline._em_step(run, this, cal, frozenset({"speed", "sigma"}))
     pipeline._em_step(run, this, cal, frozenset({"speed"}), stats)
     assert "fit" not in calls
+
+
+def test_every_em_m_step_weighs_by_the_association_given_each_trajectory(
+    monkeypatch, record, tmp_path
+):
+    """The EM's passes (annealing ones too) and an experiment's E-step keep the association
+    given each trajectory and hand it to the geometry's pairs, one weight per trajectory."""
+    from rankmodels.tracking import experiment
+
+    seen = []
+
+    def spy(*args, **kw):
+        pairs = m_step_pairs(*args, **kw)
+        seen.append(pairs["weight"].shape == pairs["distance_km"].shape)
+        return pairs
+
+    monkeypatch.setattr(pipeline, "m_step_pairs", spy)
+    monkeypatch.setattr(experiment, "m_step_pairs", spy)
+    config = TrackConfig(particles=200, calibration_particles=200, ensemble=20, seed=1,
+                         calibrate=True, calibration_iterations=1)  # fmt: skip
+    calibrate(record, config)
+    assert len(seen) >= len(pipeline.ANNEALING) + 1 and all(seen)
+    seen.clear()
+    write_float(record, tmp_path / "a.nc")
+    layout = JointLayout(n_sources=record.sizes["source"], n_floats=1)
+    theta = JointParameters.nominal(layout, NOMINAL)
+    sources = np.arange(layout.n_sources)
+    experiment.float_e_step(tmp_path / "a.nc", config, theta, 0, sources, None, fit=False)
+    assert seen == [True]
 
 
 def test_louis_observed_information_in_one_dimension(rng):

@@ -38,11 +38,13 @@ def test_a_pass_read_later_equals_one_read_at_once():
 
 
 def test_the_association_given_each_trajectory_averages_to_the_marginal():
-    """``members[t, m]`` is the association of cycle ``t``'s arrivals given trajectory ``m``
-    alone (the engine at that one position); its mean over the trajectories is
-    ``posterior``, and each recorded arrival's row sums to one."""
+    """An EM's run keeps ``members[t, m]``, the association of cycle ``t``'s arrivals given
+    trajectory ``m`` alone (the engine at that one position); its mean over the trajectories
+    is ``posterior``, and each recorded arrival's row sums to one."""
     record = dimes_float767(seed=3, days=12)[0]
-    run = prepare(record, TrackConfig(particles=300, ensemble=40))
+    config = TrackConfig(particles=300, ensemble=40)
+    assert track_pass(prepare(record, config)).assoc.members is None  # kept for an EM only
+    run = prepare(record, config, keep_members=True)
     this = track_pass(run)
     members, ens = this.assoc.members, this.ensembles
     assert members.shape == (*ens.shape[:2], *this.assoc.posterior.shape[1:])

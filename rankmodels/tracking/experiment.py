@@ -211,7 +211,7 @@ def float_e_step(
     M-step of the statistical parameters ``config.calibrate_params`` names."""
     record, _ = read_record(file, labels_required=config.engine == "labels")
     record = with_drift_correction(record, theta.drift_correction[sources])
-    run = prepare(record, _em_config(config))
+    run = prepare(record, _em_config(config), keep_members=True)
     start = run.statistical_model()
     model = model or start
     signal = replace(model.signal, sigma=model.signal.sigma * factor)

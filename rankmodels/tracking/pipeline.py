@@ -240,7 +240,9 @@ class Run:
     (``fix_points (K, 3)``: lat, lon, error km; the record's fixes, then the recovery fix with
     ``recovery_sigma``), ``cycle_dt`` (days from the previous cycle, the launch for the first),
     start ``x0`` (lat, lon), ``recovery`` (lat, lon) and ``days_to_recovery`` (None without a
-    recovery fix) and ``n_fixes`` (the record's fixes, the recovery not counted)."""
+    recovery fix) and ``n_fixes`` (the record's fixes, the recovery not counted);
+    ``keep_members``: the association pass keeps the association given each trajectory
+    (:attr:`Association.members`, which the EM's M-steps weigh by)."""
 
     config: TrackConfig
     cycles: _Cycles
@@ -255,6 +257,7 @@ class Run:
     use_recovery: bool
     n_fixes: int = 0
     fitted: StatisticalModel | None = None
+    keep_members: bool = False
 
     @property
     def n_cycles(self) -> int:
@@ -308,10 +311,11 @@ class Run:
         return fix_loglik(lat, lon, error, x)
 
 
-def prepare(record: xr.Dataset, config: TrackConfig) -> Run:
+def prepare(record: xr.Dataset, config: TrackConfig, *, keep_members: bool = False) -> Run:
     """Stage 1: the record's cycles, fixes, steps, start and recovery; checks that the
     smoother's particle history fits in memory
-    (:func:`~rankmodels.tracking.config.check_memory`).
+    (:func:`~rankmodels.tracking.config.check_memory`); ``keep_members`` for an EM's passes
+    (:class:`Run`).
 
     Raises :class:`InputError`: ``source_label`` absent or labelling an inactive source with
     the labels engine, ``particles`` too many to smooth in memory."""
@@ -344,6 +348,7 @@ def prepare(record: xr.Dataset, config: TrackConfig) -> Run:
         days_to_recovery=days_to_recovery,
         use_recovery=use_recovery,
         n_fixes=len(fixes),
+        keep_members=keep_members,
     )
 
 
@@ -400,14 +405,14 @@ def _trajectory_distances(run: Run, ensembles: np.ndarray) -> np.ndarray:
 
 @dataclass
 class Association:
-    """Stage 4's output: ``members (T, M, r, s + 1)`` the association posterior of each
-    arrival given each of the ``M`` smoothed trajectories (float32), ``posterior (T, r, s +
-    1)`` their mean (the marginal posterior) and ``predicted_toa (T, s)`` at the posterior
-    mean (NaN for inactive sources)."""
+    """Stage 4's output: ``posterior (T, r, s + 1)`` the association posterior of each
+    arrival, ``predicted_toa (T, s)`` at the posterior mean (NaN for inactive sources) and,
+    when the run keeps them, ``members (T, M, r, s + 1)``: the association given each of the
+    ``M`` smoothed trajectories (float32), whose mean over ``M`` is ``posterior``."""
 
-    members: np.ndarray
     posterior: np.ndarray
     predicted_toa: np.ndarray
+    members: np.ndarray | None = None
 
 
 def associate(
@@ -416,16 +421,23 @@ def associate(
     """Stage 4: association posteriors and predicted TOAs, cycle by cycle."""
     cycles = run.cycles
     n_src = cycles.active.shape[1]
-    members = np.empty(
-        (run.n_cycles, ensembles.shape[1], cycles.toa.shape[1], n_src + 1), np.float32
+    shape = (run.n_cycles, cycles.toa.shape[1], n_src + 1)
+    posterior = np.empty(shape)
+    members = (
+        np.empty((shape[0], ensembles.shape[1], *shape[1:]), np.float32)
+        if run.keep_members
+        else None
     )
     predicted = np.full((run.n_cycles, n_src), np.nan)
     for t in range(run.n_cycles):
-        members[t] = cycles.association(t, ensembles[t])
+        given = cycles.association(t, ensembles[t])  # (M, r, s + 1)
+        posterior[t] = given.mean(axis=0)
+        if members is not None:
+            members[t] = given
         predicted[t, cycles.active[t]] = cycles.predicted(t, mean[t][None, :])[0]
         if progress:
             progress(1)
-    return Association(members, members.mean(axis=1, dtype=float), predicted)
+    return Association(posterior, predicted, members)
 
 
 class Pass:
@@ -682,7 +694,7 @@ def calibrate(
         particles=min(config.calibration_particles, config.particles),
         ensemble=min(config.ensemble, EM_ENSEMBLE),
     )
-    run = prepare(record, cal_config)
+    run = prepare(record, cal_config, keep_members=True)
     cycles = run.cycles
     stages = calibration_stages(config.calibrate_params)
     start_stats = run.statistical_model()
@@ -691,7 +703,7 @@ def calibrate(
     sigmas: list[float] = []  # the sigma of each pass
     loglik: list[float] = []
     for factor in ANNEALING:
-        hot = prepare(record, replace(cal_config, sigma=config.sigma * factor))
+        hot = prepare(record, replace(cal_config, sigma=config.sigma * factor), keep_members=True)
         hot.cycles.calibrate(trace[-1])
         this = track_pass(hot, progress)
         try:
