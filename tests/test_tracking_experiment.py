@@ -355,6 +355,29 @@ def test_search_extrapolates_a_step_that_helps_until_it_no_longer_does():
     assert len(plain[2]) == 6 and plain[4] == "iteration limit"
 
 
+def test_search_shortens_a_step_that_overshoots():
+    """An M-step that goes 2.5 times too far (a Newton step on a Monte Carlo observed
+    information that understates the curvature) scores lower than where it started: the
+    search then tries a quarter of it, which rises, and goes on from there; every M-step
+    gets one shortened candidate and no extrapolation."""
+    from rankmodels.tracking.experiment import EXTRAPOLATION, _search
+
+    layout, start, evaluate, propose, seen = _slow_em(1485.0, 2.5)
+    candidates, _, scores, best, stop = _search(start, evaluate, propose, 8, layout, True)
+    u = [1000.0 / v for v in seen]
+    assert scores[1] < scores[0] and scores[2] > scores[0]
+    assert u[2] - u[0] == pytest.approx((u[1] - u[0]) / EXTRAPOLATION, rel=1e-9)
+    assert abs(candidates[best][0].sound_speed - 1485.0) < 0.1
+    # each M-step: its proposal (lower than where it started) and a quarter of it, until
+    # the gain is under MIN_GAIN
+    assert stop == "no longer rising" and len(scores) % 2 == 1
+    assert all(scores[k] < scores[k - 1] < scores[k + 1] for k in range(1, len(scores), 2))
+    # a single overshoot without the shortened candidate would end the search at the start
+    layout, start, evaluate, propose, _ = _slow_em(1485.0, 2.5)
+    plain = _search(start, evaluate, propose, 8, layout, False)
+    assert plain[3] == 0 and plain[4] == "no longer rising"
+
+
 def test_search_stops_when_a_step_and_its_extrapolation_gain_little():
     """An overshooting extrapolation is not kept: the search goes on from the best, and ends
     "no longer rising" once an M-step and its extrapolations raise the best by <= MIN_GAIN."""

@@ -112,7 +112,8 @@ __all__ = [
 SAME_POSITION_KM = 1.0
 #: After an M-step whose proposal raised the penalised log-likelihood, the next candidate
 #: goes ``EXTRAPOLATION`` times as far along the step, and so on while each rises, up to
-#: ``MAX_REACH`` times the step (:func:`calibrate_experiment`).
+#: ``MAX_REACH`` times the step; after one that did not, one candidate goes ``1 /
+#: EXTRAPOLATION`` of the way (:func:`calibrate_experiment`).
 EXTRAPOLATION = 4.0
 MAX_REACH = 64.0
 #: Expected direct arrivals from a source for a float to count as having heard it.
@@ -290,7 +291,9 @@ def _search(
     log-likelihood and passes, ``propose(theta, passes)`` the M-step from the best so far (at
     most ``iterations``), each proposal that rises followed, when ``extrapolate``, by
     candidates :data:`EXTRAPOLATION` times as far along its step while they rise (up to
-    :data:`MAX_REACH`). Ends when an M-step and its extrapolations raise the best by at most
+    :data:`MAX_REACH`), and one that does not by one candidate ``1 / EXTRAPOLATION`` of the
+    way (a Newton step on the Monte Carlo observed information can overshoot along the
+    ridge). Ends when an M-step and the candidates along it raise the best by at most
     :data:`~rankmodels.tracking.pipeline.MIN_GAIN`, at the iteration limit, or when the
     M-step cannot solve. Returns the candidates scored, their passes and scores, the best
     one's index and why the search ended."""
@@ -310,12 +313,18 @@ def _search(
             best = k
         if k + 1 < len(candidates):
             continue
-        if proposal >= 0:
-            if extrapolate and gain > 0 and reach < MAX_REACH:  # the step helped: go further
+        if proposal >= 0 and extrapolate:
+            if gain > 0 and 1.0 <= reach < MAX_REACH:  # the step helped: go further
                 reach *= EXTRAPOLATION
+            elif gain <= 0 and reach == 1.0:  # it did not: try a shorter one
+                reach /= EXTRAPOLATION
+            else:
+                reach = 0.0
+            if reach:
                 along = _along(candidates[base][0], candidates[proposal][0], reach, layout)
                 candidates.append((along, candidates[proposal][1]))
                 continue
+        if proposal >= 0:
             if scores[best] - scores[base] <= MIN_GAIN:
                 stop = "no longer rising"
                 break
