@@ -41,7 +41,7 @@ import numpy as np
 
 from rankmodels.tracking.clock_readings import ClockReadings
 from rankmodels.tracking.distributions import exponnorm_logpdf, norm_logpdf
-from rankmodels.tracking.model_fit import STATISTICAL_PARAMS, StatisticalModel
+from rankmodels.tracking.model_fit import STATISTICAL_PARAMS, StatisticalModel, pair_members
 from rankmodels.tracking.signal_model import SignalModel
 
 __all__ = [
@@ -617,8 +617,7 @@ def m_step_pairs(
     if members is None:
         pair_weight = weight[t, j, i] * direct[t, j, i]
     else:
-        member = np.nan_to_num(np.asarray(members)[t, :, j, i].T.astype(float), nan=0.0)
-        pair_weight = member * direct[t, j, i]
+        pair_weight = pair_members(members, t, j, i) * direct[t, j, i]
     return {
         "distance_km": dist[:, t, i],
         "day": np.asarray(day, dtype=float)[t],

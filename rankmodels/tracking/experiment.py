@@ -313,18 +313,17 @@ def _search(
             best = k
         if k + 1 < len(candidates):
             continue
-        if proposal >= 0 and extrapolate:
-            if gain > 0 and 1.0 <= reach < MAX_REACH:  # the step helped: go further
+        if proposal >= 0:
+            if extrapolate and gain > 0 and 1.0 <= reach < MAX_REACH:  # it helped: go further
                 reach *= EXTRAPOLATION
-            elif gain <= 0 and reach == 1.0:  # it did not: try a shorter one
+            elif extrapolate and gain <= 0 and reach == 1.0:  # it did not: a shorter step
                 reach /= EXTRAPOLATION
-            else:
+            else:  # nothing more along this M-step
                 reach = 0.0
             if reach:
                 along = _along(candidates[base][0], candidates[proposal][0], reach, layout)
                 candidates.append((along, candidates[proposal][1]))
                 continue
-        if proposal >= 0:
             if scores[best] - scores[base] <= MIN_GAIN:
                 stop = "no longer rising"
                 break

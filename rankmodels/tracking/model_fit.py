@@ -73,6 +73,7 @@ __all__ = [
     "StatisticalModel",
     "fit_statistics",
     "off_the_model",
+    "pair_members",
     "survival",
 ]
 
@@ -256,6 +257,13 @@ def _newton(
     return Estimate(value, std, start, True, ratio)
 
 
+def pair_members(members: np.ndarray, t: np.ndarray, j: np.ndarray, i: np.ndarray) -> np.ndarray:
+    """``(M, K)`` association of the (arrival, source) pairs ``(t_k, j_k, i_k)`` (cycle,
+    rank, source) given each trajectory, from ``members (T, M, r, s + 1)`` (the association
+    given each of ``M`` smoothed trajectories); the pairs must be recorded arrivals."""
+    return np.asarray(members)[t, :, j, i].T.astype(float)
+
+
 def _pairs(inputs: FitInputs, model: SignalModel, min_weight: float = 1e-3):
     """Source-associated pairs ``k``: their weight ``a_k (K,)``, its value given each
     trajectory ``(M, K)`` (the association given that trajectory, or ``a_k`` without
@@ -269,7 +277,7 @@ def _pairs(inputs: FitInputs, model: SignalModel, min_weight: float = 1e-3):
     if inputs.members is None:
         member = np.broadcast_to(post[t, j, i], resid.shape)
     else:
-        member = np.nan_to_num(np.asarray(inputs.members)[t, :, j, i].T.astype(float), nan=0.0)
+        member = pair_members(inputs.members, t, j, i)
     return post[t, j, i], member, resid, toa - inputs.predicted_mean[t, i]
 
 
