@@ -50,25 +50,38 @@ class FakePass:
 
     number: int
     loglik: float
+    settled: bool = False
+
+    @property
+    def filt(self) -> int:
+        """What calibrate hands to ``ended_lost``: here the pass's number."""
+        return self.number
 
     def settle_progress(self) -> None:
-        """Nothing to count: a scripted pass reports no progress."""
+        """Nothing to count (a scripted pass reports no progress): noted."""
+        self.settled = True
 
 
 class Script:
     """A scripted EM: pass ``n`` returns ``logliks[n]``; M-step ``n`` returns ``steps[n]``
     (a Calibration, or a (Calibration, StatisticalModel), or an exception to raise)."""
 
-    def __init__(self, logliks, steps=None):
+    def __init__(self, logliks, steps=None, lost=()):
         self.logliks = list(logliks)
         self.steps = steps
+        self.lost = list(lost)  # per pass: whether its filter ended away from the recovery fix
+        self.made = []  # the passes returned
         self.passes = []  # (speed used, sigma used) per pass
         self.m_steps = []  # (start speed, params, from pass number, sigma) per M-step
 
     def track_pass(self, run, progress=None):
         n = len(self.passes)
         self.passes.append((round(run.cycles.km_per_s * 1000.0, 6), run.config.sigma))
-        return FakePass(n, self.logliks[n])
+        self.made.append(FakePass(n, self.logliks[n]))
+        return self.made[-1]
+
+    def ended_lost(self, run, filt):
+        return filt < len(self.lost) and self.lost[filt]
 
     def em_step(self, run, this, start, params, stats_start=None):
         n = len(self.m_steps)
@@ -88,6 +101,7 @@ class Script:
 def _calibrate(monkeypatch, record, script, **config):
     monkeypatch.setattr(pipeline, "track_pass", script.track_pass)
     monkeypatch.setattr(pipeline, "_em_step", script.em_step)
+    monkeypatch.setattr(pipeline, "ended_lost", script.ended_lost)
     done = []
     result, best = calibrate(record, TrackConfig(calibrate=True, **config), progress=done.append)
     return result, best, done
@@ -191,12 +205,48 @@ def test_annealing_that_cannot_solve_starts_from_the_file_values(monkeypatch, re
 
 @pytest.mark.parametrize(
     ("params", "iterations", "passes"),
-    [("speed", 5, 2 + 2 + 5 + 1), ("speed,offsets", 3, 2 + 2 + 2 * 3 + 2),
-     ("drift,speed,offsets,sigma", 2, 2 + 2 + 2 * 2 + 3), ("sigma", 4, 2 + 2 + 4)],
+    [("speed", 5, 4 + 2 + 2 + 5 + 1), ("speed,offsets", 3, 4 + 2 + 2 + 2 * 3 + 2),
+     ("drift,speed,offsets,sigma", 2, 4 + 2 + 2 + 2 * 2 + 3), ("sigma", 4, 4 + 2 + 2 + 4)],
 )  # fmt: skip
 def test_em_passes_counts_annealing_start_stages_and_checks(params, iterations, passes):
+    """Two hotter first passes (4 sigma to 8 and 16) and their annealing levels, the
+    annealing, the file's values and the annealed estimate, the M-steps of every stage, the
+    checks."""
+    assert pipeline.hotter_levels() == 2 and pipeline.MAX_ANNEALING == 4 * pipeline.ANNEALING[0]
     config = TrackConfig(calibrate=True, calibrate_params=params, calibration_iterations=iterations)
     assert em_passes(config) == passes
+
+
+@pytest.mark.parametrize(
+    ("lost", "annealing"),
+    [((), (20.0, 10.0)), ((True,), (40.0, 20.0, 10.0)), ((True, True), (80.0, 40.0, 20.0, 10.0)),
+     ((True, True, True), (80.0, 40.0, 20.0, 10.0)), ((False, True), (20.0, 10.0))],
+)  # fmt: skip
+def test_a_first_pass_that_loses_the_float_runs_again_hotter(monkeypatch, record, lost, annealing):
+    """A first annealing pass whose filter ends away from the recovery fix is not used: it
+    runs again at twice the factor (8, then 16 sigma; MAX_ANNEALING), and the annealing then
+    goes down the factors to 2 sigma. The lost passes leave no entry, and the progress
+    topped up at the end counts them as run."""
+    n = len(annealing)
+    script = Script(
+        [-100.0] * (len(lost) + n) + [0.0, 5.0, 6.0], lost=(*lost, False, False, False, False)
+    )
+    config = {"calibrate_params": "speed", "calibration_iterations": 1}
+    result, _, done = _calibrate(monkeypatch, record, script, **config)
+    hotter = min(lost.count(True), pipeline.hotter_levels()) if lost[:1] == (True,) else 0
+    hot = [20.0 * 2**k for k in range(hotter + 1)]  # 4 sigma, then each lost pass twice
+    assert [p[1] for p in script.passes] == [*hot[:-1], *annealing, 5.0, 5.0, 5.0]
+    assert script.passes[: hotter + 1] == [(1480.0, sigma) for sigma in hot]  # file's values
+    assert all(script.made[k].settled for k in range(hotter))  # their progress counted
+    # the annealing's M-steps: from the hottest pass that kept the float, then down
+    assert [m[3] for m in script.m_steps[:n]] == list(annealing)
+    assert [m[2] for m in script.m_steps[:n]] == list(range(hotter, hotter + n))
+    assert result.sigma[:n] == annealing and result.start == n
+    assert len(result.loglik) == n + 3  # the file's values, the annealed estimate, one M-step
+    n_steps = 2 * record.sizes["cycle"] + 1
+    assert sum(done) == (em_passes(TrackConfig(calibrate=True, **config)) - n - 3 - hotter) * (
+        n_steps
+    )
 
 
 def _estimated(speed, drift, c0=0.0, speed_std=5.0):
@@ -346,11 +396,13 @@ def test_progress_is_topped_up_only_for_passes_not_run(monkeypatch, record):
     script = Script([-9.0, -8.0, 0.0, 5.0, 10.0, 0.0, 0.0], [None, None, kept])
     config = {"calibrate_params": "speed,drift", "calibration_iterations": 1}
     result, _, done = _calibrate(monkeypatch, record, script, **config)
-    assert len(result.loglik) == em_passes(TrackConfig(calibrate=True, **config)) == 7
-    assert done == [] and result.stop == "iteration limit"
+    hotter = 2 * pipeline.hotter_levels()  # not run: the first pass kept the float
+    assert len(result.loglik) == em_passes(TrackConfig(calibrate=True, **config)) - hotter == 7
+    assert done == [hotter * (2 * record.sizes["cycle"] + 1)] and result.stop == "iteration limit"
     script = Script([-9.0, -8.0, 0.0, -1.0, -0.5])
     monkeypatch.setattr(pipeline, "track_pass", script.track_pass)
     monkeypatch.setattr(pipeline, "_em_step", script.em_step)
+    monkeypatch.setattr(pipeline, "ended_lost", script.ended_lost)
     result, _ = calibrate(record, TrackConfig(calibrate=True, calibrate_params="drift"))
     assert result.kept_file_values and len(result.loglik) == 5
 
@@ -684,3 +736,25 @@ def test_m_step_pairs_weights_offsets_and_single_track():
         np.testing.assert_array_equal(pairs["weight"], [MIN_PAIR_WEIGHT, 0.6, 0.5, 0.9])
         np.testing.assert_array_equal(pairs["distance_km"], [[150.0, 300.0, 300.0, 151.0]])
         np.testing.assert_array_equal(pairs["day"], [1.0, 1.0, 1.0, 2.0])
+
+
+def test_ended_lost_is_the_recovery_check_on_the_filters_last_cycle(record):
+    """A filter that ends where the float was recovered kept it; the same filter with its
+    last cycle moved 300 km lost it; a record without a recovery fix cannot tell (False)."""
+    from dataclasses import replace as with_fields
+
+    from rankmodels.tracking.geometry import great_circle_km
+
+    config = TrackConfig(particles=300, seed=2)
+    run = pipeline.prepare(record, config)
+    filt = pipeline.run_filter(run, np.random.default_rng(2))
+    last = run.cycle_steps[-1]
+    assert not pipeline.ended_lost(run, filt)
+    mean = filt.mean.copy()
+    mean[last, 0] -= 2.7  # about 300 km south
+    moved = with_fields(filt, mean=mean)
+    assert great_circle_km(*mean[last], *run.recovery) > 250.0
+    assert pipeline.ended_lost(run, moved)
+    bare = pipeline.prepare(record.drop_vars(["recovery_time", "recovery_lat", "recovery_lon"]),
+                            config)  # fmt: skip
+    assert bare.recovery is None and not pipeline.ended_lost(bare, moved)

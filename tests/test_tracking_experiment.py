@@ -389,3 +389,104 @@ def test_search_stops_when_a_step_and_its_extrapolation_gain_little():
     assert abs(candidates[best][0].sound_speed - 1485.0) < 0.2
     assert any(s < scores[best] for s in scores[1:])  # some extrapolations overshot
     assert len(scores) < 20
+
+
+# --- the likelihood-ratio check after the search ---
+
+
+def _estimated(layout: JointLayout, speed: float, speed_std: float, offsets: np.ndarray):
+    """The files' values with the speed and the offset corrections estimated."""
+    files = JointParameters.nominal(layout, NOMINAL)
+    theta = replace(
+        files,
+        sound_speed=speed,
+        sound_speed_std=speed_std,
+        offset_correction=offsets,
+        offset_correction_std=np.full(offsets.size, 0.5),
+    )
+    return files, theta
+
+
+@pytest.mark.parametrize(
+    ("drops", "kept_groups"),
+    [
+        ({"speed": 1.5, "offsets": 50.0}, {"offsets"}),  # the speed is not determined
+        ({"speed": 30.0, "offsets": 2.0}, {"speed"}),  # the offsets are not
+        ({"speed": 30.0, "offsets": 50.0}, {"speed", "offsets"}),
+    ],
+)
+def test_groups_the_floats_do_not_determine_go_back_to_the_file_values(drops, kept_groups):
+    """Each group estimated under DETERMINED_Z standard errors from the file values gets one
+    pass at them; a drop of at most MIN_GAIN nats puts it back for good (the next group is
+    checked from there), a larger one keeps the estimate."""
+    from rankmodels.tracking.experiment import _check_groups
+    from rankmodels.tracking.pipeline import MIN_GAIN
+
+    layout = JointLayout(n_sources=2, n_floats=1)
+    files, theta = _estimated(layout, 1495.0, 2.0, np.array([0.8, -0.6]))  # z 2.5, 1.6
+    assert MIN_GAIN < 30.0
+    seen = []
+
+    def evaluate(candidate, models):
+        reverted = {
+            "speed": candidate.sound_speed == NOMINAL,
+            "offsets": not candidate.offset_correction.any(),
+        }
+        seen.append(reverted)
+        return -100.0 - sum(drops[g] for g, r in reverted.items() if r), ["pass"]
+
+    search = ([(files, [None]), (theta, ["models"])], [["p0"], ["p1"]], [-500.0, -100.0], 1, "x")
+    best = _check_groups(search, evaluate, files)
+    candidates, pass_log, scores, _, _ = search
+    assert len(seen) == 2 and len(scores) == len(candidates) == len(pass_log) == 4
+    kept = candidates[best][0]
+    assert kept.estimates("speed") == ("speed" in kept_groups)
+    assert kept.estimates("offsets") == ("offsets" in kept_groups)
+    assert candidates[best][1] == ["models"]  # the statistical models of the best
+    if "speed" in kept_groups:
+        assert kept.sound_speed == 1495.0
+    else:
+        assert kept.sound_speed == NOMINAL and np.isnan(kept.sound_speed_std)
+        assert seen[1]["speed"]  # the offsets were checked from the reverted speed
+
+
+def test_a_group_far_from_the_file_values_or_nothing_estimated_is_not_checked():
+    from rankmodels.tracking.experiment import _check_groups
+    from rankmodels.tracking.pipeline import DETERMINED_Z
+
+    layout = JointLayout(n_sources=2, n_floats=1)
+    files, theta = _estimated(layout, 1485.0, 1.0, np.array([3.0, 0.1]))
+    assert theta.largest_z("speed", files) >= DETERMINED_Z  # 15 m/s at 1 m/s
+    assert theta.largest_z("offsets", files) == pytest.approx(6.0)
+    assert theta.largest_z("drift", files) == 0.0 and not theta.estimates("drift")
+
+    def evaluate(candidate, models):
+        raise AssertionError("no pass expected")
+
+    search = ([(files, [None]), (theta, [None])], [[], []], [-500.0, -100.0], 1, "x")
+    assert _check_groups(search, evaluate, files) == 1
+    # the files' values kept: nothing to check
+    search = ([(files, [None]), (theta, [None])], [[], []], [-100.0, -500.0], 0, "x")
+    assert _check_groups(search, evaluate, files) == 0
+
+
+def test_without_puts_one_group_back_and_keeps_the_rest():
+    layout = JointLayout(n_sources=2, n_floats=2)
+    files = JointParameters.nominal(layout, NOMINAL)
+    values, std = files.vector()
+    rng = np.random.default_rng(3)
+    theta = JointParameters.from_vector(layout, values + rng.normal(0, 0.01, values.size),
+                                        np.full(values.size, 0.01))  # fmt: skip
+    for group in ("speed", "offsets", "drift"):
+        got, got_std = theta.without(group, files).vector()
+        index = layout.group(group)
+        rest = np.setdiff1d(np.arange(layout.size), index)
+        np.testing.assert_allclose(got[index], values[index])
+        assert np.isnan(got_std[index]).all()
+        np.testing.assert_allclose(got[rest], theta.vector()[0][rest])
+        np.testing.assert_allclose(got_std[rest], 0.01)
+    assert sorted(np.r_[tuple(layout.group(g) for g in ("speed", "offsets", "drift"))]) == list(
+        range(layout.size)
+    )
+    with pytest.raises(ValueError, match="group must be one of"):
+        layout.group("clock")

@@ -25,9 +25,11 @@ As for one float (:func:`~rankmodels.tracking.pipeline.calibrate`): two annealin
 configured noise, then M-steps until the experiment's penalised log-likelihood (the sum of
 the floats' particle log-likelihoods and every prior) rises by at most
 :data:`~rankmodels.tracking.pipeline.MIN_GAIN` nats or ``calibration_iterations`` M-steps
-were taken; the pass with the largest penalised log-likelihood is kept. The geometry is
-fitted in one stage: pooled floats separate the speed from the offsets, which one float
-cannot.
+were taken; the pass with the largest penalised log-likelihood is kept, after the same
+likelihood-ratio check (:func:`_check_groups`: the speed, the sources' corrections, the
+floats' clocks each put back to the file values unless the floats determine them). The
+geometry is fitted in one stage: pooled floats separate the speed from the offsets, which
+one float cannot.
 
 *Extrapolated steps.* Along the ridge where a faster speed, larger offsets and tracks moved
 outwards predict nearly the same arrivals, the smoothed tracks follow whatever speed the pass
@@ -81,8 +83,10 @@ from rankmodels.tracking.joint import (
 from rankmodels.tracking.model_fit import STATISTICAL_PARAMS, StatisticalModel
 from rankmodels.tracking.pipeline import (
     ANNEALING,
+    DETERMINED_Z,
     EM_ENSEMBLE,
     MIN_GAIN,
+    TESTED_GROUPS,
     _em_step,
     prepare,
     track_pass,
@@ -273,9 +277,11 @@ class ExperimentResult:
 def experiment_passes(config: TrackConfig) -> int:
     """Most E-step passes of :func:`calibrate_experiment` (each one task per float): the
     annealing, the files' values and the annealed estimate, then per M-step its proposal and
-    at most ``log(MAX_REACH) / log(EXTRAPOLATION)`` extrapolations."""
+    at most ``log(MAX_REACH) / log(EXTRAPOLATION)`` extrapolations, and one likelihood-ratio
+    check per geometry group asked for."""
     per_step = 1 + round(math.log(MAX_REACH) / math.log(EXTRAPOLATION))
-    return len(ANNEALING) + 2 + config.calibration_iterations * per_step
+    checks = len(set(TESTED_GROUPS) & config.calibrate_params)
+    return len(ANNEALING) + 2 + config.calibration_iterations * per_step + checks
 
 
 def _search(
@@ -337,6 +343,35 @@ def _search(
         base, proposal, reach = best, len(candidates) - 1, 1.0
         steps += 1
     return candidates[: len(scores)], pass_log, scores, best, stop
+
+
+def _check_groups(
+    search: tuple[list[tuple[JointParameters, list]], list[list[FloatPass]], list[float], int, str],
+    evaluate: Callable[[JointParameters, list], tuple[float, list[FloatPass]]],
+    files: JointParameters,
+) -> int:
+    """The likelihood-ratio check of one float's calibration (step 3 of
+    :func:`~rankmodels.tracking.pipeline.calibrate`) on the experiment: each geometry group of
+    :data:`~rankmodels.tracking.pipeline.TESTED_GROUPS` that the best candidate of ``search``
+    (:func:`_search`) estimated less than :data:`~rankmodels.tracking.pipeline.DETERMINED_Z`
+    standard errors from the file values ``files`` is put back to them for one more pass
+    (with the best candidate's statistical models); when that lowers the penalised
+    log-likelihood by at most :data:`~rankmodels.tracking.pipeline.MIN_GAIN` nats, the floats
+    do not determine the group and the file values are kept. Appends the passes to
+    ``search``'s lists; returns the index of the candidate kept."""
+    candidates, pass_log, scores, best, _ = search
+    for group in TESTED_GROUPS:
+        theta, models = candidates[best]
+        if not theta.estimates(group) or theta.largest_z(group, files) >= DETERMINED_Z:
+            continue
+        reduced = theta.without(group, files)
+        score, passes = evaluate(reduced, models)
+        candidates.append((reduced, models))
+        pass_log.append(passes)
+        scores.append(score)
+        if scores[best] - score <= MIN_GAIN:
+            best = len(scores) - 1
+    return best
 
 
 def _along(
@@ -460,7 +495,8 @@ def calibrate_experiment(
     search = _search(
         candidates, evaluate, propose, config.calibration_iterations, layout, bool(geometry)
     )
-    candidates, pass_log, scores, best, stop = search
+    candidates, pass_log, scores, _, stop = search
+    best = _check_groups(search, evaluate, nominal_theta)
     if progress:
         progress(max(experiment_passes(config) - ran[0], 0) * n)
     return _result(candidates, pass_log, scores, best, stop, names, sources, layout, config)

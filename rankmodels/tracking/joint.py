@@ -111,6 +111,16 @@ class JointLayout:
         first = 1 + 2 * self.n_sources + 2 * f
         return np.array([first, first + 1])
 
+    def group(self, name: str) -> np.ndarray:
+        """Indices of the geometry group ``name``: ``"speed"`` (the slowness), ``"offsets"``
+        (every source's offset and clock-drift correction) or ``"drift"`` (every float's
+        clock offset and drift)."""
+        s = self.n_sources
+        spans = {"speed": (0, 1), "offsets": (1, 1 + 2 * s), "drift": (1 + 2 * s, self.size)}
+        if name not in spans:
+            raise ValueError(f"group must be one of {', '.join(spans)}, got {name!r}")
+        return np.arange(*spans[name])
+
     def float_columns(self, f: int, sources: np.ndarray) -> np.ndarray:
         """Indices of float ``f``'s local columns ``(u, c0, c1, delta_local, eta_local)``
         (:func:`float_design`), its local sources being the global ``sources``."""
@@ -182,6 +192,34 @@ class JointParameters:
             clock_offset_std=clock_std[:, 0],
             clock_drift_std=clock_std[:, 1],
         )
+
+    @property
+    def layout(self) -> JointLayout:
+        return JointLayout(self.offset_correction.size, self.clock_offset.size)
+
+    def estimates(self, group: str) -> bool:
+        """Whether ``group`` (:meth:`JointLayout.group`) holds an estimate (a finite standard
+        error)."""
+        return bool(np.isfinite(self.vector()[1][self.layout.group(group)]).any())
+
+    def largest_z(self, group: str, files: JointParameters) -> float:
+        """The largest ``|estimate - file value| / standard error`` among the estimated
+        entries of ``group`` (in ``theta``, the speed as its slowness), the file values being
+        ``files`` (:meth:`nominal`); 0 when the group holds no estimate."""
+        index = self.layout.group(group)
+        values, std = self.vector()
+        change = (values - files.vector()[0])[index]
+        known = np.isfinite(std[index])
+        return float(np.max(np.abs(change[known]) / std[index][known], initial=0.0))
+
+    def without(self, group: str, files: JointParameters) -> JointParameters:
+        """These parameters with ``group`` back at the file values ``files`` (:meth:`nominal`),
+        its standard errors NaN."""
+        index = self.layout.group(group)
+        values, std = self.vector()
+        values[index] = files.vector()[0][index]
+        std[index] = math.nan
+        return JointParameters.from_vector(self.layout, values, std)
 
     def for_float(self, f: int, sources: np.ndarray) -> Calibration:
         """Float ``f``'s :class:`~rankmodels.tracking.calibration.Calibration` (its clock, the

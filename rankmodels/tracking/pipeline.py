@@ -38,6 +38,7 @@ numba's compile events and reported apart from the run time.
 from __future__ import annotations
 
 import dataclasses
+import math
 import time as _time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
@@ -87,6 +88,7 @@ from rankmodels.tracking.quality import (
     QualityInputs,
     StartPoint,
     quality_checks,
+    recovery_check,
 )
 from rankmodels.tracking.records import active_sources, written_offsets
 from rankmodels.tracking.schema import CLUTTER, NO_ARRIVAL
@@ -552,6 +554,14 @@ EM_ENSEMBLE = 200
 #: assuming ``4 sigma`` then ``2 sigma`` keeps the associations roughly right while the
 #: M-steps bring the parameters close.
 ANNEALING = (4.0, 2.0)
+#: Hottest first annealing pass: while the first one's filter ends where the recovery fix
+#: says the float was not (``recovery_distance`` fails: the file's values lost it), it runs
+#: again at twice the factor, up to this many times ``sigma``. On a 404-day noisy-world float
+#: (clutter 2, ``P_D`` 0.8, the sample's mismatch; ``benchmarks/calibration.py``, seed 2) the
+#: 1,000-particle pass at ``4 sigma`` ended 660 km from the fix, its M-step turned the clock
+#: drift's sign and calibration kept the file's values (29.5 / 204 km median / p90); from
+#: ``8 sigma``, 3.5 / 7.1 km.
+MAX_ANNEALING = 16.0
 
 
 #: Rise of the penalised log-likelihood (nats) below which an M-step ends its stage: the
@@ -575,13 +585,28 @@ DETERMINED_Z = 4.0
 
 
 def em_passes(config: TrackConfig) -> int:
-    """Most filter passes of :func:`calibrate`: the :data:`ANNEALING` passes, the file's
+    """Most filter passes of :func:`calibrate`: the :data:`ANNEALING` passes (and two per
+    level the first one may go hotter: the lost pass and one more level), the file's
     values and the annealed estimate, ``calibration_iterations`` M-steps per stage
     (:func:`~rankmodels.tracking.calibration.calibration_stages`) and one likelihood-ratio
     check per geometry group asked for."""
     stages = len(calibration_stages(config.calibrate_params))
     checks = len(set(TESTED_GROUPS) & config.calibrate_params)
-    return len(ANNEALING) + 2 + stages * config.calibration_iterations + checks
+    annealing = len(ANNEALING) + 2 * hotter_levels()  # each level: a lost pass, one more
+    return annealing + 2 + stages * config.calibration_iterations + checks
+
+
+def hotter_levels() -> int:
+    """Most times the first annealing pass runs again at twice its factor
+    (:data:`MAX_ANNEALING`)."""
+    return max(round(math.log2(MAX_ANNEALING / ANNEALING[0])), 0)
+
+
+def ended_lost(run: Run, filt: FilterResult) -> bool:
+    """Whether the forward filter ``filt`` of ``run`` ends where the recovery fix says the
+    float was not (the ``recovery_distance`` quality check fails; False without a fix)."""
+    end = _end_point(run, filt)
+    return end is not None and recovery_check(end).passed is False
 
 
 def _trajectory_steps(run: Run, ensembles: np.ndarray) -> np.ndarray:
@@ -668,7 +693,9 @@ def calibrate(
     are held at their starting values.
 
     1. Annealing: one pass and M-step (the first stage's geometry) per factor of
-       :data:`ANNEALING`, assuming that many times ``sigma``, from the file's values.
+       :data:`ANNEALING`, assuming that many times ``sigma``, from the file's values; a
+       first pass whose filter ends away from the recovery fix (:func:`ended_lost`) runs
+       again at twice the factor first, up to :data:`MAX_ANNEALING`.
     2. At the configured ``sigma``: the file's values, then the annealed estimate, then
        M-steps in :func:`~rankmodels.tracking.calibration.calibration_stages` order (each
        also fitting the statistical parameters asked for), at most
@@ -702,10 +729,17 @@ def calibrate(
     models = [start_stats]
     sigmas: list[float] = []  # the sigma of each pass
     loglik: list[float] = []
-    for factor in ANNEALING:
+    factors, hotter = list(ANNEALING), 0  # the annealing; first passes run again hotter
+    while len(loglik) < len(factors):
+        factor = factors[len(loglik)]
         hot = prepare(record, replace(cal_config, sigma=config.sigma * factor), keep_members=True)
         hot.cycles.calibrate(trace[-1])
         this = track_pass(hot, progress)
+        if not loglik and 2 * factor <= MAX_ANNEALING and ended_lost(hot, this.filt):
+            this.settle_progress()
+            factors[0], hotter = 2 * factor, hotter + 1
+            factors.insert(1, factor)
+            continue
         try:
             theta, _ = _em_step(hot, this, trace[-1], stages[0] & set(GEOMETRY_PARAMS))
         except ValueError:  # cannot solve even assuming a noisier TOA: start from the file's
@@ -792,7 +826,7 @@ def calibrate(
             best, kept = this, len(loglik) - 1
     for this in passes:
         this.settle_progress()
-    skipped = em_passes(config) - len(loglik)
+    skipped = em_passes(config) - len(loglik) - hotter
     if progress and skipped > 0:
         progress(skipped * run.pass_steps)
     result = CalibrationResult(
@@ -874,21 +908,26 @@ def _start_point(run: Run) -> StartPoint:
     return StartPoint(k, with_arrivals, point)
 
 
+def _end_point(run: Run, filt: FilterResult) -> EndPoint | None:
+    """The filter's last cycle and the recovery fix it should predict (None without one)."""
+    if run.recovery is None:
+        return None
+    q2 = run.dynamics.process_noise**2
+    last = run.cycle_steps[-1]
+    return EndPoint(
+        mean=filt.mean[last],
+        cov=filt.cov[last],
+        fix=run.recovery,
+        extra_var=q2 * run.days_to_recovery + run.config.recovery_sigma**2,
+    )
+
+
 def assess(run: Run, filt: FilterResult, assoc: Association) -> tuple[QualityCheck, ...]:
     """Stage 5: the quality checks, from the record, the forward filter (its one-step
     predictions and its last cycle, under the filter's process noise), the early cycles
     filtered backwards without the launch fix, the association posteriors and the TOAs
     predicted at the posterior mean, under the run's signal model."""
-    end = None
-    if run.recovery is not None:
-        last = run.cycle_steps[-1]
-        q2 = run.dynamics.process_noise**2
-        end = EndPoint(
-            mean=filt.mean[last],
-            cov=filt.cov[last],
-            fix=run.recovery,
-            extra_var=q2 * run.days_to_recovery + run.config.recovery_sigma**2,
-        )
+    end = _end_point(run, filt)
     predicted_mean, predicted_cov = one_step_predictions(run, filt)
     return quality_checks(
         QualityInputs(
