@@ -205,12 +205,13 @@ def test_annealing_that_cannot_solve_starts_from_the_file_values(monkeypatch, re
 
 @pytest.mark.parametrize(
     ("params", "iterations", "passes"),
-    [("speed", 5, 2 + 2 + 2 + 5 + 1), ("speed,offsets", 3, 2 + 2 + 2 + 2 * 3 + 2),
-     ("drift,speed,offsets,sigma", 2, 2 + 2 + 2 + 2 * 2 + 3), ("sigma", 4, 2 + 2 + 2 + 4)],
+    [("speed", 5, 4 + 2 + 2 + 5 + 1), ("speed,offsets", 3, 4 + 2 + 2 + 2 * 3 + 2),
+     ("drift,speed,offsets,sigma", 2, 4 + 2 + 2 + 2 * 2 + 3), ("sigma", 4, 4 + 2 + 2 + 4)],
 )  # fmt: skip
 def test_em_passes_counts_annealing_start_stages_and_checks(params, iterations, passes):
-    """Two lost first passes (at 4 and 8 sigma, before 16), the annealing, the file's values
-    and the annealed estimate, the M-steps of every stage, the checks."""
+    """Two hotter first passes (4 sigma to 8 and 16) and their annealing levels, the
+    annealing, the file's values and the annealed estimate, the M-steps of every stage, the
+    checks."""
     assert pipeline.hotter_levels() == 2 and pipeline.MAX_ANNEALING == 4 * pipeline.ANNEALING[0]
     config = TrackConfig(calibrate=True, calibrate_params=params, calibration_iterations=iterations)
     assert em_passes(config) == passes
@@ -218,14 +219,14 @@ def test_em_passes_counts_annealing_start_stages_and_checks(params, iterations, 
 
 @pytest.mark.parametrize(
     ("lost", "annealing"),
-    [((), (20.0, 10.0)), ((True,), (40.0, 10.0)), ((True, True), (80.0, 10.0)),
-     ((True, True, True), (80.0, 10.0)), ((False, True), (20.0, 10.0))],
+    [((), (20.0, 10.0)), ((True,), (40.0, 20.0, 10.0)), ((True, True), (80.0, 40.0, 20.0, 10.0)),
+     ((True, True, True), (80.0, 40.0, 20.0, 10.0)), ((False, True), (20.0, 10.0))],
 )  # fmt: skip
 def test_a_first_pass_that_loses_the_float_runs_again_hotter(monkeypatch, record, lost, annealing):
     """A first annealing pass whose filter ends away from the recovery fix is not used: it
     runs again at twice the factor (8, then 16 sigma; MAX_ANNEALING), and the annealing then
-    goes on at 2 sigma. The lost passes leave no entry, and the progress topped up at the
-    end counts them as run."""
+    goes down the factors to 2 sigma. The lost passes leave no entry, and the progress
+    topped up at the end counts them as run."""
     n = len(annealing)
     script = Script(
         [-100.0] * (len(lost) + n) + [0.0, 5.0, 6.0], lost=(*lost, False, False, False, False)
@@ -395,7 +396,7 @@ def test_progress_is_topped_up_only_for_passes_not_run(monkeypatch, record):
     script = Script([-9.0, -8.0, 0.0, 5.0, 10.0, 0.0, 0.0], [None, None, kept])
     config = {"calibrate_params": "speed,drift", "calibration_iterations": 1}
     result, _, done = _calibrate(monkeypatch, record, script, **config)
-    hotter = pipeline.hotter_levels()  # not run: the first pass kept the float
+    hotter = 2 * pipeline.hotter_levels()  # not run: the first pass kept the float
     assert len(result.loglik) == em_passes(TrackConfig(calibrate=True, **config)) - hotter == 7
     assert done == [hotter * (2 * record.sizes["cycle"] + 1)] and result.stop == "iteration limit"
     script = Script([-9.0, -8.0, 0.0, -1.0, -0.5])

@@ -556,12 +556,13 @@ EM_ENSEMBLE = 200
 ANNEALING = (4.0, 2.0)
 #: Hottest first annealing pass: while the first one's filter ends where the recovery fix
 #: says the float was not (``recovery_distance`` fails: the file's values lost it), it runs
-#: again at twice the factor, up to this many times ``sigma``; the annealing then goes on
-#: with the next factor. On a 404-day noisy-world float (clutter 2, ``P_D`` 0.8, the sample's
+#: again at twice the factor, up to this many times ``sigma``, and the annealing comes down
+#: from there by halves. On a 404-day noisy-world float (clutter 2, ``P_D`` 0.8, the sample's
 #: mismatch; ``benchmarks/calibration.py``, seed 2) the 1,000-particle pass at ``4 sigma``
 #: ended 660 km from the fix, its M-step turned the clock drift's sign and calibration kept
-#: the file's values (29.5 / 204 km median / p90); annealing at ``8 sigma`` and ``2 sigma``,
-#: 3.6 / 7.5 km (with ``4 sigma`` between them as well, 3.5 / 7.1 km, one pass more).
+#: the file's values (29.5 / 204 km median / p90); annealed at 8, 4 and 2 ``sigma``, 3.5 /
+#: 7.1 km. Started from the true ``sigma`` of 3 s it needed ``16 sigma`` (48, 24, 12, 6 s:
+#: 3.6 / 7.8 km); jumping from 48 s to 6 s lost it again (30 / 499 km).
 MAX_ANNEALING = 16.0
 
 
@@ -586,14 +587,14 @@ DETERMINED_Z = 4.0
 
 
 def em_passes(config: TrackConfig) -> int:
-    """Most filter passes of :func:`calibrate`: the :data:`ANNEALING` passes (and the first
-    ones lost before one goes hotter, :func:`hotter_levels`), the file's
+    """Most filter passes of :func:`calibrate`: the :data:`ANNEALING` passes (and two per
+    level the first one may go hotter: the lost pass and one more level), the file's
     values and the annealed estimate, ``calibration_iterations`` M-steps per stage
     (:func:`~rankmodels.tracking.calibration.calibration_stages`) and one likelihood-ratio
     check per geometry group asked for."""
     stages = len(calibration_stages(config.calibrate_params))
     checks = len(set(TESTED_GROUPS) & config.calibrate_params)
-    annealing = len(ANNEALING) + hotter_levels()  # and each lost first pass
+    annealing = len(ANNEALING) + 2 * hotter_levels()  # each level: a lost pass, one more
     return annealing + 2 + stages * config.calibration_iterations + checks
 
 
@@ -696,7 +697,8 @@ def calibrate(
     1. Annealing: one pass and M-step (the first stage's geometry) per factor of
        :data:`ANNEALING`, assuming that many times ``sigma``, from the file's values; a
        first pass whose filter ends away from the recovery fix (:func:`ended_lost`) runs
-       again at twice its factor, up to :data:`MAX_ANNEALING`.
+       again at twice the factor, up to :data:`MAX_ANNEALING`, and the annealing comes down
+       from there by halves.
     2. At the configured ``sigma``: the file's values, then the annealed estimate, then
        M-steps in :func:`~rankmodels.tracking.calibration.calibration_stages` order (each
        also fitting the statistical parameters asked for), at most
@@ -739,6 +741,7 @@ def calibrate(
         if not loglik and 2 * factor <= MAX_ANNEALING and ended_lost(hot, this.filt):
             this.settle_progress()
             factors[0], hotter = 2 * factor, hotter + 1
+            factors.insert(1, factor)
             continue
         try:
             theta, _ = _em_step(hot, this, trace[-1], stages[0] & set(GEOMETRY_PARAMS))
