@@ -490,3 +490,42 @@ def test_without_puts_one_group_back_and_keeps_the_rest():
     )
     with pytest.raises(ValueError, match="group must be one of"):
         layout.group("clock")
+
+
+@pytest.mark.parametrize("lost_floats", [0, 1])
+def test_a_float_lost_in_the_first_annealing_pass_makes_it_hotter(monkeypatch, tiny, lost_floats):
+    """When any float's first annealing pass ends away from its recovery fix, the pass runs
+    again for every float at twice the factor, and the annealing comes down by halves; the
+    progress still adds up to experiment_passes."""
+    from rankmodels.tracking import experiment
+
+    factors, verdicts = [], iter([True] * lost_floats + [False] * 10_000)
+    original = experiment.float_e_step
+
+    def spy(file, config, theta, f, sources, model, factor=1.0, fit=True):
+        factors.append(factor)
+        return original(file, config, theta, f, sources, model, factor, fit)
+
+    monkeypatch.setattr(experiment, "float_e_step", spy)
+    monkeypatch.setattr(experiment, "ended_lost", lambda run, filt: next(verdicts))
+    config = TrackConfig(calibrate=True, particles=150, calibration_particles=150, ensemble=20,
+                         calibration_iterations=1, seed=3)  # fmt: skip
+    done = []
+    calibrate_experiment(tiny, config, progress=done.append)
+    n = len(tiny)
+    ladder = [8.0, 4.0, 2.0] if lost_floats else [4.0, 2.0]
+    first = [4.0] * lost_floats * n  # the lost pass, all floats
+    assert factors[: len(first) + n * len(ladder)] == first + [f for f in ladder for _ in range(n)]
+    assert set(factors[len(first) + n * len(ladder) :]) == {1.0}
+    assert sum(done) == experiment.experiment_passes(config) * n
+
+
+def test_experiment_passes_counts_every_pass_the_em_may_run():
+    """The annealing (2, and 2 more per level the first pass may go hotter: 4 to 8 and 16
+    sigma), the files' values and the annealed estimate, per M-step its proposal and the
+    extrapolations to 4, 16 and 64 times, one likelihood-ratio check per geometry group."""
+    from rankmodels.tracking.experiment import experiment_passes
+
+    for params, checks in (("speed,offsets,drift", 3), ("speed", 1), ("sigma", 0)):
+        config = TrackConfig(calibrate=True, calibrate_params=params, calibration_iterations=5)
+        assert experiment_passes(config) == (2 + 2 * 2) + 2 + 5 * (1 + 3) + checks

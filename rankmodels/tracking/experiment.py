@@ -21,7 +21,9 @@ Each pass of :func:`calibrate_experiment` is
    (:func:`~rankmodels.tracking.joint.joint_m_step`).
 
 As for one float (:func:`~rankmodels.tracking.pipeline.calibrate`): two annealing passes at
-``4 sigma`` and ``2 sigma`` first, then the files' values and the annealed estimate at the
+``4 sigma`` and ``2 sigma`` first (the first at twice the factor while any float's filter
+ends away from its recovery fix, up to :data:`~rankmodels.tracking.pipeline.MAX_ANNEALING`,
+then down by halves), then the files' values and the annealed estimate at the
 configured noise, then M-steps until the experiment's penalised log-likelihood (the sum of
 the floats' particle log-likelihoods and every prior) rises by at most
 :data:`~rankmodels.tracking.pipeline.MIN_GAIN` nats or ``calibration_iterations`` M-steps
@@ -85,9 +87,12 @@ from rankmodels.tracking.pipeline import (
     ANNEALING,
     DETERMINED_Z,
     EM_ENSEMBLE,
+    MAX_ANNEALING,
     MIN_GAIN,
     TESTED_GROUPS,
     _em_step,
+    ended_lost,
+    hotter_levels,
     prepare,
     track_pass,
 )
@@ -180,7 +185,8 @@ class FloatPass:
     columns (:func:`~rankmodels.tracking.joint.float_design`), the particle ``loglik``, the
     statistical ``model`` the pass ran with and ``fitted`` (its M-step; the same model when
     not fitted), ``start`` (the configured model, the priors' centre), and ``arrivals (s_f,)``
-    the expected direct arrivals of each of its sources."""
+    the expected direct arrivals of each of its sources; ``lost``: its filter ended where the
+    recovery fix says the float was not (:func:`~rankmodels.tracking.pipeline.ended_lost`)."""
 
     statistics: ResidualStatistics
     loglik: float
@@ -188,6 +194,7 @@ class FloatPass:
     fitted: StatisticalModel
     start: StatisticalModel
     arrivals: np.ndarray
+    lost: bool = False
 
 
 def _em_config(config: TrackConfig) -> TrackConfig:
@@ -244,7 +251,8 @@ def float_e_step(
     if fit and statistical:
         _, fitted = _em_step(run, this, cal, frozenset(statistical), start)
     arrivals = np.bincount(src, weights=pairs["weight"].mean(axis=0), minlength=cycles.n_sources)
-    return FloatPass(stats, this.loglik, model, fitted, start, arrivals)
+    lost = ended_lost(run, this.filt)
+    return FloatPass(stats, this.loglik, model, fitted, start, arrivals, lost)
 
 
 def _e_step_task(threads: int, *args: Any) -> FloatPass:
@@ -281,7 +289,8 @@ def experiment_passes(config: TrackConfig) -> int:
     check per geometry group asked for."""
     per_step = 1 + round(math.log(MAX_REACH) / math.log(EXTRAPOLATION))
     checks = len(set(TESTED_GROUPS) & config.calibrate_params)
-    return len(ANNEALING) + 2 + config.calibration_iterations * per_step + checks
+    annealing = len(ANNEALING) + 2 * hotter_levels()  # as for one float
+    return annealing + 2 + config.calibration_iterations * per_step + checks
 
 
 def _search(
@@ -474,11 +483,17 @@ def calibrate_experiment(
     clocks = [ClockReadings.from_record(records[name]) for name in names]
     nominal_theta = JointParameters.nominal(layout, nominal, clocks)
     theta = nominal_theta
-    for factor in ANNEALING if geometry else ():
+    factors, k = list(ANNEALING) if geometry else [], 0
+    while k < len(factors):
+        passes = e_steps(theta, [None] * n, factors[k], fit=False)
+        if k == 0 and 2 * factors[0] <= MAX_ANNEALING and any(p.lost for p in passes):
+            factors.insert(0, 2 * factors[0])  # a float lost: hotter, then down by halves
+            continue
         try:
-            theta = m_step(theta, e_steps(theta, [None] * n, factor, fit=False))
+            theta = m_step(theta, passes)
         except ValueError:  # cannot solve even assuming a noisier TOA: start from the files'
             break
+        k += 1
     candidates = [(nominal_theta, [None] * n)]
     if theta is not nominal_theta:
         candidates.append((theta, [None] * n))
