@@ -19,6 +19,7 @@ from rankmodels.tracking.config import (
     COMMAND_MULTIPATH,
     LIMITS,
     MAX_CALIBRATION_ITERATIONS,
+    MAX_PARTICLES,
     TrackConfig,
 )
 from rankmodels.tracking.engines import ENGINES
@@ -59,6 +60,7 @@ _OPTIONS = {
     "sound_speed": "--sound-speed",
     "calibrate_params": "--calibrate-params",
     "calibration_iterations": "--calibration-iterations",
+    "calibration_particles": "--calibration-particles",
 }
 
 
@@ -359,6 +361,15 @@ def _warnings(summary: TrackSummary) -> list[str]:
     f"'iteration limit' says the EM was still rising)  [1<=x<={MAX_CALIBRATION_ITERATIONS}].",
 )
 @click.option(
+    "--calibration-particles",
+    type=_WholeNumber(),
+    default=_DEFAULTS.calibration_particles,
+    show_default=True,
+    help="Particles of the calibration's EM passes (at most --particles): more make where "
+    "the EM ends depend less on its random numbers, for proportionally more time  "
+    f"[1<=x<={MAX_PARTICLES}].",
+)
+@click.option(
     "--smooth/--no-smooth",
     default=True,
     show_default=True,
@@ -399,6 +410,7 @@ def track_float(
     calibrate_mode: str,
     calibrate_params: str,
     calibration_iterations: int,
+    calibration_particles: int,
     smooth: bool,
     plots: bool,
     strict: bool,
@@ -427,6 +439,7 @@ def track_float(
         calibrate=calibrate,
         calibrate_params=calibrate_params,
         calibration_iterations=calibration_iterations,
+        calibration_particles=calibration_particles,
     )
     joint = calibrate_mode == "experiment"
     if joint and not calibrate:

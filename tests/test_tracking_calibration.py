@@ -449,7 +449,12 @@ def test_calibration_iterations_bounds_the_em_from_the_command_line(tmp_path):
     assert 3 <= one.sizes["iteration"] <= most < em_passes(config)
 
 
-def test_calibration_iterations_reaches_the_tracker(monkeypatch, tmp_path):
+@pytest.mark.parametrize(
+    ("option", "value", "field"),
+    [("--calibration-iterations", "7", "calibration_iterations"),
+     ("--calibration-particles", "2500", "calibration_particles")],
+)  # fmt: skip
+def test_calibration_options_reach_the_tracker(monkeypatch, tmp_path, option, value, field):
     import rankmodels_app.track as app
 
     built = []
@@ -461,10 +466,9 @@ def test_calibration_iterations_reaches_the_tracker(monkeypatch, tmp_path):
     monkeypatch.setattr(app, "TrackConfig", capture)
     record, _ = dimes_float767(seed=5, days=4)
     write_float(record, tmp_path / "f.nc")
-    CliRunner().invoke(
-        track_float_command, [str(tmp_path / "f.nc"), "--calibration-iterations", "7"]
-    )
-    assert built[0].calibration_iterations == 7
+    CliRunner().invoke(track_float_command, [str(tmp_path / "f.nc"), option, value])
+    assert getattr(built[0], field) == int(value)
+    assert getattr(built[0], field) != getattr(TrackConfig(), field)
 
 
 def test_a_short_record_keeps_what_it_cannot_determine_and_says_so(tmp_path):
