@@ -740,8 +740,8 @@ def calibrate(
         this = track_pass(hot, progress)
         if not loglik and 2 * factor <= MAX_ANNEALING and ended_lost(hot, this.filt):
             this.settle_progress()
-            factors[0], hotter = 2 * factor, hotter + 1
-            factors.insert(1, factor)
+            factors.insert(0, 2 * factor)  # hotter, then down by halves
+            hotter += 1
             continue
         try:
             theta, _ = _em_step(hot, this, trace[-1], stages[0] & set(GEOMETRY_PARAMS))
