@@ -17,6 +17,8 @@ from rankmodels.tracking.batch import TRACK_FILE, read_record
 from rankmodels.tracking.calibration import CALIBRATION_PARAMS
 from rankmodels.tracking.config import (
     COMMAND_MULTIPATH,
+    EXPERIMENT_EM_PARTICLES,
+    FLOAT_EM_PARTICLES,
     LIMITS,
     MAX_CALIBRATION_ITERATIONS,
     MAX_PARTICLES,
@@ -363,11 +365,11 @@ def _warnings(summary: TrackSummary) -> list[str]:
 @click.option(
     "--calibration-particles",
     type=_WholeNumber(),
-    default=_DEFAULTS.calibration_particles,
-    show_default=True,
+    default=None,
     help="Particles of the calibration's EM passes (at most --particles): more make where "
     "the EM ends depend less on its random numbers, for proportionally more time  "
-    f"[1<=x<={MAX_PARTICLES}].",
+    f"[default: {FLOAT_EM_PARTICLES}; {EXPERIMENT_EM_PARTICLES} with --calibrate-mode "
+    f"experiment; 1<=x<={MAX_PARTICLES}].",
 )
 @click.option(
     "--smooth/--no-smooth",
@@ -410,7 +412,7 @@ def track_float(
     calibrate_mode: str,
     calibrate_params: str,
     calibration_iterations: int,
-    calibration_particles: int,
+    calibration_particles: int | None,
     smooth: bool,
     plots: bool,
     strict: bool,

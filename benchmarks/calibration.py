@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rankmodels.tracking.config import COMMAND_MULTIPATH, TrackConfig
+from rankmodels.tracking.config import COMMAND_MULTIPATH, FLOAT_EM_PARTICLES, TrackConfig
 from rankmodels.tracking.evaluate import score_track
 from rankmodels.tracking.geometry import great_circle_km
 from rankmodels.tracking.pipeline import track_float
@@ -126,9 +126,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=1, help="floats per scenario (seeds 1..)")
     parser.add_argument("--days", type=int, default=404)
     parser.add_argument("--only", default=None, help="run only scenarios containing this text")
-    parser.add_argument(
-        "--calibration-particles", type=int, default=TrackConfig().calibration_particles
-    )
+    parser.add_argument("--calibration-particles", type=int, default=FLOAT_EM_PARTICLES)
     parser.add_argument(
         "--multipath", type=float, default=COMMAND_MULTIPATH, help="the tracker's --multipath"
     )

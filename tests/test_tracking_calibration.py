@@ -22,7 +22,12 @@ from rankmodels.tracking.calibration import (
     parse_calibrate_params,
     residual_statistics,
 )
-from rankmodels.tracking.config import COMMAND_MULTIPATH, TrackConfig
+from rankmodels.tracking.config import (
+    COMMAND_MULTIPATH,
+    EXPERIMENT_EM_PARTICLES,
+    FLOAT_EM_PARTICLES,
+    TrackConfig,
+)
 from rankmodels.tracking.evaluate import score_track
 from rankmodels.tracking.geometry import great_circle_km
 from rankmodels.tracking.pipeline import (
@@ -455,6 +460,13 @@ def test_calibration_iterations_bounds_the_em_from_the_command_line(tmp_path):
      ("--calibration-particles", "2500", "calibration_particles")],
 )  # fmt: skip
 def test_calibration_options_reach_the_tracker(monkeypatch, tmp_path, option, value, field):
+    built = _config_of_command(monkeypatch, tmp_path, option, value)
+    assert getattr(built, field) == int(value)
+    assert getattr(built, field) != getattr(TrackConfig(), field)
+
+
+def _config_of_command(monkeypatch, tmp_path, *options: str) -> TrackConfig:
+    """The TrackConfig that ``track-float FILE *options`` builds (stopped before tracking)."""
     import rankmodels_app.track as app
 
     built = []
@@ -466,9 +478,28 @@ def test_calibration_options_reach_the_tracker(monkeypatch, tmp_path, option, va
     monkeypatch.setattr(app, "TrackConfig", capture)
     record, _ = dimes_float767(seed=5, days=4)
     write_float(record, tmp_path / "f.nc")
-    CliRunner().invoke(track_float_command, [str(tmp_path / "f.nc"), option, value])
-    assert getattr(built[0], field) == int(value)
-    assert getattr(built[0], field) != getattr(TrackConfig(), field)
+    CliRunner().invoke(track_float_command, [str(tmp_path / "f.nc"), *options])
+    return built[0]
+
+
+@pytest.mark.parametrize(
+    ("given", "particles", "one_float", "experiment"),
+    [(None, 10_000, FLOAT_EM_PARTICLES, EXPERIMENT_EM_PARTICLES),
+     (None, 1_500, FLOAT_EM_PARTICLES, 1_500),
+     (3_000, 10_000, 3_000, 3_000),
+     (3_000, 500, 500, 500)],
+)  # fmt: skip
+def test_em_particles_by_mode(given, particles, one_float, experiment):
+    """No --calibration-particles: one float's EM at FLOAT_EM_PARTICLES, an experiment's at
+    EXPERIMENT_EM_PARTICLES; a given count is used by both; never more than --particles."""
+    assert FLOAT_EM_PARTICLES < 1_500 < EXPERIMENT_EM_PARTICLES
+    config = TrackConfig(particles=particles, calibration_particles=given)
+    assert config.em_particles() == one_float
+    assert config.em_particles(experiment=True) == experiment
+
+
+def test_the_command_leaves_the_em_particles_to_the_mode(monkeypatch, tmp_path):
+    assert _config_of_command(monkeypatch, tmp_path).calibration_particles is None
 
 
 def test_a_short_record_keeps_what_it_cannot_determine_and_says_so(tmp_path):

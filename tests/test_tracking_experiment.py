@@ -20,8 +20,8 @@ from rankmodels.tracking.calibration import (
     OFFSET_PRIOR_STD,
     SPEED_PRIOR_STD,
 )
-from rankmodels.tracking.config import TrackConfig
-from rankmodels.tracking.experiment import calibrate_experiment, experiment_sources
+from rankmodels.tracking.config import EXPERIMENT_EM_PARTICLES, TrackConfig
+from rankmodels.tracking.experiment import _em_config, calibrate_experiment, experiment_sources
 from rankmodels.tracking.joint import (
     MIN_POOLED_SHARE,
     SOURCE_DRIFT_PRIOR_STD,
@@ -529,3 +529,8 @@ def test_experiment_passes_counts_every_pass_the_em_may_run():
     for params, checks in (("speed,offsets,drift", 3), ("speed", 1), ("sigma", 0)):
         config = TrackConfig(calibrate=True, calibrate_params=params, calibration_iterations=5)
         assert experiment_passes(config) == (2 + 2 * 2) + 2 + 5 * (1 + 3) + checks
+
+
+@pytest.mark.parametrize(("given", "used"), [(None, EXPERIMENT_EM_PARTICLES), (700, 700)])
+def test_the_experiments_em_passes_run_at_its_own_particle_count(given, used):
+    assert _em_config(TrackConfig(calibration_particles=given)).particles == used

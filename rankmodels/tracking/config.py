@@ -21,7 +21,9 @@ parameter's name (the command line maps it to its option). The ranges:
 * ``recovery_sigma`` 0 < s_r <= 1000 km; ``ess_threshold`` 0 .. 1;
 * calibration: ``calibrate_params`` a non-empty subset of
   :data:`~rankmodels.tracking.calibration.CALIBRATION_PARAMS`, ``calibration_particles``
-  1 .. :data:`MAX_PARTICLES`, ``calibration_iterations`` 1 .. :data:`MAX_CALIBRATION_ITERATIONS`.
+  1 .. :data:`MAX_PARTICLES` (or None: :data:`FLOAT_EM_PARTICLES` for one float,
+  :data:`EXPERIMENT_EM_PARTICLES` for an experiment), ``calibration_iterations``
+  1 .. :data:`MAX_CALIBRATION_ITERATIONS`.
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ from rankmodels.tracking.engines import ENGINE_REGISTRY, ENGINES
 
 __all__ = [
     "COMMAND_MULTIPATH",
+    "EXPERIMENT_EM_PARTICLES",
+    "FLOAT_EM_PARTICLES",
     "HISTORY_BYTES_PER_PARTICLE",
     "LIMITS",
     "MAX_CALIBRATION_ITERATIONS",
@@ -54,6 +58,13 @@ MAX_PARTICLES = 10_000_000
 HISTORY_BYTES_PER_PARTICLE = 28
 #: Most EM iterations of the calibration (each a filter and smoother run).
 MAX_CALIBRATION_ITERATIONS = 50
+#: Particles of the calibration's EM passes unless ``calibration_particles`` says otherwise:
+#: one float's calibration, and an experiment's (:mod:`~rankmodels.tracking.experiment`),
+#: whose shared estimates are precise enough for the passes' Monte Carlo error to matter (on
+#: replayed DIMES experiments of 20 floats, 2,000 instead of 1,000 took the sound speed from
+#: 1.1-5.2 m/s off the truth to 0.3-2.4 m/s; ``docs/tracking.md``).
+FLOAT_EM_PARTICLES = 1_000
+EXPERIMENT_EM_PARTICLES = 2_000
 #: ``track-float``'s ``--multipath`` default (``TrackConfig()`` keeps the paper's ``P_M = 0``):
 #: real records have a few per cent of arrivals delayed by tens of seconds (the shipped sample
 #: 2 %). On 404-day simulated floats with 5 % multipath (and every other mismatch) the model
@@ -132,7 +143,8 @@ class TrackConfig:
     (:func:`rankmodels.tracking.pipeline.calibrate`; off here, so that ``TrackConfig()`` is the
     paper's model; ``track-float`` turns it on), ``calibrate_params`` which of them,
     ``calibration_particles`` the filter's particles during the EM iterations (the final pass
-    uses ``particles``), ``calibration_iterations`` the most M-steps.
+    uses ``particles``; None: :meth:`em_particles`' defaults), ``calibration_iterations``
+    the most M-steps.
 
     Raises :class:`~rankmodels.errors.InputError` (a ``ValueError``; ``field`` = the setting)
     for a value outside :data:`LIMITS`, NaN or infinite, an unknown engine, a negative seed,
@@ -155,7 +167,7 @@ class TrackConfig:
     ess_threshold: float = 0.5
     calibrate: bool = False
     calibrate_params: frozenset[str] = frozenset(CALIBRATION_PARAMS)
-    calibration_particles: int = 1_000
+    calibration_particles: int | None = None
     calibration_iterations: int = 5
 
     def __post_init__(self) -> None:
@@ -181,6 +193,8 @@ class TrackConfig:
             ("calibration_iterations", MAX_CALIBRATION_ITERATIONS),
         ):
             value = getattr(self, name)
+            if name == "calibration_particles" and value is None:  # the mode's default
+                continue
             if (
                 not isinstance(value, numbers.Integral)
                 or isinstance(value, bool)
@@ -192,6 +206,14 @@ class TrackConfig:
         problem = ENGINE_REGISTRY[self.engine].model_problem(self)
         if problem is not None:
             raise InputError(problem, field="engine")
+
+    def em_particles(self, experiment: bool = False) -> int:
+        """Particles of the calibration's EM passes: ``calibration_particles``, or when that is
+        None :data:`FLOAT_EM_PARTICLES` (one float) or :data:`EXPERIMENT_EM_PARTICLES`
+        (``experiment``: floats calibrated together); at most ``particles``."""
+        default = EXPERIMENT_EM_PARTICLES if experiment else FLOAT_EM_PARTICLES
+        chosen = default if self.calibration_particles is None else self.calibration_particles
+        return min(chosen, self.particles)
 
 
 def memory_budget_bytes() -> int:

@@ -11,8 +11,10 @@ Each pass of :func:`calibrate_experiment` is
 1. *E-step, float by float* (:func:`float_e_step`; one task per float on the Dask workers of
    batch mode, or serially): the float's filter, smoother and association pass
    (:func:`~rankmodels.tracking.pipeline.track_pass`) with the current shared values and its
-   own clock and model, at ``calibration_particles`` and the same seed every pass; from it
-   the float's :class:`~rankmodels.tracking.calibration.ResidualStatistics` of the geometry
+   own clock and model, at the experiment's EM particles (``calibration_particles``,
+   default :data:`~rankmodels.tracking.config.EXPERIMENT_EM_PARTICLES`) and the same seed
+   every pass; from it the float's
+   :class:`~rankmodels.tracking.calibration.ResidualStatistics` of the geometry
    (:func:`~rankmodels.tracking.joint.float_design`), its particle log-likelihood, the
    expected direct arrivals of each source it heard, and (at the configured noise) the
    M-step of its statistical model, which is the float's own;
@@ -198,11 +200,12 @@ class FloatPass:
 
 
 def _em_config(config: TrackConfig) -> TrackConfig:
-    """The EM passes' settings: ``calibration_particles``, at most ``EM_ENSEMBLE``
+    """The EM passes' settings: the experiment's EM particles
+    (:meth:`~rankmodels.tracking.config.TrackConfig.em_particles`), at most ``EM_ENSEMBLE``
     trajectories."""
     return replace(
         config,
-        particles=min(config.calibration_particles, config.particles),
+        particles=config.em_particles(experiment=True),
         ensemble=min(config.ensemble, EM_ENSEMBLE),
     )
 

@@ -28,8 +28,8 @@
 6. :func:`~rankmodels.tracking.output.build_track` and :func:`summarise`.
 
 With ``config.calibrate``, :func:`calibrate` first runs stages 2-4 as a Monte Carlo EM at
-``config.calibration_particles`` particles and the stages then run once more with the
-parameters kept.
+``config.em_particles()`` particles and the stages then run once more with the parameters
+kept.
 
 Time spent compiling numba kernels (on a first run, before they are cached) is measured with
 numba's compile events and reported apart from the run time.
@@ -684,7 +684,7 @@ def calibrate(
 ) -> tuple[CalibrationResult, Pass]:
     """Monte Carlo EM for the clock, sound speed, source offsets and the statistical model.
 
-    Every pass runs stages 2-4 at ``min(calibration_particles, particles)`` particles (and at
+    Every pass runs stages 2-4 at ``config.em_particles()`` particles (and at
     most :data:`EM_ENSEMBLE` smoothed trajectories) with the same seed (common random numbers,
     so passes differ only by their parameters); the E-step takes the association posteriors
     and the smoothed ensemble; the M-step is the weighted least squares of
@@ -721,7 +721,7 @@ def calibrate(
     """
     cal_config = replace(
         config,
-        particles=min(config.calibration_particles, config.particles),
+        particles=config.em_particles(),
         ensemble=min(config.ensemble, EM_ENSEMBLE),
     )
     run = prepare(record, cal_config, keep_members=True)
