@@ -93,6 +93,49 @@ def test_systematic_resampling_counts(rng):
         assert np.all(counts >= np.floor(n * w) - 1e-9) and np.all(counts <= np.ceil(n * w))
 
 
+@pytest.mark.parametrize("zeros", [False, True])
+def test_systematic_resampling_is_the_sorted_search(zeros):
+    """The merge equals numpy's search of the same points, zero weights (flat stretches of
+    the cdf) and the last index included."""
+    rng = np.random.default_rng(7)
+    for size in (1, 2, 13, 1000):
+        w = rng.dirichlet(np.full(size, 0.3))
+        if zeros:  # about half the weights zero, the last one among them when there are two
+            keep = rng.random(size) < 0.5
+            keep[rng.integers(max(size - 1, 1))] = True
+            keep[-1] = size == 1
+            w = np.where(keep, w, 0.0) / np.sum(w[keep])
+        for n in (1, 7, 1000):
+            seed = int(rng.integers(1 << 30))
+            got = systematic_resample(w, n, np.random.default_rng(seed))
+            cdf = np.cumsum(w)
+            cdf[-1] = 1.0
+            u = (np.random.default_rng(seed).random() + np.arange(n)) / n
+            want = np.minimum(np.searchsorted(cdf, u, side="right"), size - 1)
+            np.testing.assert_array_equal(got, want)
+            assert w[got].min() > 0
+
+
+class _Fixed:
+    """A generator whose uniform draw is ``value`` (points on the cdf's steps)."""
+
+    def __init__(self, value: float):
+        self.value = value
+
+    def random(self) -> float:
+        return self.value
+
+
+def test_systematic_resampling_on_the_steps():
+    """Points that fall exactly on a cumulative weight go past it (side="right"), over the
+    zero weight too: u = 0, 1/4, 1/2, 3/4 on cdf 1/4, 1/4, 1/2, 1."""
+    w = np.array([0.25, 0.0, 0.25, 0.5])
+    np.testing.assert_array_equal(systematic_resample(w, 4, _Fixed(0.0)), [0, 2, 3, 3])
+    # a draw just below 1 rounds the last point up to 1.0: still the last index, not past it
+    last = systematic_resample(w, 4, _Fixed(np.nextafter(1.0, 0.0)))
+    np.testing.assert_array_equal(last, [0, 3, 3, 3])
+
+
 def test_tangent_random_walk_steps_and_density(rng):
     walk = RandomWalk(process_noise=6.0)
     x0 = np.array([-58.0, 179.99])  # next to the date line
