@@ -87,7 +87,6 @@ from rankmodels.tracking.joint import (
 from rankmodels.tracking.model_fit import STATISTICAL_PARAMS, StatisticalModel
 from rankmodels.tracking.pipeline import (
     ANNEALING,
-    DETERMINED_Z,
     EM_ENSEMBLE,
     MAX_ANNEALING,
     MIN_GAIN,
@@ -95,6 +94,7 @@ from rankmodels.tracking.pipeline import (
     _em_step,
     ended_lost,
     hotter_levels,
+    likelihood_ratio_check,
     prepare,
     track_pass,
 )
@@ -362,28 +362,29 @@ def _check_groups(
     evaluate: Callable[[JointParameters, list], tuple[float, list[FloatPass]]],
     files: JointParameters,
 ) -> int:
-    """The likelihood-ratio check of one float's calibration (step 3 of
-    :func:`~rankmodels.tracking.pipeline.calibrate`) on the experiment: each geometry group of
-    :data:`~rankmodels.tracking.pipeline.TESTED_GROUPS` that the best candidate of ``search``
-    (:func:`_search`) estimated less than :data:`~rankmodels.tracking.pipeline.DETERMINED_Z`
-    standard errors from the file values ``files`` is put back to them for one more pass
-    (with the best candidate's statistical models); when that lowers the penalised
-    log-likelihood by at most :data:`~rankmodels.tracking.pipeline.MIN_GAIN` nats, the floats
-    do not determine the group and the file values are kept. Appends the passes to
-    ``search``'s lists; returns the index of the candidate kept."""
+    """The likelihood-ratio check of one float's calibration
+    (:func:`~rankmodels.tracking.pipeline.likelihood_ratio_check`) on the experiment, from the
+    best candidate of ``search`` (:func:`_search`) with the file values ``files``: each
+    group put back is one more pass with that candidate's statistical models. Appends the
+    passes to ``search``'s lists; returns the index of the candidate kept."""
     candidates, pass_log, scores, best, _ = search
-    for group in TESTED_GROUPS:
-        theta, models = candidates[best]
-        if not theta.estimates(group) or theta.largest_z(group, files) >= DETERMINED_Z:
-            continue
+
+    def try_without(k: int, group: str) -> int:
+        theta, models = candidates[k]
         reduced = theta.without(group, files)
         score, passes = evaluate(reduced, models)
         candidates.append((reduced, models))
         pass_log.append(passes)
         scores.append(score)
-        if scores[best] - score <= MIN_GAIN:
-            best = len(scores) - 1
-    return best
+        return len(scores) - 1
+
+    return likelihood_ratio_check(
+        best,
+        lambda k: candidates[k][0],
+        scores.__getitem__,
+        lambda theta, group: theta.largest_z(group, files),
+        try_without,
+    )
 
 
 def _along(

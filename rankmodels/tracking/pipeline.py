@@ -42,6 +42,7 @@ import math
 import time as _time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 import xarray as xr
@@ -586,6 +587,31 @@ TESTED_GROUPS = ("speed", "offsets", "drift")
 DETERMINED_Z = 4.0
 
 
+def likelihood_ratio_check(
+    kept: int,
+    theta_of: Callable[[int], Any],
+    score_of: Callable[[int], float],
+    largest_z: Callable[[Any, str], float],
+    try_without: Callable[[int, str], int],
+) -> int:
+    """Step 3 of :func:`calibrate`, for one float or an experiment: for each geometry group
+    of :data:`TESTED_GROUPS` that candidate ``kept``'s parameters ``theta_of(kept)``
+    estimated less than :data:`DETERMINED_Z` standard errors from the file values
+    (``largest_z(theta, group)``), ``try_without(kept, group)`` scores those parameters with
+    the group back at the file values and returns the new candidate's index; when its
+    penalised log-likelihood (``score_of``) is at most :data:`MIN_GAIN` nats below the kept
+    one's, the records do not determine the group and the new candidate is kept (the next
+    group is checked from there). Returns the index kept."""
+    for group in TESTED_GROUPS:
+        theta = theta_of(kept)
+        if not theta.estimates(group) or largest_z(theta, group) >= DETERMINED_Z:
+            continue
+        new = try_without(kept, group)
+        if score_of(kept) - score_of(new) <= MIN_GAIN:
+            kept = new
+    return kept
+
+
 def em_passes(config: TrackConfig) -> int:
     """Most filter passes of :func:`calibrate`: the :data:`ANNEALING` passes (and two per
     level the first one may go hotter: the lost pass and one more level), the file's
@@ -804,29 +830,32 @@ def calibrate(
         sigmas.append(stats.signal.sigma)
         steps += 1
         k += 1
-    # the likelihood-ratio check: a geometry group whose estimate raises the penalised
-    # log-likelihood by at most MIN_GAIN over its file values is not determined by the record
-    for group in TESTED_GROUPS:
-        if kept == first or not trace[kept].estimates(group):
-            continue
-        if trace[kept].largest_z(group, cycles.nominal_speed, cycles.clock) >= DETERMINED_Z:
-            continue  # determined beyond doubt: the check's pass would only confirm it
-        reduced = trace[kept].without(group, cycles.nominal_speed, cycles.clock)
+
+    def try_without(k: int, group: str) -> int:
+        reduced = trace[k].without(group, cycles.nominal_speed, cycles.clock)
         cycles.calibrate(reduced)
-        run.use_model(models[kept])
+        run.use_model(models[k])
         this = track_pass(run, progress)
         passes.append(this)
         trace.append(reduced)
-        models.append(models[kept])
-        sigmas.append(models[kept].signal.sigma)
+        models.append(models[k])
+        sigmas.append(models[k].signal.sigma)
         loglik.append(this.loglik)
         penalised.append(
             this.loglik
-            + models[kept].log_prior(start_stats)
+            + models[k].log_prior(start_stats)
             + geometry_log_prior(reduced, cycles.nominal_speed, cycles.clock)
         )
-        if score(kept) - score(len(loglik) - 1) <= MIN_GAIN:
-            best, kept = this, len(loglik) - 1
+        return len(loglik) - 1
+
+    kept = likelihood_ratio_check(
+        kept,
+        trace.__getitem__,
+        score,
+        lambda theta, group: theta.largest_z(group, cycles.nominal_speed, cycles.clock),
+        try_without,
+    )
+    best = passes[kept - first]
     for this in passes:
         this.settle_progress()
     skipped = em_passes(config) - len(loglik) - hotter
