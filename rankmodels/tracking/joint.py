@@ -63,6 +63,7 @@ __all__ = [
     "JointParameters",
     "float_design",
     "joint_log_prior",
+    "joint_prior",
     "joint_m_step",
     "pool",
 ]
@@ -290,7 +291,7 @@ def _clocks(clocks: Sequence[ClockReadings] | None, layout: JointLayout) -> Sequ
     return clocks
 
 
-def _prior(
+def joint_prior(
     layout: JointLayout, nominal_speed: float, clocks: Sequence[ClockReadings] | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """The priors' centres and standard deviations over ``theta`` (:func:`joint_m_step`); a
@@ -321,7 +322,7 @@ def joint_log_prior(
     measured ``clocks`` at their clocks (data, estimated or not)."""
     layout = JointLayout(theta.offset_correction.size, theta.clock_offset.size)
     values, std = theta.vector()
-    centre, width = _prior(layout, nominal_speed, clocks)
+    centre, width = joint_prior(layout, nominal_speed, clocks)
     z = ((values - centre) / width)[np.isfinite(std)]
     readings = sum(
         c.log_likelihood(float(c0), float(c1))
@@ -359,7 +360,7 @@ def joint_m_step(
     design of every float. Raises ValueError when the normal equations cannot be solved."""
     theta, std = current.vector()
     s = layout.n_sources
-    prior_mean, prior_std = _prior(layout, nominal_speed, clocks)
+    prior_mean, prior_std = joint_prior(layout, nominal_speed, clocks)
     for f, readings in enumerate(_clocks(clocks, layout)):
         if len(readings):
             pooled = pooled + clock_statistics(
