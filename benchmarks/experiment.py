@@ -19,9 +19,10 @@ REPLAY/ --calibrate-mode experiment --no-plots`` (``--workers``), optionally als
 Printed per run: the speed's error against its stated standard error (z), the sources whose
 offset correction is within 0.5 s and whose drift correction is within 0.003 s/day of the truth
 (of those estimated) with the root mean square of their z, the tracks' median of medians / of
-90th percentiles (km), and the wall time of the calibration. Then per world: the speed's mean
-and root-mean-square error, how many runs are within 2 m/s, and how many within 2 standard
-errors (what ``± SE`` promises: about 95 %).
+90th percentiles (km), how far east / north the tracks sit from the truth together (the
+mean over the floats of each one's mean error, km), and the wall time of the calibration.
+Then per world: the speed's mean and root-mean-square error, how many runs are within 2 m/s,
+and how many within 2 standard errors (what ``± SE`` promises: about 95 %).
 
     python benchmarks/experiment.py [--seeds 11 12 13 14 15] [--worlds acceptance ...]
         [--floats 20] [--max-days 300] [--workers 2] [--calibration-particles N]
@@ -43,6 +44,7 @@ import numpy as np
 import xarray as xr
 
 from rankmodels.tracking.evaluate import position_error_km
+from rankmodels.tracking.geometry import tangent_offsets
 
 TRUE_SPEED = 1485.0
 REPLAY = [
@@ -94,18 +96,27 @@ def shared_errors(replay: Path, out: Path) -> dict[str, float]:
     }
 
 
-def track_errors(replay: Path, out: Path) -> tuple[float, float]:
-    """Median over the floats of their median and of their 90th-percentile errors (km)."""
-    medians, p90s = [], []
+def track_errors(replay: Path, out: Path) -> tuple[float, float, float, float]:
+    """Median over the floats of their median and of their 90th-percentile errors (km), and
+    the mean over the floats of their mean error east and north (km): how far the tracks sit
+    from the truth together."""
+    medians, p90s, east, north = [], [], [], []
     for track_file in sorted(out.glob("*/track.nc")):
         with (
             xr.open_dataset(track_file) as track,
             xr.open_dataset(replay / f"{track_file.parent.name}_truth.nc") as truth,
         ):
             err = position_error_km(track, truth)
+            offsets = tangent_offsets(truth["lat"].values, truth["lon"].values,
+                                      track["lat"].values, track["lon"].values)  # fmt: skip
         medians.append(np.median(err))
         p90s.append(np.percentile(err, 90))
-    return float(np.median(medians)), float(np.median(p90s))
+        east.append(np.nanmean(offsets[0]))
+        north.append(np.nanmean(offsets[1]))
+    return (
+        float(np.median(medians)), float(np.median(p90s)), float(np.mean(east)),
+        float(np.mean(north)),
+    )  # fmt: skip
 
 
 def _timed(argv: list[str]) -> float:
@@ -134,7 +145,7 @@ def main() -> None:
         print(
             f"{args.floats} floats, records cut at {args.max_days} days, {args.workers} workers\n"
             "world seed | speed error (SE) z | offsets within 0.5 s (rms z) | drifts within "
-            f"0.003 (rms z) | tracks km | wall s{alone}"
+            f"0.003 (rms z) | tracks km | tracks together east / north km | wall s{alone}"
         )
         results: dict[str, list[dict[str, float]]] = {world: [] for world in args.worlds}
         for seed in args.seeds:
@@ -153,18 +164,18 @@ def main() -> None:
                 wall = _timed([*track, "--calibrate-mode", "experiment", "--out", str(out)])
                 row = shared_errors(replay, out)
                 results[world].append(row)
-                median, p90 = track_errors(replay, out)
+                median, p90, east, north = track_errors(replay, out)
                 line = (
                     f"{world} {seed} | {row['speed_error']:+.2f} ({row['speed_std']:.2f}) "
                     f"{row['speed_error'] / row['speed_std']:+.1f} | "
                     f"{row['offsets_ok']}/{row['offsets']} ({row['offset_rms_z']:.1f}) | "
                     f"{row['drifts_ok']}/{row['drifts']} ({row['drift_rms_z']:.1f}) | "
-                    f"{median:.2f} / {p90:.2f} | {wall:.0f}"
+                    f"{median:.2f} / {p90:.2f} | {east:+.2f} / {north:+.2f} | {wall:.0f}"
                 )
                 if args.per_float:
                     per_float = root / f"alone_{world}_{seed}"
                     _timed([*track, "--out", str(per_float)])
-                    line += " | {:.2f} / {:.2f}".format(*track_errors(replay, per_float))
+                    line += " | {:.2f} / {:.2f}".format(*track_errors(replay, per_float)[:2])
                 print(line, flush=True)
     print("world | runs | speed mean / rms error m/s | within 2 m/s | within 2 SE | "
           "offsets within 0.5 s | drifts within 0.003")  # fmt: skip
