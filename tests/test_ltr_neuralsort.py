@@ -114,3 +114,49 @@ def test_levels_and_the_eq19_limit_lowest_level_first(rng):
     for bad in (0.0, 1.5, np.nan):
         with pytest.raises(ValueError, match="level_ratio must be in"):
             pirank_loss(s, np.ones(10), k=3, block_size=6, level_ratio=bad)
+
+
+def _loss_list_by_list(scores, rel, lengths, tau, k, block_size, straight_through):
+    """PiRank's value and gradient one list at a time through :func:`relaxed_topk` (the
+    per-list NeuralSort and its hand-written VJP)."""
+    value, grad = np.zeros(len(lengths)), np.zeros(scores.shape)
+    for b, m in enumerate(lengths):
+        s, r = scores[b, :m], rel[b, :m]
+        kk = m if k is None else min(k, m)
+        gain = 2.0**r - 1.0
+        disc = 1.0 / np.log2(np.arange(2, m + 2))
+        idcg = np.sort(gain)[::-1][:kk] @ disc[:kk]
+        if m == 0 or idcg == 0:
+            continue
+        u, d = gain / idcg, disc[:kk]
+        P, backward = relaxed_topk(s, tau, kk, block_size)
+        hard = u[np.argsort(-s, kind="stable")[:kk]] @ d
+        value[b] = 1.0 - (hard if straight_through else d @ P @ u)
+        grad[b, :m] = backward(-np.outer(d, u))
+    return value, grad
+
+
+@pytest.mark.parametrize("straight_through", [True, False])
+@pytest.mark.parametrize(("k", "block_size"), [(3, None), (None, None), (2, 5)])
+@pytest.mark.parametrize("chunk", [4_000_000, 30])
+def test_lists_of_one_length_together_equal_list_by_list(
+    monkeypatch, straight_through, k, block_size, chunk
+):
+    """The loss vectorised over lists of equal length (chunked when ``chunk`` elements are
+    exceeded) equals the list-by-list computation, with tied scores, lists without relevant
+    items and, with blocks, lists longer than a block (which stay list by list)."""
+    import rankmodels.ltr.neuralsort as ns
+
+    monkeypatch.setattr(ns, "_BATCH_ELEMENTS", chunk)
+    rng = np.random.default_rng(3)
+    lengths = np.array([4, 7, 4, 1, 7, 4, 9, 0, 4, 7])
+    n = lengths.max()
+    scores = np.round(rng.normal(size=(lengths.size, n)), 1)  # ties
+    rel = rng.integers(0, 3, size=(lengths.size, n)).astype(float)
+    rel[2] = 0.0  # nothing relevant: no loss, no gradient
+    got = pirank_loss(scores, rel, lengths, tau=0.7, k=k, block_size=block_size,
+                      straight_through=straight_through)  # fmt: skip
+    value, grad = _loss_list_by_list(scores, rel, lengths, 0.7, k, block_size, straight_through)
+    np.testing.assert_allclose(got.value, value, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(got.grad, grad, rtol=1e-10, atol=1e-12)
+    assert np.any(grad != 0) and np.all(grad[2] == 0)

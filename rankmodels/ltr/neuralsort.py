@@ -247,10 +247,20 @@ def pirank_loss(
     value = np.zeros(B)
     grad = np.zeros_like(batch.scores)
     orders = hard_orders(batch.scores, batch.lengths)
-    for b in range(B):
+    lengths = batch.lengths.astype(int)
+    single = defined & (lengths > 0)
+    if block_size is not None:  # one NeuralSort where the list fits in the first block
+        single &= lengths <= _at(_per_level(block_size, "block_size"), 0)
+    for m in np.unique(lengths[single]):
+        kk = m if k is None else min(k, m)
+        rows = np.flatnonzero(single & (lengths == m))
+        for chunk in np.array_split(rows, -(-rows.size * m * m // _BATCH_ELEMENTS)):
+            value[chunk], grad[chunk, :m] = _pirank_same_length(
+                batch.scores[chunk, :m], u[chunk, :m], d[:kk], orders[chunk, :kk], tau,
+                straight_through,
+            )  # fmt: skip
+    for b in np.flatnonzero(defined & (lengths > 0) & ~single):
         m = int(batch.lengths[b])
-        if not defined[b] or m == 0:
-            continue
         kk = m if k is None else min(k, m)
         P, backward = relaxed_topk(batch.scores[b, :m], tau, kk, block_size, level_ratio, level_k)
         ub, db = u[b, :m], d[:kk]
@@ -260,3 +270,39 @@ def pirank_loss(
             value[b] = 1.0 - db @ P @ ub
         grad[b, :m] = backward(-np.outer(db, ub))
     return batch.result(value, grad)
+
+
+#: Most elements of the ``(G, m, m)`` work arrays of one call of :func:`_pirank_same_length`
+#: (32 MB of float64): the queries of one length are taken in chunks that fit.
+_BATCH_ELEMENTS = 4_000_000
+
+
+def _pirank_same_length(
+    s: np.ndarray,
+    u: np.ndarray,
+    d: np.ndarray,
+    top: np.ndarray,
+    tau: float,
+    straight_through: bool,
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`pirank_loss`'s value ``(G,)`` and gradient ``(G, m)`` for ``G`` lists of the same
+    length ``m`` with one NeuralSort each, vectorised over the lists: scores ``s (G, m)``, item
+    weights ``u (G, m)``, position weights ``d (k,)``, ``top (G, k)`` the hard top ``k``
+    (straight-through value). As :func:`neuralsort` and :func:`_neuralsort_vjp` per list, with
+    ``dU/dP_hat = -d u^T``."""
+    m, kk = s.shape[1], d.shape[0]
+    coef = m - 1 - 2 * np.arange(kk)
+    sign = np.sign(s[:, :, None] - s[:, None, :])  # (G, m, m): sign(s_j - s_l)
+    spread = np.abs(s[:, :, None] - s[:, None, :]).sum(axis=2)
+    P = softmax((coef[None, :, None] * s[:, None, :] - spread[:, None, :]) / tau, axis=2)
+    if straight_through:
+        value = 1.0 - np.take_along_axis(u, top, axis=1) @ d
+    else:
+        value = 1.0 - np.einsum("k,gkm,gm->g", d, P, u)
+    gP = -d[None, :, None] * u[:, None, :]
+    gZ = P * (gP - (gP * P).sum(axis=2, keepdims=True))
+    cz = gZ.sum(axis=1)
+    back = np.einsum("k,gkm->gm", coef, gZ) - (
+        cz * sign.sum(axis=2) + np.einsum("gml,gl->gm", sign, cz)
+    )
+    return value, back / tau
