@@ -38,7 +38,6 @@ from pathlib import Path
 import numpy as np
 
 from rankmodels.tracking.batch import read_record
-from rankmodels.tracking.calibration import clock_statistics
 from rankmodels.tracking.clock_readings import ClockReadings
 from rankmodels.tracking.config import COMMAND_MULTIPATH, TrackConfig
 from rankmodels.tracking.experiment import ExperimentResult, calibrate_experiment, float_e_step
@@ -48,6 +47,7 @@ from rankmodels.tracking.joint import (
     joint_log_prior,
     joint_prior,
     pool,
+    with_clock_readings,
 )
 
 
@@ -129,12 +129,10 @@ def main() -> None:
                              result.sources.of_float[f], models[f], 1.0, False)
                 for f, path in enumerate(files)
             ]  # fmt: skip
-            stats = pool([p.statistics for p in passes], result.sources.of_float, layout)
-            for f, readings in enumerate(clocks):
-                if len(readings):
-                    stats = stats + clock_statistics(
-                        readings, values, layout.clock(f), stats.trajectories
-                    )
+            stats = with_clock_readings(
+                pool([p.statistics for p in passes], result.sources.of_float, layout),
+                values, layout, clocks,
+            )  # fmt: skip
             gradient = stats.score - precision * (values - centre)
             score = sum(p.loglik + p.model.log_prior(p.start) for p in passes)
             score += joint_log_prior(theta, nominal, clocks)

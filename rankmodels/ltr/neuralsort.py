@@ -53,26 +53,27 @@ def _check_tau(tau: float) -> None:
 
 
 def neuralsort(s: np.ndarray, tau: float, k: int | None = None) -> np.ndarray:
-    """The first ``k`` rows (all if omitted) of ``P_hat`` for one list ``s`` (``(n,)``)."""
+    """The first ``k`` rows (all if omitted) of ``P_hat`` for a list ``s`` (``(n,)``), or for
+    each of a stack of lists of one length (``(..., n)`` -> ``(..., k, n)``)."""
     _check_tau(tau)
     s = np.asarray(s, dtype=float)
-    n = s.shape[0]
+    n = s.shape[-1]
     kk = n if k is None else min(k, n)
     coef = n - 1 - 2 * np.arange(kk)  # (n + 1 - 2i) for 1-based i
-    b = np.abs(s[:, None] - s[None, :]).sum(axis=1)
-    return softmax((coef[:, None] * s[None, :] - b[None, :]) / tau, axis=1)
+    b = np.abs(s[..., :, None] - s[..., None, :]).sum(axis=-1)
+    return softmax((coef[:, None] * s[..., None, :] - b[..., None, :]) / tau, axis=-1)
 
 
 def _neuralsort_vjp(s: np.ndarray, tau: float, P: np.ndarray, gP: np.ndarray) -> np.ndarray:
-    """``dU/ds`` from ``dU/dP_hat`` (rows ``:k``). Through the row softmax
-    ``gZ = P (gP - rowsum(gP P))``; ``Z[i, j] = (c_i s_j - B_j) / tau`` with
-    ``B_j = sum_l |s_j - s_l|`` and ``dB_j/ds_m = sign(s_m - s_j)`` (``m != j``)."""
-    n = s.shape[0]
-    coef = n - 1 - 2 * np.arange(P.shape[0])
-    gZ = P * (gP - (gP * P).sum(axis=1, keepdims=True))
-    cz = gZ.sum(axis=0)
-    sg = np.sign(s[:, None] - s[None, :])
-    return (coef @ gZ - (cz * sg.sum(axis=1) + sg @ cz)) / tau
+    """``dU/ds`` from ``dU/dP_hat`` (rows ``:k``), per list of a stack as :func:`neuralsort`.
+    Through the row softmax ``gZ = P (gP - rowsum(gP P))``; ``Z[i, j] = (c_i s_j - B_j) /
+    tau`` with ``B_j = sum_l |s_j - s_l|`` and ``dB_j/ds_m = sign(s_m - s_j)`` (``m != j``)."""
+    n = s.shape[-1]
+    coef = n - 1 - 2 * np.arange(P.shape[-2])
+    gZ = P * (gP - (gP * P).sum(axis=-1, keepdims=True))
+    cz = gZ.sum(axis=-2)
+    sg = np.sign(s[..., :, None] - s[..., None, :])
+    return (coef @ gZ - (cz * sg.sum(axis=-1) + (sg @ cz[..., None])[..., 0])) / tau
 
 
 PerLevel = int | tuple[int, ...]
@@ -286,23 +287,12 @@ def _pirank_same_length(
     straight_through: bool,
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`pirank_loss`'s value ``(G,)`` and gradient ``(G, m)`` for ``G`` lists of the same
-    length ``m`` with one NeuralSort each, vectorised over the lists: scores ``s (G, m)``, item
-    weights ``u (G, m)``, position weights ``d (k,)``, ``top (G, k)`` the hard top ``k``
-    (straight-through value). As :func:`neuralsort` and :func:`_neuralsort_vjp` per list, with
-    ``dU/dP_hat = -d u^T``."""
-    m, kk = s.shape[1], d.shape[0]
-    coef = m - 1 - 2 * np.arange(kk)
-    sign = np.sign(s[:, :, None] - s[:, None, :])  # (G, m, m): sign(s_j - s_l)
-    spread = np.abs(s[:, :, None] - s[:, None, :]).sum(axis=2)
-    P = softmax((coef[None, :, None] * s[:, None, :] - spread[:, None, :]) / tau, axis=2)
+    length ``m`` with one NeuralSort each, as one stack: scores ``s (G, m)``, item weights
+    ``u (G, m)``, position weights ``d (k,)``, ``top (G, k)`` the hard top ``k``
+    (straight-through value); ``dU/dP_hat = -d u^T``."""
+    P = neuralsort(s, tau, d.shape[0])
     if straight_through:
         value = 1.0 - np.take_along_axis(u, top, axis=1) @ d
     else:
         value = 1.0 - np.einsum("k,gkm,gm->g", d, P, u)
-    gP = -d[None, :, None] * u[:, None, :]
-    gZ = P * (gP - (gP * P).sum(axis=2, keepdims=True))
-    cz = gZ.sum(axis=1)
-    back = np.einsum("k,gkm->gm", coef, gZ) - (
-        cz * sign.sum(axis=2) + np.einsum("gml,gl->gm", sign, cz)
-    )
-    return value, back / tau
+    return value, _neuralsort_vjp(s, tau, P, -d[None, :, None] * u[:, None, :])

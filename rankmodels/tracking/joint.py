@@ -66,6 +66,7 @@ __all__ = [
     "joint_prior",
     "joint_m_step",
     "pool",
+    "with_clock_readings",
 ]
 
 #: Floor of Louis' observed information of the pooled statistics, as a share of the
@@ -333,6 +334,23 @@ def joint_log_prior(
     return float(-0.5 * np.sum(z * z) + readings)
 
 
+def with_clock_readings(
+    pooled: ResidualStatistics,
+    theta: np.ndarray,
+    layout: JointLayout,
+    clocks: Sequence[ClockReadings] | None,
+) -> ResidualStatistics:
+    """``pooled`` (:func:`pool`) with the floats' measured clock offsets added as data at
+    ``theta`` (:func:`~rankmodels.tracking.calibration.clock_statistics` on each float's
+    clock columns)."""
+    for f, readings in enumerate(_clocks(clocks, layout)):
+        if len(readings):
+            pooled = pooled + clock_statistics(
+                readings, theta, layout.clock(f), pooled.trajectories
+            )
+    return pooled
+
+
 def joint_m_step(
     pooled: ResidualStatistics,
     current: JointParameters,
@@ -361,11 +379,7 @@ def joint_m_step(
     theta, std = current.vector()
     s = layout.n_sources
     prior_mean, prior_std = joint_prior(layout, nominal_speed, clocks)
-    for f, readings in enumerate(_clocks(clocks, layout)):
-        if len(readings):
-            pooled = pooled + clock_statistics(
-                readings, theta, layout.clock(f), pooled.trajectories
-            )
+    pooled = with_clock_readings(pooled, theta, layout, clocks)
     held_var = np.nan_to_num(std**2, nan=0.0)
     held_var[1 : 1 + 2 * s] = prior_std[1 : 1 + 2 * s] ** 2  # held source corrections
     mask = np.zeros(layout.size, dtype=bool)
