@@ -134,11 +134,13 @@ def run_batch(
 
 
 def _shared_lines(result: ExperimentResult) -> list[str]:
-    """The joint calibration in two lines: the shared sound speed and the source corrections
-    (how many estimated, the largest), with how the EM ended."""
+    """The joint calibration in two lines: the shared sound speed (± its standard error and
+    that error's Monte Carlo part) and the source corrections (how many estimated, the
+    largest), with how the EM ended."""
     p = result.parameters
     speed = (
-        f"sound speed {with_error(p.sound_speed, p.sound_speed_std, 1)} m/s"
+        f"sound speed {with_error(p.sound_speed, p.sound_speed_std, 1)} m/s (the EM's Monte "
+        f"Carlo error {result.sound_speed_monte_carlo_std:.1f} of it)"
         if np.isfinite(p.sound_speed_std)
         else f"sound speed kept at {p.sound_speed:.1f} m/s"
     )

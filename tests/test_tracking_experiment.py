@@ -29,6 +29,7 @@ from rankmodels.tracking.joint import (
     JointParameters,
     float_design,
     joint_m_step,
+    monte_carlo_covariance,
     pool,
 )
 from rankmodels.tracking.pipeline import track_float
@@ -83,12 +84,7 @@ def test_pooled_m_step_equals_the_closed_form_weighted_least_squares(rng):
     a = np.vstack([f[7] for f in floats])
     y = np.concatenate([f[8] for f in floats])
     w = np.concatenate([f[5] / f[6] ** 2 for f in floats])
-    width = np.r_[
-        u0**2 * SPEED_PRIOR_STD / 1000.0,
-        np.full(5, OFFSET_PRIOR_STD),
-        np.full(5, SOURCE_DRIFT_PRIOR_STD),
-        np.tile([CLOCK_OFFSET_PRIOR_STD, DRIFT_PRIOR_STD], 3),
-    ]
+    width = _prior_width(u0)
     mean = np.zeros(layout.size)
     mean[0] = u0
     info = a.T @ (a * w[:, None]) + np.diag(1.0 / width**2)
@@ -97,6 +93,66 @@ def test_pooled_m_step_equals_the_closed_form_weighted_least_squares(rng):
     assert np.all(np.isfinite(std))  # every entry determined by these data
     np.testing.assert_allclose(values, theta, rtol=1e-9, atol=1e-9)
     np.testing.assert_allclose(std, np.sqrt(np.diag(np.linalg.inv(info))), rtol=1e-6)
+
+
+@pytest.mark.parametrize("held", [[], [3, 9]])
+def test_monte_carlo_covariance_carries_each_floats_score_noise_through_the_information(rng, held):
+    """Two passes whose residuals differ by noise (other random numbers): the end point's
+    Monte Carlo covariance is H^-1 (1/2 sum_f d_f d_f^T) H^-1 over the estimated entries, d_f
+    float f's score difference and H the stacked design's information plus the priors,
+    restricted to the estimated entries, by hand; the held entries' rows are zero."""
+    layout, _, floats = _synthetic(rng)
+    u0 = 1000.0 / NOMINAL
+    estimated = np.ones(layout.size, dtype=bool)
+    estimated[held] = False
+    current = JointParameters.from_vector(
+        layout, np.r_[u0, np.zeros(layout.size - 1)], np.where(estimated, 0.1, np.nan)
+    )
+    passes, scores = [], []
+    for extra in (0.0, 1.5):
+        stats, score = [], []
+        for src, local, dist, day, sday, w, sig, design, y in floats:
+            y = y + rng.normal(0.0, extra, y.size) if extra else y
+            stats.append(float_design(dist, day, local, sday, y - dist * u0, w,
+                                      n_sources=len(src), sigma=sig))  # fmt: skip
+            score.append(design.T @ (w / sig**2 * (y - dist * u0)))
+        passes.append(stats)
+        scores.append(score)
+    got = monte_carlo_covariance(*passes, [f[0] for f in floats], current, NOMINAL)
+    noise = sum(0.5 * np.outer(one - two, one - two) for one, two in zip(*scores, strict=True))
+    a = np.vstack([f[7] for f in floats])
+    w = np.concatenate([f[5] / f[6] ** 2 for f in floats])
+    info = a.T @ (a * w[:, None]) + np.diag(1.0 / _prior_width(u0) ** 2)
+    e = np.ix_(estimated, estimated)
+    inverse = np.linalg.inv(info[e])
+    want = np.zeros_like(got)
+    want[e] = inverse @ noise[e] @ inverse
+    np.testing.assert_allclose(got, want, rtol=1e-8, atol=1e-14)
+    assert not got[held].any() and not got[:, held].any()
+    same = monte_carlo_covariance(passes[0], passes[0], [f[0] for f in floats], current, NOMINAL)
+    assert not same.any()  # the same random numbers: no Monte Carlo error
+
+
+def test_monte_carlo_covariance_refuses_passes_of_different_floats(rng):
+    layout, _, floats = _synthetic(rng)
+    u0 = 1000.0 / NOMINAL
+    stats = [
+        float_design(dist, day, local, sday, y - dist * u0, w, n_sources=len(src), sigma=sig)
+        for src, local, dist, day, sday, w, sig, _, y in floats
+    ]
+    with pytest.raises(ValueError, match="both passes and the sources of every float"):
+        monte_carlo_covariance(stats, stats[:2], [f[0] for f in floats],
+                               JointParameters.nominal(layout, NOMINAL), NOMINAL)  # fmt: skip
+
+
+def _prior_width(u0: float) -> np.ndarray:
+    """The priors' standard deviations over theta of :func:`_synthetic`'s layout."""
+    return np.r_[
+        u0**2 * SPEED_PRIOR_STD / 1000.0,
+        np.full(5, OFFSET_PRIOR_STD),
+        np.full(5, SOURCE_DRIFT_PRIOR_STD),
+        np.tile([CLOCK_OFFSET_PRIOR_STD, DRIFT_PRIOR_STD], 3),
+    ]
 
 
 @pytest.mark.parametrize("spread", [6.5, 7.0])
@@ -127,6 +183,14 @@ def test_pooled_newton_step_keeps_most_of_the_missing_information(rng, spread):
     sensitivity = stats.information[0, 3] / complete
     var = 1.0 / (share * complete) + sensitivity**2 * OFFSET_PRIOR_STD**2
     assert got.sound_speed_std == pytest.approx(1000.0 * np.sqrt(var) / u**2, rel=1e-8)
+    # the end point's Monte Carlo error divides the score noise by the same observed information
+    again = float_design(dist, zeros, zeros.astype(int), zeros, y + 0.3 - dist * u0,
+                         np.ones(k), n_sources=1, sigma=5.0)  # fmt: skip
+    speed_only = JointParameters.from_vector(layout, np.r_[u0, 0.0, 0.0, 0.0, 0.0],
+                                             np.r_[1.0, np.full(4, np.nan)])  # fmt: skip
+    cov = monte_carlo_covariance([stats], [again], [np.array([0])], speed_only, NOMINAL)
+    noise = 0.5 * (stats.score[0] - again.score[0]) ** 2
+    assert cov[0, 0] == pytest.approx(noise / (share * complete) ** 2, rel=1e-8)
 
 
 def test_a_source_nobody_hears_keeps_its_written_values(rng):
@@ -220,6 +284,10 @@ def test_cli_end_to_end_with_two_floats(tiny, tmp_path):
     assert run.stdout == ""  # with --out the summary goes to stderr
     assert "experiment calibrated jointly (2 floats" in run.stderr
     shared = json.loads((out / "summary.json").read_text())["experiment"]
+    if shared["sound_speed_std"] is not None:
+        assert 0 <= shared["sound_speed_monte_carlo_std"] <= shared["sound_speed_std"]
+        assert "the EM's Monte Carlo error" in run.stderr
+        assert "the EM&#x27;s Monte Carlo error" in (out / "fleet.html").read_text()
     assert shared["floats"] == 2 and len(shared["sources"]) == 12
     heard = {s["source"]: s for s in shared["sources"]}
     assert sum(s["floats"] for s in heard.values()) >= 2
@@ -520,15 +588,58 @@ def test_a_float_lost_in_the_first_annealing_pass_makes_it_hotter(monkeypatch, t
     assert sum(done) == experiment.experiment_passes(config) * n
 
 
+def test_the_kept_candidate_runs_again_with_other_random_numbers_for_its_error(monkeypatch, tiny):
+    """After the search and the check, every float runs once more at the kept candidate with
+    the next seed and no model fit; the Monte Carlo covariance of those two passes adds to the
+    statistical variance of each estimated entry, and is stated apart."""
+    from rankmodels.tracking import experiment
+
+    calls, seen = [], {}
+    original = experiment.float_e_step
+
+    def spy(file, config, theta, f, sources, model, factor=1.0, fit=True):
+        calls.append((config.seed, fit, factor, theta))
+        return original(file, config, theta, f, sources, model, factor, fit)
+
+    def known(first, second, sources, current, nominal, clocks=None):
+        seen["theta"] = current
+        values, std = current.vector()
+        return np.diag(np.where(np.isfinite(std), (0.5 * values) ** 2 + 1e-6, 0.0))
+
+    monkeypatch.setattr(experiment, "float_e_step", spy)
+    monkeypatch.setattr(experiment, "monte_carlo_covariance", known)
+    config = TrackConfig(calibrate=True, particles=150, calibration_particles=150, ensemble=20,
+                         calibration_iterations=1, seed=3)  # fmt: skip
+    result = calibrate_experiment(tiny, config)
+    n = len(tiny)
+    assert [c[:3] for c in calls[-n:]] == [(4, False, 1.0)] * n
+    assert {c[0] for c in calls[:-n]} == {3}
+    assert all(c[3] is seen["theta"] for c in calls[-n:])
+    values, std = seen["theta"].vector()
+    assert np.isfinite(std).any()
+    mc = np.where(np.isfinite(std), np.sqrt((0.5 * values) ** 2 + 1e-6), np.nan)
+    np.testing.assert_allclose(result.monte_carlo_std, mc, rtol=1e-12)
+    np.testing.assert_allclose(result.parameters.vector()[1], np.hypot(std, mc), rtol=1e-12)
+    np.testing.assert_allclose(result.parameters.vector()[0], values, rtol=1e-12)
+    speed_mc = mc[0] * result.parameters.sound_speed**2 / 1000.0
+    assert result.sound_speed_monte_carlo_std == pytest.approx(speed_mc, rel=1e-12)
+    share = result.floats[0].result
+    assert share.trace[share.best].sound_speed_std == pytest.approx(
+        result.parameters.sound_speed_std, rel=1e-12
+    )  # what each float is tracked with states the same error
+
+
 def test_experiment_passes_counts_every_pass_the_em_may_run():
     """The annealing (2, and 2 more per level the first pass may go hotter: 4 to 8 and 16
     sigma), the files' values and the annealed estimate, per M-step its proposal and the
-    extrapolations to 4, 16 and 64 times, one likelihood-ratio check per geometry group."""
+    extrapolations to 4, 16 and 64 times, one likelihood-ratio check per geometry group, and
+    with any geometry the kept candidate's Monte Carlo replicate."""
     from rankmodels.tracking.experiment import experiment_passes
 
     for params, checks in (("speed,offsets,drift", 3), ("speed", 1), ("sigma", 0)):
         config = TrackConfig(calibrate=True, calibrate_params=params, calibration_iterations=5)
-        assert experiment_passes(config) == (2 + 2 * 2) + 2 + 5 * (1 + 3) + checks
+        replicate = int(checks > 0)
+        assert experiment_passes(config) == (2 + 2 * 2) + 2 + 5 * (1 + 3) + checks + replicate
 
 
 @pytest.mark.parametrize(("given", "used"), [(None, EXPERIMENT_EM_PARTICLES), (700, 700)])

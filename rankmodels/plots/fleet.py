@@ -408,6 +408,9 @@ def shared_section(experiment: Mapping[str, object] | None) -> str:
         return ""
     speed, sd = experiment["sound_speed"], experiment["sound_speed_std"]
     speed_text = f"{with_error(speed, sd, 1)} m/s" if sd is not None else f"{speed:.1f} m/s (kept)"
+    monte_carlo = experiment.get("sound_speed_monte_carlo_std")
+    if sd is not None and monte_carlo is not None:
+        speed_text += f" (the EM's Monte Carlo error {monte_carlo:.1f} of it)"
     head = "".join(
         f"<th>{_e(h)}</th>"
         for h in ("Source", "Offset correction (s)", "Drift correction (s/day)", "Floats",
@@ -433,8 +436,9 @@ def shared_section(experiment: Mapping[str, object] | None) -> str:
         f"<p>{int(experiment['floats'])} floats calibrated together (EM pass "
         f"{experiment['kept_pass']} of {experiment['em_passes']} kept; {_e(experiment['stop'])}"
         f"): sound speed {_e(speed_text)}. Each source's corrections, ± the standard error "
-        "where the pooled floats determine them, and its evidence: the floats that heard it "
-        "and their expected direct arrivals from it.</p>\n"
+        "where the pooled floats determine them (statistical and Monte Carlo error together), "
+        "and its evidence: the floats that heard it and their expected direct arrivals from "
+        "it.</p>\n"
         f'<table class="fleet sources">\n<tr>{head}</tr>\n{body}\n</table>'
     )
 

@@ -62,6 +62,7 @@ __all__ = [
     "clock_statistics",
     "geometry_log_prior",
     "parse_calibrate_params",
+    "penalised_information",
     "residual_statistics",
     "solve_newton",
 ]
@@ -482,9 +483,7 @@ def _newton_step(
     # S (phi - phi_0) when the held phi are off, S = I_ee^-1 I_eh (complete data)
     held = ~estimated & (held_var > 0)
     sensitivity = np.linalg.solve(info, full[np.ix_(estimated, held)])
-    if stats.trajectories > 1:
-        missing = stats.score_cov[np.ix_(estimated, estimated)]
-        info = _observed_information(info, missing, min_observed_share)
+    info = _with_missing_information(info, stats, estimated, min_observed_share)
     cov = np.linalg.inv(info) + (sensitivity * held_var[held]) @ sensitivity.T
     values = theta.copy()
     values[estimated] += np.linalg.solve(info, grad)
@@ -554,6 +553,32 @@ def _complete_information(dist: np.ndarray, fixed: np.ndarray, w: np.ndarray) ->
             [cross[:, None], fixed.T @ (fixed * w_fixed[:, None])],
         ]
     )
+
+
+def penalised_information(
+    stats: ResidualStatistics,
+    estimated: np.ndarray,
+    prior: np.ndarray,
+    min_observed_share: float = MIN_OBSERVED_SHARE,
+) -> np.ndarray:
+    """The information about the ``estimated`` entries (boolean mask) that the M-step
+    (:func:`solve_newton`) inverts for their covariance, without the held entries' part:
+    complete-data information plus the ``prior`` precisions, Louis' observed information
+    (:func:`_observed_information`) when ``stats`` come from several trajectories."""
+    estimated = np.asarray(estimated, dtype=bool)
+    info = stats.information[np.ix_(estimated, estimated)] + np.diag(prior[estimated])
+    return _with_missing_information(info, stats, estimated, min_observed_share)
+
+
+def _with_missing_information(
+    info: np.ndarray, stats: ResidualStatistics, estimated: np.ndarray, min_share: float
+) -> np.ndarray:
+    """``info`` (complete data and priors over the ``estimated`` entries) less Louis' missing
+    information of ``stats`` when they come from several trajectories."""
+    if stats.trajectories <= 1:
+        return info
+    missing = stats.score_cov[np.ix_(estimated, estimated)]
+    return _observed_information(info, missing, min_share)
 
 
 def _observed_information(

@@ -82,6 +82,7 @@ from rankmodels.tracking.joint import (
     float_design,
     joint_log_prior,
     joint_m_step,
+    monte_carlo_covariance,
     pool,
 )
 from rankmodels.tracking.model_fit import STATISTICAL_PARAMS, StatisticalModel
@@ -272,7 +273,11 @@ class ExperimentResult:
     direct ``arrivals`` (all floats, the kept pass), ``loglik`` the penalised
     log-likelihood of each pass at the configured noise, ``best`` the kept one of those,
     ``stop`` why the EM ended, ``names`` the floats and ``floats`` each one's share
-    (:class:`~rankmodels.tracking.shared.FloatCalibration`)."""
+    (:class:`~rankmodels.tracking.shared.FloatCalibration`). The standard errors of
+    ``parameters`` combine the statistical error and ``monte_carlo_std`` (over ``theta``,
+    :meth:`~rankmodels.tracking.joint.JointParameters.vector`; NaN where not estimated), the
+    EM end point's Monte Carlo error (:func:`~rankmodels.tracking.joint.
+    monte_carlo_covariance`)."""
 
     parameters: JointParameters
     sources: ExperimentSources
@@ -283,17 +288,26 @@ class ExperimentResult:
     stop: str
     names: tuple[str, ...]
     floats: tuple[FloatCalibration, ...]
+    monte_carlo_std: np.ndarray
+
+    @property
+    def sound_speed_monte_carlo_std(self) -> float:
+        """The Monte Carlo part of the sound speed's standard error (m/s; NaN when not
+        estimated)."""
+        return float(self.monte_carlo_std[0]) * self.parameters.sound_speed**2 / 1000.0
 
 
 def experiment_passes(config: TrackConfig) -> int:
     """Most E-step passes of :func:`calibrate_experiment` (each one task per float): the
     annealing, the files' values and the annealed estimate, then per M-step its proposal and
-    at most ``log(MAX_REACH) / log(EXTRAPOLATION)`` extrapolations, and one likelihood-ratio
-    check per geometry group asked for."""
+    at most ``log(MAX_REACH) / log(EXTRAPOLATION)`` extrapolations, one likelihood-ratio
+    check per geometry group asked for, and with any geometry the kept candidate again with
+    other random numbers (its Monte Carlo error)."""
     per_step = 1 + round(math.log(MAX_REACH) / math.log(EXTRAPOLATION))
     checks = len(set(TESTED_GROUPS) & config.calibrate_params)
     annealing = len(ANNEALING) + 2 * hotter_levels()  # as for one float
-    return annealing + 2 + config.calibration_iterations * per_step + checks
+    replicate = int(bool(config.calibrate_params & set(GEOMETRY_PARAMS)))
+    return annealing + 2 + config.calibration_iterations * per_step + checks + replicate
 
 
 def _search(
@@ -474,11 +488,12 @@ def calibrate_experiment(
 
     ran = [0]  # passes of E-steps so far (for the progress count)
 
-    def e_steps(theta, models, factor=1.0, fit=True):
+    def e_steps(theta, models, factor=1.0, fit=True, seed=config.seed):
         ran[0] += 1
         return _e_steps(
-            paths, config, theta, sources, models, factor, fit, client, threads or 1, progress
-        )
+            paths, replace(config, seed=seed), theta, sources, models, factor, fit, client,
+            threads or 1, progress,
+        )  # fmt: skip
 
     def m_step(theta, passes):
         stats = pool([p.statistics for p in passes], sources.of_float, layout)
@@ -516,9 +531,23 @@ def calibrate_experiment(
     )
     candidates, pass_log, scores, _, stop = search
     best = _check_groups(search, evaluate, nominal_theta)
+    theta, models = candidates[best]
+    values, std = theta.vector()
+    monte_carlo = np.zeros((layout.size, layout.size))
+    if np.isfinite(std).any():  # the end point's Monte Carlo error: one more pass at it
+        replicate = e_steps(theta, models, fit=False, seed=config.seed + 1)
+        monte_carlo = monte_carlo_covariance(
+            [p.statistics for p in pass_log[best]], [p.statistics for p in replicate],
+            sources.of_float, theta, nominal, clocks,
+        )  # fmt: skip
+    monte_carlo_std = np.where(np.isfinite(std), np.sqrt(np.diag(monte_carlo)), math.nan)
+    total = JointParameters.from_vector(layout, values, np.hypot(std, monte_carlo_std))
+    candidates[best] = (total, models)
     if progress:
         progress(max(experiment_passes(config) - ran[0], 0) * n)
-    return _result(candidates, pass_log, scores, best, stop, names, sources, layout, config)
+    return _result(
+        candidates, pass_log, scores, best, stop, names, sources, layout, config, monte_carlo_std
+    )
 
 
 def _result(
@@ -531,6 +560,7 @@ def _result(
     sources: ExperimentSources,
     layout: JointLayout,
     config: TrackConfig,
+    monte_carlo_std: np.ndarray,
 ) -> ExperimentResult:
     """The :class:`ExperimentResult` of the passes at the configured noise."""
     theta = candidates[best][0]
@@ -568,6 +598,7 @@ def _result(
         stop=stop,
         names=names,
         floats=tuple(floats),
+        monte_carlo_std=monte_carlo_std,
     )
 
 
@@ -577,9 +608,10 @@ SOURCE_COLUMNS: dict[str, str] = {
     "lat": "degrees_north",
     "lon": "degrees_east",
     "offset_correction": "shared correction of the written source_offset (s)",
-    "offset_correction_std": "its standard error (s; NaN where not estimated)",
+    "offset_correction_std": "its standard error (s; statistical and the EM's Monte Carlo "
+    "error; NaN where not estimated)",
     "drift_correction": "shared correction of the source clock drift (s/day)",
-    "drift_correction_std": "its standard error (s/day; NaN where not estimated)",
+    "drift_correction_std": "its standard error (s/day; as the offset's)",
     "floats": f"floats that heard the source (at least {MIN_EVIDENCE:g} expected direct arrival)",
     "arrivals": "expected direct arrivals from the source over all floats",
 }
@@ -605,14 +637,17 @@ def source_table(result: ExperimentResult) -> pd.DataFrame:
 
 
 def shared_summary(result: ExperimentResult) -> dict[str, object]:
-    """The shared estimates for ``summary.json``: ``sound_speed`` and its ``_std`` (m/s;
-    null where not estimated), ``floats``, ``em_passes``, ``kept_pass``, ``stop`` and
-    ``sources`` (:func:`source_table` rows)."""
+    """The shared estimates for ``summary.json``: ``sound_speed``, its standard error
+    ``_std`` and that error's Monte Carlo part ``_monte_carlo_std`` (m/s; null where not
+    estimated), ``floats``, ``em_passes``, ``kept_pass``, ``stop`` and ``sources``
+    (:func:`source_table` rows)."""
     p = result.parameters
     sources = json.loads(source_table(result).to_json(orient="records"))
+    monte_carlo = result.sound_speed_monte_carlo_std
     return {
         "sound_speed": p.sound_speed,
         "sound_speed_std": p.sound_speed_std if np.isfinite(p.sound_speed_std) else None,
+        "sound_speed_monte_carlo_std": monte_carlo if np.isfinite(monte_carlo) else None,
         "floats": len(result.names),
         "em_passes": len(result.loglik),
         "kept_pass": result.best,

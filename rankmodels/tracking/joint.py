@@ -51,6 +51,7 @@ from rankmodels.tracking.calibration import (
     Calibration,
     ResidualStatistics,
     clock_statistics,
+    penalised_information,
     residual_statistics,
     solve_newton,
 )
@@ -65,6 +66,7 @@ __all__ = [
     "joint_log_prior",
     "joint_prior",
     "joint_m_step",
+    "monte_carlo_covariance",
     "pool",
     "with_clock_readings",
 ]
@@ -397,3 +399,53 @@ def joint_m_step(
     std = std.copy()
     std[estimated] = np.sqrt(np.diag(cov))
     return JointParameters.from_vector(layout, values, std)
+
+
+def monte_carlo_covariance(
+    first: Sequence[ResidualStatistics],
+    second: Sequence[ResidualStatistics],
+    sources: Sequence[np.ndarray],
+    current: JointParameters,
+    nominal_speed: float,
+    clocks: Sequence[ClockReadings] | None = None,
+) -> np.ndarray:
+    """Monte Carlo covariance ``(p, p)`` of the EM's end point ``current``, from two passes
+    at it that differ only by their random numbers: float ``f``'s statistics ``first[f]`` and
+    ``second[f]`` (:func:`float_design`, its local sources the global ``sources[f]``).
+
+    At a fixed point of Monte Carlo EM the pooled score is zero up to its Monte Carlo error
+    ``e``, so the end point sits ``H^-1 e`` from where exact E-steps would end (``H`` the
+    penalised observed information the M-step inverts,
+    :func:`~rankmodels.tracking.calibration.penalised_information` over the entries
+    ``current`` estimated, with the pooled floor :data:`MIN_POOLED_SHARE`). The floats'
+    particles are independent, so ``Cov(e) = sum_f Cov(e_f)``, and each float's score
+    difference between the passes, ``d_f = S_f^(1) - S_f^(2)`` (scattered into ``theta``), has
+    covariance
+    ``2 Cov(e_f)``: ``Cov(e) ~ (1/2) sum_f d_f d_f^T`` and the end point's covariance is
+    ``H^-1 Cov(e) H^-1`` (zero for the entries not estimated). The priors and the measured
+    clock readings are the same in both passes and cancel from ``d_f``; ``H`` is taken from
+    ``first`` with them added. Raises ValueError when the lists differ in length."""
+    if not len(first) == len(second) == len(sources):
+        raise ValueError(
+            f"expected the statistics of both passes and the sources of every float, got "
+            f"{len(first)}, {len(second)} and {len(sources)}"
+        )
+    theta, std = current.vector()
+    layout = current.layout
+    estimated = np.isfinite(std)
+    cov = np.zeros((layout.size, layout.size))
+    if not estimated.any():
+        return cov
+    noise = np.zeros((layout.size, layout.size))
+    for f, (one, two, src) in enumerate(zip(first, second, sources, strict=True)):
+        columns = layout.float_columns(f, src)
+        d = np.zeros(layout.size)
+        d[columns] = one.score - two.score
+        noise += 0.5 * np.outer(d, d)
+    pooled = with_clock_readings(pool(first, sources, layout), theta, layout, clocks)
+    _, width = joint_prior(layout, nominal_speed, clocks)
+    information = penalised_information(pooled, estimated, 1.0 / width**2, MIN_POOLED_SHARE)
+    inverse = np.linalg.inv(information)
+    index = np.ix_(estimated, estimated)
+    cov[index] = inverse @ noise[index] @ inverse
+    return cov
