@@ -16,7 +16,8 @@ REPLAY/ --calibrate-mode experiment --no-plots`` (``--workers``), optionally als
 - ``flat-detection``: no multipath and detection 0.95 at every range;
 - ``files-1470``: the acceptance world whose records state 1470 m/s (below the truth).
 
-Printed per run: the speed's error against its stated standard error (z), the sources whose
+Printed per run: the speed's error against its stated standard error (z; the Monte Carlo
+part of that error beside it), the sources whose
 offset correction is within 0.5 s and whose drift correction is within 0.003 s/day of the truth
 (of those estimated) with the root mean square of their z, the tracks' median of medians / of
 90th percentiles (km), how far east / north the tracks sit from the truth together (the
@@ -70,7 +71,8 @@ def shared_errors(replay: Path, out: Path) -> dict[str, float]:
     """The joint run ``out``'s shared estimates against the replay's truth."""
     truth = json.loads((replay / "experiment.json").read_text())
     sources = {s["source"]: s for s in truth["sources"]}
-    first = json.loads((out / "summary.json").read_text())["floats"][0]
+    summary = json.loads((out / "summary.json").read_text())
+    first, shared = summary["floats"][0], summary["experiment"]
     speed, speed_std = float(first["sound_speed"]), float(first["sound_speed_std"])
     offset_z, offset_ok, drift_z, drift_ok = [], [], [], []
     with open(out / "sources.csv", newline="") as handle:
@@ -87,6 +89,7 @@ def shared_errors(replay: Path, out: Path) -> dict[str, float]:
     return {
         "speed_error": speed - TRUE_SPEED,
         "speed_std": speed_std,
+        "speed_monte_carlo_std": float(shared["sound_speed_monte_carlo_std"] or "nan"),
         "offsets_ok": sum(offset_ok),
         "offsets": len(offset_ok),
         "offset_rms_z": _rms(offset_z),
@@ -144,7 +147,7 @@ def main() -> None:
         alone = " | per float: tracks km" if args.per_float else ""
         print(
             f"{args.floats} floats, records cut at {args.max_days} days, {args.workers} workers\n"
-            "world seed | speed error (SE) z | offsets within 0.5 s (rms z) | drifts within "
+            "world seed | speed error (SE, its Monte Carlo part) z | offsets within 0.5 s (rms z) | drifts within "
             f"0.003 (rms z) | tracks km | tracks together east / north km | wall s{alone}"
         )
         results: dict[str, list[dict[str, float]]] = {world: [] for world in args.worlds}
@@ -166,7 +169,8 @@ def main() -> None:
                 results[world].append(row)
                 median, p90, east, north = track_errors(replay, out)
                 line = (
-                    f"{world} {seed} | {row['speed_error']:+.2f} ({row['speed_std']:.2f}) "
+                    f"{world} {seed} | {row['speed_error']:+.2f} ({row['speed_std']:.2f}, "
+                    f"{row['speed_monte_carlo_std']:.2f}) "
                     f"{row['speed_error'] / row['speed_std']:+.1f} | "
                     f"{row['offsets_ok']}/{row['offsets']} ({row['offset_rms_z']:.1f}) | "
                     f"{row['drifts_ok']}/{row['drifts']} ({row['drift_rms_z']:.1f}) | "
