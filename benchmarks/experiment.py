@@ -147,8 +147,9 @@ def main() -> None:
         alone = " | per float: tracks km" if args.per_float else ""
         print(
             f"{args.floats} floats, records cut at {args.max_days} days, {args.workers} workers\n"
-            "world seed | speed error (SE, its Monte Carlo part) z | offsets within 0.5 s (rms z) | drifts within "
-            f"0.003 (rms z) | tracks km | tracks together east / north km | wall s{alone}"
+            "world seed | speed error (SE, its Monte Carlo part) z | offsets within 0.5 s (rms z) "
+            "| drifts within 0.003 (rms z) | tracks km | tracks together east / north km | "
+            f"wall s{alone}"
         )
         results: dict[str, list[dict[str, float]]] = {world: [] for world in args.worlds}
         for seed in args.seeds:

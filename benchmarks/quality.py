@@ -24,7 +24,7 @@ Each float depends only on (``--seed``, its kind, its index), so rows are reprod
 one and the same with ``--workers`` (a dask ``LocalCluster``) as serially.
 
     python benchmarks/quality.py [--n 100] [--broken 25] [--seed 0] [--particles 10000]
-        [--workers K] [--out /tmp/rankmodels-quality] [--quick]
+        [--workers K] [--out /tmp/rankmodels-quality] [--quick] [--calibration-particles N]
     python benchmarks/quality.py --short [--seeds 5] [--particles 10000]
 """
 
@@ -88,19 +88,25 @@ class Task:
     days: int = 0
     calibrate_params: str = ",".join(CALIBRATION_PARAMS)
     uncalibrated: bool = True
+    calibration_particles: int | None = None
 
 
 def command_config(
-    particles: int, seed: int, calibrate_params: str = ",".join(CALIBRATION_PARAMS)
+    particles: int,
+    seed: int,
+    calibrate_params: str = ",".join(CALIBRATION_PARAMS),
+    calibration_particles: int | None = None,
 ) -> TrackConfig:
     """``track-float``'s settings (calibrated, ``--multipath`` ``COMMAND_MULTIPATH``), with
-    ``--calibrate-params`` ``calibrate_params``."""
+    ``--calibrate-params`` ``calibrate_params`` and ``--calibration-particles``
+    ``calibration_particles`` (None: the command's default)."""
     return TrackConfig(
         particles=particles,
         seed=seed,
         calibrate=True,
         multipath=COMMAND_MULTIPATH,
         calibrate_params=calibrate_params,
+        calibration_particles=calibration_particles,
     )
 
 
@@ -199,7 +205,9 @@ def task_rng(task: Task) -> np.random.Generator:
 def run_task(task: Task) -> dict[str, object]:
     """The row of one :class:`Task` (its world drawn from :func:`task_rng`), ``index`` added."""
     rng = task_rng(task)
-    config = command_config(task.particles, task.seed, task.calibrate_params)
+    config = command_config(
+        task.particles, task.seed, task.calibrate_params, task.calibration_particles
+    )
     if task.kind == SHORT:
         row = short_row(int(rng.integers(2**31)), task.days, config)
     else:
@@ -211,16 +219,19 @@ def run_task(task: Task) -> dict[str, object]:
 
 def tasks_for(args: argparse.Namespace) -> list[Task]:
     """The floats the arguments ask for."""
+    params, em = args.calibrate_params, args.calibration_particles
     if args.short:
         return [
-            Task(SHORT, i, args.seed, args.particles, days, args.calibrate_params)
+            Task(SHORT, i, args.seed, args.particles, days, params, calibration_particles=em)
             for days in SHORT_DAYS
             for i in range(args.seeds)
         ]
-    params, nocal = args.calibrate_params, not args.calibrated_only
-    intact = [Task(INTACT, i, args.seed, args.particles, 0, params, nocal) for i in range(args.n)]
+    nocal = not args.calibrated_only
+    intact = [
+        Task(INTACT, i, args.seed, args.particles, 0, params, nocal, em) for i in range(args.n)
+    ]
     broken = [
-        Task(kind, i, args.seed, args.particles, 0, params)
+        Task(kind, i, args.seed, args.particles, 0, params, calibration_particles=em)
         for kind in BROKEN_KINDS
         for i in range(args.broken)
     ]
@@ -418,6 +429,12 @@ def main(argv: list[str] | None = None) -> None:
         "--calibrate-params",
         default=",".join(CALIBRATION_PARAMS),
         help="what the calibrated runs estimate (track-float --calibrate-params)",
+    )
+    parser.add_argument(
+        "--calibration-particles",
+        type=int,
+        default=None,
+        help="the EM's particles (track-float --calibration-particles) [default: the command's]",
     )
     parser.add_argument(
         "--calibrated-only",
