@@ -19,6 +19,7 @@ from rankmodels.tracking.calibration import (
     DRIFT_PRIOR_STD,
     OFFSET_PRIOR_STD,
     SPEED_PRIOR_STD,
+    ResidualStatistics,
 )
 from rankmodels.tracking.config import EXPERIMENT_EM_PARTICLES, TrackConfig
 from rankmodels.tracking.experiment import _em_config, calibrate_experiment, experiment_sources
@@ -31,6 +32,7 @@ from rankmodels.tracking.joint import (
     joint_m_step,
     monte_carlo_covariance,
     pool,
+    replicated_score,
 )
 from rankmodels.tracking.pipeline import track_float
 from rankmodels.tracking.records import read_float
@@ -95,54 +97,145 @@ def test_pooled_m_step_equals_the_closed_form_weighted_least_squares(rng):
     np.testing.assert_allclose(std, np.sqrt(np.diag(np.linalg.inv(info))), rtol=1e-6)
 
 
+def _passes(floats, theta, noise_std, rng):
+    """Each float's statistics at ``theta`` (:func:`_synthetic`'s linear model) from residuals
+    with extra noise of ``noise_std`` (another pass's random numbers), and the scores by hand."""
+    stats, scores = [], []
+    for src, local, dist, day, sday, w, sig, design, y in floats:
+        y = y + rng.normal(0.0, noise_std, y.size) if noise_std else y
+        resid = y - design @ theta
+        stats.append(float_design(dist, day, local, sday, resid, w, n_sources=len(src),
+                                  sigma=sig))  # fmt: skip
+        scores.append(design.T @ (w / sig**2 * resid))
+    return stats, scores
+
+
 @pytest.mark.parametrize("held", [[], [3, 9]])
-def test_monte_carlo_covariance_carries_each_floats_score_noise_through_the_information(rng, held):
-    """Two passes whose residuals differ by noise (other random numbers): the end point's
-    Monte Carlo covariance is H^-1 (1/2 sum_f d_f d_f^T) H^-1 over the estimated entries, d_f
-    float f's score difference and H the stacked design's information plus the priors,
-    restricted to the estimated entries, by hand; the held entries' rows are zero."""
+def test_replicated_score_and_monte_carlo_covariance_by_hand(rng, held):
+    """Two passes whose residuals differ by noise (other random numbers): the averaged
+    penalised gradient, one pass's score noise 1/2 sum_f d_f d_f^T (d_f float f's score
+    difference) and the end point's Monte Carlo covariance H^-1 noise H^-1, H the stacked
+    design's information plus the priors restricted to the estimated entries, by hand; the
+    held entries' gradient and rows are zero."""
     layout, _, floats = _synthetic(rng)
     u0 = 1000.0 / NOMINAL
     estimated = np.ones(layout.size, dtype=bool)
     estimated[held] = False
-    current = JointParameters.from_vector(
-        layout, np.r_[u0, np.zeros(layout.size - 1)], np.where(estimated, 0.1, np.nan)
-    )
-    passes, scores = [], []
-    for extra in (0.0, 1.5):
-        stats, score = [], []
-        for src, local, dist, day, sday, w, sig, design, y in floats:
-            y = y + rng.normal(0.0, extra, y.size) if extra else y
-            stats.append(float_design(dist, day, local, sday, y - dist * u0, w,
-                                      n_sources=len(src), sigma=sig))  # fmt: skip
-            score.append(design.T @ (w / sig**2 * (y - dist * u0)))
-        passes.append(stats)
-        scores.append(score)
-    got = monte_carlo_covariance(*passes, [f[0] for f in floats], current, NOMINAL)
-    noise = sum(0.5 * np.outer(one - two, one - two) for one, two in zip(*scores, strict=True))
+    theta = np.r_[u0, rng.normal(0.0, 0.1, layout.size - 1)]
+    current = JointParameters.from_vector(layout, theta, np.where(estimated, 0.1, np.nan))
+    (first, one), (second, two) = (_passes(floats, theta, extra, rng) for extra in (0.0, 1.5))
+    sources = [f[0] for f in floats]
+    pooled, gradient, noise = replicated_score(first, second, sources, current, NOMINAL)
+    want_noise = sum(0.5 * np.outer(x - y, x - y) for x, y in zip(one, two, strict=True))
+    np.testing.assert_allclose(noise, want_noise, rtol=1e-9, atol=1e-12)
+    centre = np.r_[u0, np.zeros(layout.size - 1)]
+    want_gradient = 0.5 * (sum(one) + sum(two)) - (theta - centre) / _prior_width(u0) ** 2
+    np.testing.assert_allclose(gradient, np.where(estimated, want_gradient, 0.0), rtol=1e-9)
+    got = monte_carlo_covariance(pooled, noise, current, NOMINAL)
     a = np.vstack([f[7] for f in floats])
     w = np.concatenate([f[5] / f[6] ** 2 for f in floats])
     info = a.T @ (a * w[:, None]) + np.diag(1.0 / _prior_width(u0) ** 2)
     e = np.ix_(estimated, estimated)
     inverse = np.linalg.inv(info[e])
     want = np.zeros_like(got)
-    want[e] = inverse @ noise[e] @ inverse
+    want[e] = inverse @ want_noise[e] @ inverse
     np.testing.assert_allclose(got, want, rtol=1e-8, atol=1e-14)
     assert not got[held].any() and not got[:, held].any()
-    same = monte_carlo_covariance(passes[0], passes[0], [f[0] for f in floats], current, NOMINAL)
+    _, _, same = replicated_score(first, first, sources, current, NOMINAL)
     assert not same.any()  # the same random numbers: no Monte Carlo error
 
 
-def test_monte_carlo_covariance_refuses_passes_of_different_floats(rng):
+def test_replicated_score_refuses_passes_of_different_floats(rng):
     layout, _, floats = _synthetic(rng)
-    u0 = 1000.0 / NOMINAL
-    stats = [
-        float_design(dist, day, local, sday, y - dist * u0, w, n_sources=len(src), sigma=sig)
-        for src, local, dist, day, sday, w, sig, _, y in floats
-    ]
+    stats, _ = _passes(floats, np.r_[1000.0 / NOMINAL, np.zeros(layout.size - 1)], 0.0, rng)
     with pytest.raises(ValueError, match="both passes and the sources of every float"):
-        monte_carlo_covariance(stats, stats[:2], [f[0] for f in floats],
-                               JointParameters.nominal(layout, NOMINAL), NOMINAL)  # fmt: skip
+        replicated_score(stats, stats[:2], [f[0] for f in floats],
+                         JointParameters.nominal(layout, NOMINAL), NOMINAL)  # fmt: skip
+
+
+@pytest.mark.parametrize(("shortened", "reach"), [(1.0, 1.0), (0.6, 1.0 / 0.6), (0.25, 2.0)])
+def test_polish_finds_where_the_averaged_derivative_along_the_step_is_zero(rng, shortened, reach):
+    """On the linear model the averaged score is linear in theta: from an exact M-step the
+    polish stays at its target (t = 1); from an M-step that goes only part of the way the
+    secant through the two directional derivatives reaches the root of the averaged score
+    (t = 1 / part), at most POLISH_REACH steps. Passes run at seed + 1 at the start, then
+    at seed and seed + 1 at the probe; the Monte Carlo covariance gets a quarter of the two
+    noises' sum (two passes averaged, at two points)."""
+    from rankmodels.tracking.experiment import POLISH_REACH, _polish
+
+    layout, _, floats = _synthetic(rng)
+    sources = [f[0] for f in floats]
+    theta0 = np.r_[1000.0 / NOMINAL, np.zeros(layout.size - 1)]
+    start = JointParameters.from_vector(layout, theta0, np.full(layout.size, 0.1))
+    extra = {seed: np.random.default_rng(seed) for seed in (7, 8)}  # each seed's own noise
+    noise_of = {seed: [g.normal(0.0, 1.0, f[8].size) for f in floats] for seed, g in extra.items()}
+    calls = []
+
+    def passes_at(theta, seed):
+        calls.append((seed, theta))
+        values = theta.vector()[0]
+        return [
+            float_design(dist, day, local, sday, y + e - design @ values, w,
+                         n_sources=len(src), sigma=sig)
+            for (src, local, dist, day, sday, w, sig, design, y), e in zip(
+                floats, noise_of[seed], strict=True)
+        ]  # fmt: skip
+
+    def m_step(pooled, theta):
+        exact = joint_m_step(pooled, theta, layout, NOMINAL)
+        values, std = exact.vector()
+        origin = theta.vector()[0]
+        return JointParameters.from_vector(layout, origin + shortened * (values - origin), std)
+
+    seen = {}
+
+    def covariance(pooled, noise, theta):
+        seen["noise"], seen["theta"] = noise, theta
+        return np.eye(layout.size)
+
+    def score(a, b, theta):
+        out = replicated_score(a, b, sources, theta, NOMINAL)
+        seen.setdefault("noises", []).append(out[2])
+        return out
+
+    end, cov = _polish(start, passes_at(start, 7), passes_at, 7, m_step, score, covariance)
+    assert [c[0] for c in calls] == [7, 8, 7, 8]
+    assert calls[2][1] is calls[3][1]  # both probe passes at the same point
+    # the root of the averaged score: closed form with the two seeds' data averaged
+    a = np.vstack([f[7] for f in floats])
+    w = np.concatenate([f[5] / f[6] ** 2 for f in floats])
+    y = np.concatenate([f[8] + 0.5 * (e7 + e8) for f, e7, e8 in zip(
+        floats, noise_of[7], noise_of[8], strict=True)])  # fmt: skip
+    width = _prior_width(theta0[0])
+    mean = np.r_[theta0[0], np.zeros(layout.size - 1)]
+    info = a.T @ (a * w[:, None]) + np.diag(1.0 / width**2)
+    root = np.linalg.solve(info, a.T @ (w * y) + mean / width**2)
+    expected = theta0 + min(reach, POLISH_REACH) * shortened * (root - theta0)
+    np.testing.assert_allclose(end.vector()[0], expected, rtol=1e-7, atol=1e-10)
+    np.testing.assert_allclose(seen["noise"], 0.25 * sum(seen["noises"]), rtol=1e-12)
+    assert seen["theta"] is end and (cov == np.eye(layout.size)).all()
+
+
+def test_polish_without_a_step_keeps_the_end_point_with_one_passes_noise(rng):
+    from rankmodels.tracking.experiment import _polish
+
+    layout, _, floats = _synthetic(rng)
+    theta0 = np.r_[1000.0 / NOMINAL, np.zeros(layout.size - 1)]
+    start = JointParameters.from_vector(layout, theta0, np.full(layout.size, 0.1))
+    stats, _ = _passes(floats, theta0, 0.0, rng)
+    again, _ = _passes(floats, theta0, 1.0, rng)
+    calls = []
+
+    def cannot_solve(pooled, theta):
+        raise ValueError("not identifiable")
+
+    def score(a, b, theta):
+        return replicated_score(a, b, [f[0] for f in floats], theta, NOMINAL)
+
+    end, cov = _polish(start, stats, lambda t, s: calls.append(s) or again, 3, cannot_solve,
+                       score, lambda pooled, noise, theta: noise)  # fmt: skip
+    assert end is start and calls == [4]
+    np.testing.assert_allclose(cov, score(stats, again, start)[2], rtol=1e-12)
 
 
 def _prior_width(u0: float) -> np.ndarray:
@@ -188,9 +281,11 @@ def test_pooled_newton_step_keeps_most_of_the_missing_information(rng, spread):
                          np.ones(k), n_sources=1, sigma=5.0)  # fmt: skip
     speed_only = JointParameters.from_vector(layout, np.r_[u0, 0.0, 0.0, 0.0, 0.0],
                                              np.r_[1.0, np.full(4, np.nan)])  # fmt: skip
-    cov = monte_carlo_covariance([stats], [again], [np.array([0])], speed_only, NOMINAL)
-    noise = 0.5 * (stats.score[0] - again.score[0]) ** 2
-    assert cov[0, 0] == pytest.approx(noise / (share * complete) ** 2, rel=1e-8)
+    _, _, noise = replicated_score([stats], [again], [np.array([0])], speed_only, NOMINAL)
+    assert noise[0, 0] == pytest.approx(0.5 * (stats.score[0] - again.score[0]) ** 2)
+    pooled = pool([stats], [np.array([0])], layout)
+    cov = monte_carlo_covariance(pooled, noise, speed_only, NOMINAL)
+    assert cov[0, 0] == pytest.approx(noise[0, 0] / (share * complete) ** 2, rel=1e-8)
 
 
 def test_a_source_nobody_hears_keeps_its_written_values(rng):
@@ -588,60 +683,78 @@ def test_a_float_lost_in_the_first_annealing_pass_makes_it_hotter(monkeypatch, t
     assert sum(done) == experiment.experiment_passes(config) * n
 
 
-def test_the_kept_candidate_runs_again_with_other_random_numbers_for_its_error(monkeypatch, tiny):
-    """After the search and the check, every float runs once more at the kept candidate with
-    the next seed and no model fit; the Monte Carlo covariance of those two passes adds to the
-    statistical variance of each estimated entry, and is stated apart."""
+def test_the_polished_end_point_and_its_monte_carlo_error_are_what_the_experiment_states(
+    monkeypatch, tiny
+):
+    """After the search and the check the polish runs every float three more times without
+    fitting a model: at the kept candidate with the next seed, then at the probe with both;
+    the experiment states the polished values, their standard errors combined with the
+    Monte Carlo covariance's diagonal, that part apart, and each float is tracked with it."""
     from rankmodels.tracking import experiment
 
     calls, seen = [], {}
-    original = experiment.float_e_step
+    original_step, original_polish = experiment.float_e_step, experiment._polish
 
     def spy(file, config, theta, f, sources, model, factor=1.0, fit=True):
         calls.append((config.seed, fit, factor, theta))
-        return original(file, config, theta, f, sources, model, factor, fit)
+        return original_step(file, config, theta, f, sources, model, factor, fit)
 
-    def known(first, second, sources, current, nominal, clocks=None):
-        seen["theta"] = current
-        values, std = current.vector()
-        return np.diag(np.where(np.isfinite(std), (0.5 * values) ** 2 + 1e-6, 0.0))
+    def polish(theta, *args):
+        seen["start"] = theta
+        seen["end"], seen["cov"] = original_polish(theta, *args)
+        return seen["end"], seen["cov"]
 
     monkeypatch.setattr(experiment, "float_e_step", spy)
-    monkeypatch.setattr(experiment, "monte_carlo_covariance", known)
+    monkeypatch.setattr(experiment, "_polish", polish)
     config = TrackConfig(calibrate=True, particles=150, calibration_particles=150, ensemble=20,
                          calibration_iterations=1, seed=3)  # fmt: skip
     result = calibrate_experiment(tiny, config)
     n = len(tiny)
-    assert [c[:3] for c in calls[-n:]] == [(4, False, 1.0)] * n
-    assert {c[0] for c in calls[:-n]} == {3}
-    assert all(c[3] is seen["theta"] for c in calls[-n:])
-    values, std = seen["theta"].vector()
-    assert np.isfinite(std).any()
-    mc = np.where(np.isfinite(std), np.sqrt((0.5 * values) ** 2 + 1e-6), np.nan)
+    assert [c[:3] for c in calls[-3 * n :]] == [(4, False, 1.0)] * n + [(3, False, 1.0)] * n + [
+        (4, False, 1.0)
+    ] * n
+    assert {c[0] for c in calls[: -3 * n]} == {3}
+    assert all(c[3] is seen["start"] for c in calls[-3 * n : -2 * n])
+    values, std = seen["end"].vector()
+    assert np.isfinite(std).any() and seen["cov"][np.ix_(*2 * [np.isfinite(std)])].any()
+    mc = np.where(np.isfinite(std), np.sqrt(np.diag(seen["cov"])), np.nan)
     np.testing.assert_allclose(result.monte_carlo_std, mc, rtol=1e-12)
     np.testing.assert_allclose(result.parameters.vector()[1], np.hypot(std, mc), rtol=1e-12)
     np.testing.assert_allclose(result.parameters.vector()[0], values, rtol=1e-12)
     speed_mc = mc[0] * result.parameters.sound_speed**2 / 1000.0
     assert result.sound_speed_monte_carlo_std == pytest.approx(speed_mc, rel=1e-12)
     share = result.floats[0].result
-    assert share.trace[share.best].sound_speed_std == pytest.approx(
-        result.parameters.sound_speed_std, rel=1e-12
-    )  # what each float is tracked with states the same error
+    tracked = share.trace[share.best]
+    assert tracked.sound_speed == pytest.approx(result.parameters.sound_speed, rel=1e-12)
+    assert tracked.sound_speed_std == pytest.approx(result.parameters.sound_speed_std, rel=1e-12)
 
 
 def test_experiment_passes_counts_every_pass_the_em_may_run():
     """The annealing (2, and 2 more per level the first pass may go hotter: 4 to 8 and 16
     sigma), the files' values and the annealed estimate, per M-step its proposal and the
     extrapolations to 4, 16 and 64 times, one likelihood-ratio check per geometry group, and
-    with any geometry the kept candidate's Monte Carlo replicate."""
+    with any geometry the polish's three."""
     from rankmodels.tracking.experiment import experiment_passes
 
     for params, checks in (("speed,offsets,drift", 3), ("speed", 1), ("sigma", 0)):
         config = TrackConfig(calibrate=True, calibrate_params=params, calibration_iterations=5)
-        replicate = int(checks > 0)
-        assert experiment_passes(config) == (2 + 2 * 2) + 2 + 5 * (1 + 3) + checks + replicate
+        polish = 3 * (checks > 0)
+        assert experiment_passes(config) == (2 + 2 * 2) + 2 + 5 * (1 + 3) + checks + polish
 
 
 @pytest.mark.parametrize(("given", "used"), [(None, EXPERIMENT_EM_PARTICLES), (700, 700)])
 def test_the_experiments_em_passes_run_at_its_own_particle_count(given, used):
     assert _em_config(TrackConfig(calibration_particles=given)).particles == used
+
+
+def test_the_mean_of_replicate_statistics_averages_every_field(rng):
+    one, two = (
+        ResidualStatistics(rng.normal(size=3), rng.normal(size=(3, 3)), rng.normal(size=(3, 3)), 50)
+        for _ in range(2)
+    )
+    mean = ResidualStatistics.mean([one, two])
+    for field in ("score", "score_cov", "information"):
+        np.testing.assert_allclose(
+            getattr(mean, field), 0.5 * (getattr(one, field) + getattr(two, field))
+        )
+    assert mean.trajectories == 50

@@ -34,7 +34,7 @@ runs the loop).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -383,6 +383,18 @@ class ResidualStatistics:
             self.score_cov + other.score_cov,
             self.information + other.information,
             max(self.trajectories, other.trajectories),
+        )
+
+    @staticmethod
+    def mean(replicates: Sequence[ResidualStatistics]) -> ResidualStatistics:
+        """The average of the statistics of one record over ``replicates`` (E-step passes
+        at the same parameters that differ only by their random numbers)."""
+        total = replicates[0]
+        for other in replicates[1:]:
+            total = total + other
+        n = len(replicates)
+        return ResidualStatistics(
+            total.score / n, total.score_cov / n, total.information / n, total.trajectories
         )
 
 

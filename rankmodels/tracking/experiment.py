@@ -45,6 +45,17 @@ the penalised log-likelihood, the next candidate goes :data:`EXTRAPOLATION` time
 along the same step, and again while each rises, up to :data:`MAX_REACH` times; the
 particle log-likelihoods (common random numbers) decide, as for every candidate.
 
+*Polish and Monte Carlo error.* The search judges candidates by particle log-likelihoods,
+whose Monte Carlo noise (several nats from pass to pass) exceeds the differences along the
+ridge, so where it stops moves with the random numbers by more than the E-step's score noise
+would move the likelihood's maximum. The derivatives locate that maximum far better, so the
+end point is polished (:func:`_polish`): the kept candidate runs again with the next seed,
+the M-step from the two passes' averaged statistics gives a Newton step, two passes at its
+end give the derivative there, and the end point moves along the step to where the
+derivative of the penalised log-likelihood, interpolated between the two points, is zero.
+Its Monte Carlo covariance (:func:`~rankmodels.tracking.joint.monte_carlo_covariance`, from
+the floats' score differences between the passes) joins the standard errors.
+
 The floats must agree on their sources: a source name at two positions more than
 :data:`SAME_POSITION_KM` apart is refused (:func:`experiment_sources`).
 """
@@ -84,6 +95,7 @@ from rankmodels.tracking.joint import (
     joint_m_step,
     monte_carlo_covariance,
     pool,
+    replicated_score,
 )
 from rankmodels.tracking.model_fit import STATISTICAL_PARAMS, StatisticalModel
 from rankmodels.tracking.pipeline import (
@@ -301,13 +313,13 @@ def experiment_passes(config: TrackConfig) -> int:
     """Most E-step passes of :func:`calibrate_experiment` (each one task per float): the
     annealing, the files' values and the annealed estimate, then per M-step its proposal and
     at most ``log(MAX_REACH) / log(EXTRAPOLATION)`` extrapolations, one likelihood-ratio
-    check per geometry group asked for, and with any geometry the kept candidate again with
-    other random numbers (its Monte Carlo error)."""
+    check per geometry group asked for, and with any geometry the polish's three
+    (:func:`_polish`)."""
     per_step = 1 + round(math.log(MAX_REACH) / math.log(EXTRAPOLATION))
     checks = len(set(TESTED_GROUPS) & config.calibrate_params)
     annealing = len(ANNEALING) + 2 * hotter_levels()  # as for one float
-    replicate = int(bool(config.calibrate_params & set(GEOMETRY_PARAMS)))
-    return annealing + 2 + config.calibration_iterations * per_step + checks + replicate
+    polish = 3 * int(bool(config.calibrate_params & set(GEOMETRY_PARAMS)))
+    return annealing + 2 + config.calibration_iterations * per_step + checks + polish
 
 
 def _search(
@@ -369,6 +381,55 @@ def _search(
         base, proposal, reach = best, len(candidates) - 1, 1.0
         steps += 1
     return candidates[: len(scores)], pass_log, scores, best, stop
+
+
+#: Farthest the polish goes along its Newton step, in steps: the secant through the two
+#: directional derivatives extrapolates their line no further.
+POLISH_REACH = 2.0
+
+
+def _polish(
+    theta: JointParameters,
+    kept: list[ResidualStatistics],
+    passes_at: Callable[[JointParameters, int], list[ResidualStatistics]],
+    seed: int,
+    m_step: Callable[[ResidualStatistics, JointParameters], JointParameters],
+    score: Callable[..., tuple[ResidualStatistics, np.ndarray, np.ndarray]],
+    covariance: Callable[[ResidualStatistics, np.ndarray, JointParameters], np.ndarray],
+) -> tuple[JointParameters, np.ndarray]:
+    """The search's end point ``theta`` moved to where the penalised log-likelihood's
+    derivative along the Newton step is zero, judged by derivatives instead of particle
+    log-likelihoods (module docstring); returns it and its Monte Carlo covariance.
+
+    ``kept``: the floats' statistics of ``theta``'s pass (random numbers ``seed``);
+    ``passes_at(theta, seed)`` runs every float's E-step. With a second pass at ``seed + 1``,
+    ``score`` (:func:`~rankmodels.tracking.joint.replicated_score`) gives the averaged pooled
+    statistics, the gradient ``g_0`` and one pass's score noise; ``m_step`` from the average
+    gives the step ``s`` (:func:`~rankmodels.tracking.joint.joint_m_step`, whose standard
+    errors the result takes). Two passes at ``theta + s`` give ``g_1``; the directional
+    derivatives ``a = g_0 . s`` and ``b = g_1 . s`` put the maximum along the step at ``t =
+    a / (a - b)`` (at most :data:`POLISH_REACH`; 1 when ``b >= a``, which only Monte Carlo
+    noise makes). The end point is ``theta + t s``; its Monte Carlo covariance
+    (``covariance``, :func:`~rankmodels.tracking.joint.monte_carlo_covariance`) takes half the
+    noise (two passes averaged at each point). Without a step (the M-step cannot solve) the
+    end point stays, with one pass's noise."""
+    replicate = passes_at(theta, seed + 1)
+    pooled, gradient, noise = score(kept, replicate, theta)
+    try:
+        target = m_step(pooled, theta)
+    except ValueError:
+        return theta, covariance(pooled, noise, theta)
+    origin, std = theta.vector()
+    goal, goal_std = target.vector()
+    step = goal - origin
+    probe = JointParameters.from_vector(theta.layout, goal, std)
+    at_probe = passes_at(probe, seed), passes_at(probe, seed + 1)
+    _, gradient_probe, noise_probe = score(*at_probe, probe)
+    a, b = gradient @ step, gradient_probe @ step
+    reach = min(a / (a - b), POLISH_REACH) if a > b else 1.0
+    std = np.where(np.isfinite(goal_std), goal_std, std)
+    end = JointParameters.from_vector(theta.layout, origin + max(reach, 0.0) * step, std)
+    return end, covariance(pooled, 0.25 * (noise + noise_probe), end)
 
 
 def _check_groups(
@@ -532,14 +593,22 @@ def calibrate_experiment(
     candidates, pass_log, scores, _, stop = search
     best = _check_groups(search, evaluate, nominal_theta)
     theta, models = candidates[best]
-    values, std = theta.vector()
     monte_carlo = np.zeros((layout.size, layout.size))
-    if np.isfinite(std).any():  # the end point's Monte Carlo error: one more pass at it
-        replicate = e_steps(theta, models, fit=False, seed=config.seed + 1)
-        monte_carlo = monte_carlo_covariance(
-            [p.statistics for p in pass_log[best]], [p.statistics for p in replicate],
-            sources.of_float, theta, nominal, clocks,
+    if np.isfinite(theta.vector()[1]).any():
+        groups = frozenset(g for g in GEOMETRY_PARAMS if theta.estimates(g))
+
+        def passes_at(theta, seed):
+            return [p.statistics for p in e_steps(theta, models, fit=False, seed=seed)]
+
+        theta, monte_carlo = _polish(
+            theta, [p.statistics for p in pass_log[best]], passes_at, config.seed,
+            lambda pooled, theta: joint_m_step(pooled, theta, layout, nominal, groups, clocks),
+            lambda a, b, theta: replicated_score(a, b, sources.of_float, theta, nominal, clocks),
+            lambda pooled, noise, theta: monte_carlo_covariance(
+                pooled, noise, theta, nominal, clocks
+            ),
         )  # fmt: skip
+    values, std = theta.vector()
     monte_carlo_std = np.where(np.isfinite(std), np.sqrt(np.diag(monte_carlo)), math.nan)
     total = JointParameters.from_vector(layout, values, np.hypot(std, monte_carlo_std))
     candidates[best] = (total, models)

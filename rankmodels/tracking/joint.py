@@ -67,6 +67,7 @@ __all__ = [
     "joint_prior",
     "joint_m_step",
     "monte_carlo_covariance",
+    "replicated_score",
     "pool",
     "with_clock_readings",
 ]
@@ -401,30 +402,28 @@ def joint_m_step(
     return JointParameters.from_vector(layout, values, std)
 
 
-def monte_carlo_covariance(
+def replicated_score(
     first: Sequence[ResidualStatistics],
     second: Sequence[ResidualStatistics],
     sources: Sequence[np.ndarray],
     current: JointParameters,
     nominal_speed: float,
     clocks: Sequence[ClockReadings] | None = None,
-) -> np.ndarray:
-    """Monte Carlo covariance ``(p, p)`` of the EM's end point ``current``, from two passes
-    at it that differ only by their random numbers: float ``f``'s statistics ``first[f]`` and
-    ``second[f]`` (:func:`float_design`, its local sources the global ``sources[f]``).
+) -> tuple[ResidualStatistics, np.ndarray, np.ndarray]:
+    """The experiment's score at ``current`` from two E-step passes that differ only by their
+    random numbers: float ``f``'s statistics ``first[f]`` and ``second[f]``
+    (:func:`float_design`, its local sources the global ``sources[f]``).
 
-    At a fixed point of Monte Carlo EM the pooled score is zero up to its Monte Carlo error
-    ``e``, so the end point sits ``H^-1 e`` from where exact E-steps would end (``H`` the
-    penalised observed information the M-step inverts,
-    :func:`~rankmodels.tracking.calibration.penalised_information` over the entries
-    ``current`` estimated, with the pooled floor :data:`MIN_POOLED_SHARE`). The floats'
-    particles are independent, so ``Cov(e) = sum_f Cov(e_f)``, and each float's score
-    difference between the passes, ``d_f = S_f^(1) - S_f^(2)`` (scattered into ``theta``), has
-    covariance
-    ``2 Cov(e_f)``: ``Cov(e) ~ (1/2) sum_f d_f d_f^T`` and the end point's covariance is
-    ``H^-1 Cov(e) H^-1`` (zero for the entries not estimated). The priors and the measured
-    clock readings are the same in both passes and cancel from ``d_f``; ``H`` is taken from
-    ``first`` with them added. Raises ValueError when the lists differ in length."""
+    Returns the pooled statistics averaged over the two passes (:func:`pool`), the gradient
+    ``(p,)`` of the penalised log-likelihood from them with the measured ``clocks`` added
+    (Fisher's identity: the averaged score less the priors' gradient; zero for the entries
+    ``current`` did not estimate), and the covariance
+    ``(p, p)`` of *one* pass's pooled score: the floats' particles are independent, so the
+    score's Monte Carlo error is the sum of the floats' and each float's difference between
+    the passes ``d_f = S_f^(1) - S_f^(2)`` (scattered into ``theta``) has covariance twice
+    its own, ``Cov(e) ~ (1/2) sum_f d_f d_f^T`` (the priors and the clock readings, the same
+    in both passes, cancel from ``d_f``). Raises ValueError when the lists differ in length.
+    """
     if not len(first) == len(second) == len(sources):
         raise ValueError(
             f"expected the statistics of both passes and the sources of every float, got "
@@ -432,17 +431,41 @@ def monte_carlo_covariance(
         )
     theta, std = current.vector()
     layout = current.layout
+    noise = np.zeros((layout.size, layout.size))
+    for f, (one, two, src) in enumerate(zip(first, second, sources, strict=True)):
+        d = np.zeros(layout.size)
+        d[layout.float_columns(f, src)] = one.score - two.score
+        noise += 0.5 * np.outer(d, d)
+    mean = [ResidualStatistics.mean(pair) for pair in zip(first, second, strict=True)]
+    pooled = pool(mean, sources, layout)
+    score = with_clock_readings(pooled, theta, layout, clocks).score
+    centre, width = joint_prior(layout, nominal_speed, clocks)
+    gradient = np.where(np.isfinite(std), score - (theta - centre) / width**2, 0.0)
+    return pooled, gradient, noise
+
+
+def monte_carlo_covariance(
+    pooled: ResidualStatistics,
+    noise: np.ndarray,
+    current: JointParameters,
+    nominal_speed: float,
+    clocks: Sequence[ClockReadings] | None = None,
+) -> np.ndarray:
+    """Monte Carlo covariance ``(p, p)`` of an end point ``current`` that sets to zero a
+    pooled score whose Monte Carlo error has covariance ``noise`` (:func:`replicated_score`;
+    half of it for the average of two passes): an error ``e`` in the score moves the root by
+    ``H^-1 e``, ``H`` the penalised observed information of ``pooled`` (:func:`pool`, the
+    measured ``clocks`` added) that the M-step inverts
+    (:func:`~rankmodels.tracking.calibration.penalised_information` over the entries
+    ``current`` estimated, with the pooled floor :data:`MIN_POOLED_SHARE`), so the
+    covariance is ``H^-1 noise H^-1`` (zero for the entries not estimated)."""
+    theta, std = current.vector()
+    layout = current.layout
     estimated = np.isfinite(std)
     cov = np.zeros((layout.size, layout.size))
     if not estimated.any():
         return cov
-    noise = np.zeros((layout.size, layout.size))
-    for f, (one, two, src) in enumerate(zip(first, second, sources, strict=True)):
-        columns = layout.float_columns(f, src)
-        d = np.zeros(layout.size)
-        d[columns] = one.score - two.score
-        noise += 0.5 * np.outer(d, d)
-    pooled = with_clock_readings(pool(first, sources, layout), theta, layout, clocks)
+    pooled = with_clock_readings(pooled, theta, layout, clocks)
     _, width = joint_prior(layout, nominal_speed, clocks)
     information = penalised_information(pooled, estimated, 1.0 / width**2, MIN_POOLED_SHARE)
     inverse = np.linalg.inv(information)
