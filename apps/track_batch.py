@@ -136,7 +136,7 @@ def run_batch(
 def _shared_lines(result: ExperimentResult) -> list[str]:
     """The joint calibration in two lines: the shared sound speed (± its standard error and
     that error's Monte Carlo part) and the source corrections (how many estimated, the
-    largest), with how the EM ended."""
+    largest), with how the EM ended and how far its end point was polished."""
     p = result.parameters
     speed = (
         f"sound speed {with_error(p.sound_speed, p.sound_speed_std, 1)} m/s (the EM's Monte "
@@ -152,9 +152,14 @@ def _shared_lines(result: ExperimentResult) -> list[str]:
         done = np.isfinite(stds)
         largest = f", largest {np.abs(values[done]).max():.{digits}f} {unit}" if done.any() else ""
         parts.append(f"{label} for {int(done.sum())} of {done.size} sources{largest}")
+    polished = (
+        f", polished {result.polish_reach:.2f} of a Newton step"
+        if np.isfinite(result.polish_reach)
+        else ""
+    )
     return [
         f"experiment calibrated jointly ({len(result.names)} floats, EM pass {result.best} of "
-        f"{len(result.loglik) - 1} kept; {result.stop}): {speed}",
+        f"{len(result.loglik) - 1} kept{polished}; {result.stop}): {speed}",
         f"shared source clocks: {'; '.join(parts)} (sources.csv)",
     ]
 

@@ -198,7 +198,8 @@ def test_polish_finds_where_the_averaged_derivative_along_the_step_is_zero(rng, 
         seen.setdefault("noises", []).append(out[2])
         return out
 
-    end, cov = _polish(start, passes_at(start, 7), passes_at, 7, m_step, score, covariance)
+    end, cov, t = _polish(start, passes_at(start, 7), passes_at, 7, m_step, score, covariance)
+    assert t == pytest.approx(min(reach, POLISH_REACH), rel=1e-7)
     assert [c[0] for c in calls] == [7, 8, 7, 8]
     assert calls[2][1] is calls[3][1]  # both probe passes at the same point
     # the root of the averaged score: closed form with the two seeds' data averaged
@@ -232,9 +233,9 @@ def test_polish_without_a_step_keeps_the_end_point_with_one_passes_noise(rng):
     def score(a, b, theta):
         return replicated_score(a, b, [f[0] for f in floats], theta, NOMINAL)
 
-    end, cov = _polish(start, stats, lambda t, s: calls.append(s) or again, 3, cannot_solve,
-                       score, lambda pooled, noise, theta: noise)  # fmt: skip
-    assert end is start and calls == [4]
+    end, cov, t = _polish(start, stats, lambda t, s: calls.append(s) or again, 3, cannot_solve,
+                          score, lambda pooled, noise, theta: noise)  # fmt: skip
+    assert end is start and calls == [4] and np.isnan(t)
     np.testing.assert_allclose(cov, score(stats, again, start)[2], rtol=1e-12)
 
 
@@ -382,6 +383,7 @@ def test_cli_end_to_end_with_two_floats(tiny, tmp_path):
     if shared["sound_speed_std"] is not None:
         assert 0 <= shared["sound_speed_monte_carlo_std"] <= shared["sound_speed_std"]
         assert "the EM's Monte Carlo error" in run.stderr
+        assert f"polished {shared['polish_reach']:.2f} of a Newton step" in run.stderr
         assert "the EM&#x27;s Monte Carlo error" in (out / "fleet.html").read_text()
     assert shared["floats"] == 2 and len(shared["sources"]) == 12
     heard = {s["source"]: s for s in shared["sources"]}
@@ -701,8 +703,8 @@ def test_the_polished_end_point_and_its_monte_carlo_error_are_what_the_experimen
 
     def polish(theta, *args):
         seen["start"] = theta
-        seen["end"], seen["cov"] = original_polish(theta, *args)
-        return seen["end"], seen["cov"]
+        seen["end"], seen["cov"], seen["reach"] = original_polish(theta, *args)
+        return seen["end"], seen["cov"], seen["reach"]
 
     monkeypatch.setattr(experiment, "float_e_step", spy)
     monkeypatch.setattr(experiment, "_polish", polish)
@@ -715,6 +717,7 @@ def test_the_polished_end_point_and_its_monte_carlo_error_are_what_the_experimen
     ] * n
     assert {c[0] for c in calls[: -3 * n]} == {3}
     assert all(c[3] is seen["start"] for c in calls[-3 * n : -2 * n])
+    assert result.polish_reach == seen["reach"] and np.isfinite(seen["reach"])
     values, std = seen["end"].vector()
     assert np.isfinite(std).any() and seen["cov"][np.ix_(*2 * [np.isfinite(std)])].any()
     mc = np.where(np.isfinite(std), np.sqrt(np.diag(seen["cov"])), np.nan)

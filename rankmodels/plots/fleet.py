@@ -408,6 +408,8 @@ def shared_section(experiment: Mapping[str, object] | None) -> str:
         return ""
     speed, sd = experiment["sound_speed"], experiment["sound_speed_std"]
     speed_text = f"{with_error(speed, sd, 1)} m/s" if sd is not None else f"{speed:.1f} m/s (kept)"
+    reach = experiment.get("polish_reach")
+    polished = f", polished {reach:.2f} of a Newton step" if reach is not None else ""
     monte_carlo = experiment.get("sound_speed_monte_carlo_std")
     if sd is not None and monte_carlo is not None:
         speed_text += f" (the EM's Monte Carlo error {monte_carlo:.1f} of it)"
@@ -434,7 +436,8 @@ def shared_section(experiment: Mapping[str, object] | None) -> str:
     return (
         '<h2 id="shared">Shared calibration of the experiment</h2>\n'
         f"<p>{int(experiment['floats'])} floats calibrated together (EM pass "
-        f"{experiment['kept_pass']} of {experiment['em_passes']} kept; {_e(experiment['stop'])}"
+        f"{experiment['kept_pass']} of {experiment['em_passes']} kept{polished}; "
+        f"{_e(experiment['stop'])}"
         f"): sound speed {_e(speed_text)}. Each source's corrections, ± the standard error "
         "where the pooled floats determine them (statistical and Monte Carlo error together), "
         "and its evidence: the floats that heard it and their expected direct arrivals from "

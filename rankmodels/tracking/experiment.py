@@ -285,8 +285,10 @@ class ExperimentResult:
     direct ``arrivals`` (all floats, the kept pass), ``loglik`` the penalised
     log-likelihood of each pass at the configured noise, ``best`` the kept one of those,
     ``stop`` why the EM ended, ``names`` the floats and ``floats`` each one's share
-    (:class:`~rankmodels.tracking.shared.FloatCalibration`). The standard errors of
-    ``parameters`` combine the statistical error and ``monte_carlo_std`` (over ``theta``,
+    (:class:`~rankmodels.tracking.shared.FloatCalibration`). ``parameters`` are the kept
+    candidate's polished ``polish_reach`` of the way along its Newton step (:func:`_polish`;
+    NaN: not polished), and their standard errors combine the statistical error and
+    ``monte_carlo_std`` (over ``theta``,
     :meth:`~rankmodels.tracking.joint.JointParameters.vector`; NaN where not estimated), the
     EM end point's Monte Carlo error (:func:`~rankmodels.tracking.joint.
     monte_carlo_covariance`)."""
@@ -301,6 +303,7 @@ class ExperimentResult:
     names: tuple[str, ...]
     floats: tuple[FloatCalibration, ...]
     monte_carlo_std: np.ndarray
+    polish_reach: float
 
     @property
     def sound_speed_monte_carlo_std(self) -> float:
@@ -396,10 +399,10 @@ def _polish(
     m_step: Callable[[ResidualStatistics, JointParameters], JointParameters],
     score: Callable[..., tuple[ResidualStatistics, np.ndarray, np.ndarray]],
     covariance: Callable[[ResidualStatistics, np.ndarray, JointParameters], np.ndarray],
-) -> tuple[JointParameters, np.ndarray]:
+) -> tuple[JointParameters, np.ndarray, float]:
     """The search's end point ``theta`` moved to where the penalised log-likelihood's
     derivative along the Newton step is zero, judged by derivatives instead of particle
-    log-likelihoods (module docstring); returns it and its Monte Carlo covariance.
+    log-likelihoods (module docstring); returns it, its Monte Carlo covariance and ``t``.
 
     ``kept``: the floats' statistics of ``theta``'s pass (random numbers ``seed``);
     ``passes_at(theta, seed)`` runs every float's E-step. With a second pass at ``seed + 1``,
@@ -412,13 +415,13 @@ def _polish(
     noise makes). The end point is ``theta + t s``; its Monte Carlo covariance
     (``covariance``, :func:`~rankmodels.tracking.joint.monte_carlo_covariance`) takes half the
     noise (two passes averaged at each point). Without a step (the M-step cannot solve) the
-    end point stays, with one pass's noise."""
+    end point stays (``t`` NaN), with one pass's noise."""
     replicate = passes_at(theta, seed + 1)
     pooled, gradient, noise = score(kept, replicate, theta)
     try:
         target = m_step(pooled, theta)
     except ValueError:
-        return theta, covariance(pooled, noise, theta)
+        return theta, covariance(pooled, noise, theta), math.nan
     origin, std = theta.vector()
     goal, goal_std = target.vector()
     step = goal - origin
@@ -429,7 +432,7 @@ def _polish(
     reach = min(a / (a - b), POLISH_REACH) if a > b else 1.0
     std = np.where(np.isfinite(goal_std), goal_std, std)
     end = JointParameters.from_vector(theta.layout, origin + max(reach, 0.0) * step, std)
-    return end, covariance(pooled, 0.25 * (noise + noise_probe), end)
+    return end, covariance(pooled, 0.25 * (noise + noise_probe), end), max(reach, 0.0)
 
 
 def _check_groups(
@@ -593,14 +596,14 @@ def calibrate_experiment(
     candidates, pass_log, scores, _, stop = search
     best = _check_groups(search, evaluate, nominal_theta)
     theta, models = candidates[best]
-    monte_carlo = np.zeros((layout.size, layout.size))
+    monte_carlo, reach = np.zeros((layout.size, layout.size)), math.nan
     if np.isfinite(theta.vector()[1]).any():
         groups = frozenset(g for g in GEOMETRY_PARAMS if theta.estimates(g))
 
         def passes_at(theta, seed):
             return [p.statistics for p in e_steps(theta, models, fit=False, seed=seed)]
 
-        theta, monte_carlo = _polish(
+        theta, monte_carlo, reach = _polish(
             theta, [p.statistics for p in pass_log[best]], passes_at, config.seed,
             lambda pooled, theta: joint_m_step(pooled, theta, layout, nominal, groups, clocks),
             lambda a, b, theta: replicated_score(a, b, sources.of_float, theta, nominal, clocks),
@@ -615,8 +618,9 @@ def calibrate_experiment(
     if progress:
         progress(max(experiment_passes(config) - ran[0], 0) * n)
     return _result(
-        candidates, pass_log, scores, best, stop, names, sources, layout, config, monte_carlo_std
-    )
+        candidates, pass_log, scores, best, stop, names, sources, layout, config,
+        monte_carlo_std, reach,
+    )  # fmt: skip
 
 
 def _result(
@@ -630,6 +634,7 @@ def _result(
     layout: JointLayout,
     config: TrackConfig,
     monte_carlo_std: np.ndarray,
+    polish_reach: float,
 ) -> ExperimentResult:
     """The :class:`ExperimentResult` of the passes at the configured noise."""
     theta = candidates[best][0]
@@ -668,6 +673,7 @@ def _result(
         names=names,
         floats=tuple(floats),
         monte_carlo_std=monte_carlo_std,
+        polish_reach=polish_reach,
     )
 
 
@@ -708,8 +714,8 @@ def source_table(result: ExperimentResult) -> pd.DataFrame:
 def shared_summary(result: ExperimentResult) -> dict[str, object]:
     """The shared estimates for ``summary.json``: ``sound_speed``, its standard error
     ``_std`` and that error's Monte Carlo part ``_monte_carlo_std`` (m/s; null where not
-    estimated), ``floats``, ``em_passes``, ``kept_pass``, ``stop`` and ``sources``
-    (:func:`source_table` rows)."""
+    estimated), ``floats``, ``em_passes``, ``kept_pass``, ``polish_reach`` (null: not
+    polished), ``stop`` and ``sources`` (:func:`source_table` rows)."""
     p = result.parameters
     sources = json.loads(source_table(result).to_json(orient="records"))
     monte_carlo = result.sound_speed_monte_carlo_std
@@ -720,6 +726,7 @@ def shared_summary(result: ExperimentResult) -> dict[str, object]:
         "floats": len(result.names),
         "em_passes": len(result.loglik),
         "kept_pass": result.best,
+        "polish_reach": result.polish_reach if np.isfinite(result.polish_reach) else None,
         "stop": result.stop,
         "sources": sources,
     }
