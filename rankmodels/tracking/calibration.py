@@ -440,10 +440,11 @@ def solve_newton(
     held_var: np.ndarray,
     hold_first: np.ndarray | None = None,
     min_observed_share: float = MIN_OBSERVED_SHARE,
+    min_data_to_prior: float = MIN_DATA_TO_PRIOR,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The geometry's M-step from ``stats`` at ``theta``: the Newton step of :func:`m_step`
     for the ``estimated`` entries (a boolean mask), each entry with a finite prior dropped
-    (held) while its posterior variance exceeds ``1 / (1 + MIN_DATA_TO_PRIOR)`` of the
+    (held) while its posterior variance exceeds ``1 / (1 + min_data_to_prior)`` of the
     prior's. ``prior`` the prior precisions (0: none), ``prior_mean`` their centres,
     ``held_var`` each entry's variance when held (the consider covariance); ``hold_first``
     (integer per entry, default all equal): of the undetermined entries only those of the
@@ -460,7 +461,7 @@ def solve_newton(
         values, cov = _newton_step(
             theta, estimated, stats, prior, prior_mean, held_var, min_observed_share
         )
-        undetermined = np.diag(cov) * prior[estimated] * (1.0 + MIN_DATA_TO_PRIOR) > 1.0
+        undetermined = np.diag(cov) * prior[estimated] * (1.0 + min_data_to_prior) > 1.0
         if not undetermined.any():
             break
         index = np.flatnonzero(estimated)[undetermined]
