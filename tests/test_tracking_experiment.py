@@ -761,3 +761,26 @@ def test_the_mean_of_replicate_statistics_averages_every_field(rng):
             getattr(mean, field), 0.5 * (getattr(one, field) + getattr(two, field))
         )
     assert mean.trajectories == 50
+
+
+def test_the_pooled_m_step_estimates_what_carries_a_quarter_of_its_priors_information():
+    """Diagonal pooled information: a source offset whose data carry half its prior's
+    information is estimated by the experiment's M-step (posterior variance 2/3 of the
+    prior's, under MIN_POOLED_DATA_TO_PRIOR's 0.8) where one float's rule would hold it; a
+    source drift with a fifth of its prior's information is held by both."""
+    from rankmodels.tracking.calibration import solve_newton
+    from rankmodels.tracking.joint import MIN_POOLED_DATA_TO_PRIOR, joint_prior
+
+    layout = JointLayout(n_sources=1, n_floats=1)
+    _, width = joint_prior(layout, NOMINAL)
+    ratio = np.array([100.0, 0.5, 0.2, 100.0, 100.0])  # data information / prior information
+    info = np.diag(ratio / width**2)
+    stats = ResidualStatistics(np.full(5, 1e-3), np.zeros((5, 5)), info, 1)
+    got = joint_m_step(stats, JointParameters.nominal(layout, NOMINAL), layout, NOMINAL)
+    _, std = got.vector()
+    assert np.isfinite(std[[0, 1, 3, 4]]).all() and np.isnan(std[2])
+    assert MIN_POOLED_DATA_TO_PRIOR < 0.5
+    theta = JointParameters.nominal(layout, NOMINAL).vector()[0]
+    one_float = solve_newton(theta, np.ones(5, bool), stats, 1.0 / width**2, theta * 0,
+                             np.zeros(5))[2]  # fmt: skip
+    assert list(one_float) == [True, False, False, True, True]
