@@ -89,7 +89,7 @@ def shared_errors(replay: Path, out: Path) -> dict[str, float]:
     return {
         "speed_error": speed - TRUE_SPEED,
         "speed_std": speed_std,
-        "speed_monte_carlo_std": float(shared["sound_speed_monte_carlo_std"] or "nan"),
+        "speed_monte_carlo_std": float(shared.get("sound_speed_monte_carlo_std") or "nan"),
         "offsets_ok": sum(offset_ok),
         "offsets": len(offset_ok),
         "offset_rms_z": _rms(offset_z),
