@@ -38,6 +38,7 @@ from rankmodels.tracking.experiment import (
     shared_summary,
     write_sources,
 )
+from rankmodels.tracking.shared import SOURCE_ERRORS_CAVEAT
 from rankmodels_app._common import (
     EXIT_BAD_INPUT,
     BadInput,
@@ -144,7 +145,7 @@ def _shared_lines(result: ExperimentResult) -> list[str]:
         if np.isfinite(p.sound_speed_std)
         else f"sound speed kept at {p.sound_speed:.1f} m/s"
     )
-    parts = []
+    parts, estimated = [], False
     for label, values, stds, unit, digits in (
         ("offset corrections", p.offset_correction, p.offset_correction_std, "s", 2),
         ("clock-drift corrections", p.drift_correction, p.drift_correction_std, "s/day", 4),
@@ -152,6 +153,7 @@ def _shared_lines(result: ExperimentResult) -> list[str]:
         done = np.isfinite(stds)
         largest = f", largest {np.abs(values[done]).max():.{digits}f} {unit}" if done.any() else ""
         parts.append(f"{label} for {int(done.sum())} of {done.size} sources{largest}")
+        estimated = estimated or bool(done.any())
     polished = (
         f", polished {result.polish_reach:.2f} of a Newton step"
         if np.isfinite(result.polish_reach)
@@ -160,7 +162,8 @@ def _shared_lines(result: ExperimentResult) -> list[str]:
     return [
         f"experiment calibrated jointly ({len(result.names)} floats, EM pass {result.best} of "
         f"{len(result.loglik) - 1} kept{polished}; {result.stop}): {speed}",
-        f"shared source clocks: {'; '.join(parts)} (sources.csv)",
+        f"shared source clocks: {'; '.join(parts)} (sources.csv"
+        + (f"; {SOURCE_ERRORS_CAVEAT})" if estimated else ")"),
     ]
 
 

@@ -36,6 +36,7 @@ from rankmodels.tracking.joint import (
 )
 from rankmodels.tracking.pipeline import track_float
 from rankmodels.tracking.records import read_float
+from rankmodels.tracking.shared import SOURCE_ERRORS_CAVEAT
 from rankmodels_app.track import track_float as track_command
 from tests._experiment_data import OFFSET_ERRORS, TRUE_SPEED, write_experiment
 
@@ -391,6 +392,9 @@ def test_cli_end_to_end_with_two_floats(tiny, tmp_path):
     assert all(s["arrivals"] >= 0 for s in heard.values())
     page = (out / "fleet.html").read_text()
     assert "Shared calibration of the experiment" in page
+    assert any(s["offset_correction_std"] is not None for s in heard.values())
+    assert f"(sources.csv; {SOURCE_ERRORS_CAVEAT})" in run.stderr
+    assert SOURCE_ERRORS_CAVEAT in page
     csv = (out / "sources.csv").read_text().splitlines()
     assert csv[0].startswith("source,lat,lon,offset_correction") and len(csv) == 13
     for path in tiny:
@@ -784,3 +788,35 @@ def test_the_pooled_m_step_estimates_what_carries_a_quarter_of_its_priors_inform
     one_float = solve_newton(theta, np.ones(5, bool), stats, 1.0 / width**2, theta * 0,
                              np.zeros(5))[2]  # fmt: skip
     assert list(one_float) == [True, False, False, True, True]
+
+
+@pytest.mark.parametrize("estimated", [False, True])
+def test_summary_and_fleet_page_say_what_the_source_errors_leave_out_when_estimated(estimated):
+    from types import SimpleNamespace
+
+    from apps.track_batch import _shared_lines
+    from rankmodels.plots.fleet import shared_section
+
+    std = np.array([0.4, np.nan]) if estimated else np.full(2, np.nan)
+    params = SimpleNamespace(
+        sound_speed=1485.0, sound_speed_std=np.nan, offset_correction=np.array([0.5, 0.0]),
+        offset_correction_std=std, drift_correction=np.zeros(2),
+        drift_correction_std=np.full(2, np.nan),
+    )  # fmt: skip
+    result = SimpleNamespace(
+        parameters=params, sound_speed_monte_carlo_std=np.nan, polish_reach=np.nan,
+        names=("a", "b"), best=1, loglik=(0.0, 1.0), stop="no longer rising",
+    )  # fmt: skip
+    line = _shared_lines(result)[1]
+    assert line.endswith(f"(sources.csv; {SOURCE_ERRORS_CAVEAT})" if estimated else "(sources.csv)")
+    sources = [
+        {"source": name, "offset_correction": 0.5, "drift_correction": 0.0,
+         "offset_correction_std": None if np.isnan(e) else float(e),
+         "drift_correction_std": None, "floats": 2, "arrivals": 10.0}
+        for name, e in zip("XY", std, strict=True)
+    ]  # fmt: skip
+    page = shared_section(
+        {"sound_speed": 1485.0, "sound_speed_std": None, "floats": 2, "kept_pass": 1,
+         "em_passes": 2, "stop": "no longer rising", "sources": sources}
+    )  # fmt: skip
+    assert ("leave out how far all the tracks can move together" in page) is estimated

@@ -46,6 +46,7 @@ from rankmodels.plots.run_report import REPORT_FILE
 from rankmodels.plots.track_summary import source_names
 from rankmodels.text import with_error
 from rankmodels.tracking.batch import OK, SUMMARY_COLUMNS, TRACK_FILE
+from rankmodels.tracking.shared import SOURCE_ERRORS_CAVEAT
 
 __all__ = [
     "FLEET_FILES",
@@ -403,7 +404,9 @@ def shared_section(experiment: Mapping[str, object] | None) -> str:
     """The joint calibration's shared estimates (``summary.json``'s ``"experiment"``,
     :func:`~rankmodels.tracking.experiment.shared_summary`): the sound speed ± its standard
     error and one row per source with its offset and clock-drift corrections ± theirs and
-    its evidence (floats that heard it, expected direct arrivals); '' without."""
+    its evidence (floats that heard it, expected direct arrivals), and what those errors leave
+    out when any was estimated (:data:`~rankmodels.tracking.shared.SOURCE_ERRORS_CAVEAT`); ''
+    without."""
     if experiment is None:
         return ""
     speed, sd = experiment["sound_speed"], experiment["sound_speed_std"]
@@ -418,8 +421,10 @@ def shared_section(experiment: Mapping[str, object] | None) -> str:
         for h in ("Source", "Offset correction (s)", "Drift correction (s/day)", "Floats",
                   "Arrivals")
     )  # fmt: skip
-    rows = []
+    rows, caveat = [], ""
     for src in experiment["sources"]:
+        if src["offset_correction_std"] is not None or src["drift_correction_std"] is not None:
+            caveat = f"; {_e(SOURCE_ERRORS_CAVEAT)}"
         cells = [f'<td class="name">{_e(src["source"])}</td>']
         for name, digits in (("offset_correction", 2), ("drift_correction", 4)):
             value, err = src[name], src[f"{name}_std"]
@@ -441,7 +446,7 @@ def shared_section(experiment: Mapping[str, object] | None) -> str:
         f"): sound speed {_e(speed_text)}. Each source's corrections, ± the standard error "
         "where the pooled floats determine them (statistical and Monte Carlo error together), "
         "and its evidence: the floats that heard it and their expected direct arrivals from "
-        "it.</p>\n"
+        f"it{caveat}.</p>\n"
         f'<table class="fleet sources">\n<tr>{head}</tr>\n{body}\n</table>'
     )
 

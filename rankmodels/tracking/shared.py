@@ -15,10 +15,18 @@ import xarray as xr
 from rankmodels.tracking.calibration import CalibrationResult
 from rankmodels.tracking.schema import TRACK, annotate
 
-__all__ = ["CALIBRATION_MODE", "FloatCalibration", "with_drift_correction"]
+__all__ = ["CALIBRATION_MODE", "SOURCE_ERRORS_CAVEAT", "FloatCalibration", "with_drift_correction"]
 
 #: ``track.nc``'s attribute ``calibration_mode`` of a float calibrated with its experiment.
 CALIBRATION_MODE = "experiment"
+#: What the source corrections' standard errors leave out, said wherever they are shown: the
+#: tracks of all floats can move together by a fraction of a kilometre while each source's
+#: correction takes up the change in its distances (docs/tracking.md, "How far to trust the
+#: source corrections' standard errors").
+SOURCE_ERRORS_CAVEAT = (
+    "their standard errors leave out how far all the tracks can move together and were up "
+    "to 3 times too small on simulated experiments (docs/tracking.md)"
+)
 
 
 def with_drift_correction(record: xr.Dataset, correction: np.ndarray) -> xr.Dataset:
