@@ -622,7 +622,7 @@ def test_m_step_score_with_the_association_given_each_trajectory_is_the_fisher_s
         resid = pairs["residual_toa"] - pairs["distance_km"] * u0
         fixed = np.array([[1.0], [3.0]])  # a column that differs between the arrivals
         w = pairs["weight"] / sigma**2
-        stats = residual_statistics(pairs["distance_km"], fixed, resid, w)
+        stats = residual_statistics(pairs["distance_km"], fixed, resid, pairs["weight"], sigma)
         scores[name] = stats.score[0]
         # the complete-data information averages each trajectory's own weights
         a = np.stack([pairs["distance_km"], np.broadcast_to(fixed[:, 0], resid.shape)], axis=2)
@@ -649,3 +649,45 @@ def test_progress_counts_every_em_pass_and_the_final_one(iterations, particles):
     done = []
     track_float(record, config, progress=done.append)
     assert sum(done) == progress_steps(record, config)
+
+
+def test_missing_information_adds_the_pair_labels_own_variance_by_enumeration():
+    """Louis' missing information is the variance of the complete-data score over the
+    trajectory and the pairs' labels. Three independent pairs with label probabilities
+    ``w`` on ``M`` copies of one trajectory (no spread over trajectories): enumerating the
+    2^3 labellings gives the variance exactly; on two different trajectories the spread of
+    the labels' expected score over them (sample covariance) adds."""
+    import itertools
+
+    sigma = 4.0
+    dist = np.array([[800.0, 650.0, 1200.0]])
+    fixed = np.array([[1.0, 0.0], [1.0, 3.0], [1.0, 7.0]])
+    resid = np.array([[2.5, -6.0, 9.0]])
+    weight = np.array([0.9, 0.5, 0.2])
+    a = np.column_stack([dist[0], fixed])  # (K, 3)
+    g = a * (resid[0] / sigma**2)[:, None]  # each pair's complete-data score
+    mean = np.zeros(3)
+    second = np.zeros((3, 3))
+    for z in itertools.product((0, 1), repeat=3):
+        p = np.prod(np.where(np.array(z) == 1, weight, 1 - weight))
+        score = np.array(z) @ g
+        mean += p * score
+        second += p * np.outer(score, score)
+    exact = second - np.outer(mean, mean)
+    copies = residual_statistics(np.repeat(dist, 4, 0), fixed, np.repeat(resid, 4, 0),
+                                 np.repeat(weight[None], 4, 0), sigma)  # fmt: skip
+    np.testing.assert_allclose(copies.score, mean, rtol=1e-12)
+    np.testing.assert_allclose(copies.score_cov, exact, rtol=1e-12, atol=1e-15)
+    two = residual_statistics(np.vstack([dist, dist + 40.0]), fixed, np.vstack([resid, -resid]),
+                              weight, sigma)  # fmt: skip
+    scores = [np.column_stack([dist[0] + d, fixed]).T @ (weight * r / sigma**2)
+              for d, r in ((0.0, resid[0]), (40.0, -resid[0]))]  # fmt: skip
+    labels = [
+        (np.column_stack([dist[0] + d, fixed]) * (weight * (1 - weight) * (r / sigma**2) ** 2)
+         [:, None]).T @ np.column_stack([dist[0] + d, fixed])
+        for d, r in ((0.0, resid[0]), (40.0, -resid[0]))
+    ]  # fmt: skip
+    expected = np.cov(np.array(scores), rowvar=False) + (labels[0] + labels[1]) / 2
+    np.testing.assert_allclose(two.score_cov, expected, rtol=1e-12)
+    one = residual_statistics(dist, fixed, resid, weight, sigma)  # positions known
+    assert not one.score_cov.any()

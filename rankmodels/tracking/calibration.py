@@ -320,7 +320,7 @@ def m_step(
         np.full(n_sources, offset_prior_std),
     ]
     resid = y - dist * theta[0] - fixed @ theta[1:]  # (M, K) at theta_0
-    stats = residual_statistics(dist, fixed, resid, w / sigma**2)
+    stats = residual_statistics(dist, fixed, resid, w, sigma)
     if clock_readings is not None and len(clock_readings):
         stats = stats + clock_statistics(clock_readings, theta, np.r_[1, 2], stats.trajectories)
         prior_std[1:3][list(clock_readings.measures)] = math.inf
@@ -352,8 +352,9 @@ class ResidualStatistics:
 
     ``score (p,)`` the mean over the ``M`` trajectories of the complete-data score
     ``S_m = A_m^T W r_m`` (``r_m`` the residuals at the current parameters, ``W`` the
-    weights over ``sigma^2``), ``score_cov (p, p)`` their covariance over the trajectories
-    (Louis' missing information; zeros for one trajectory), ``information (p, p)`` the mean
+    weights over ``sigma^2``), ``score_cov (p, p)`` Louis' missing information: their
+    covariance over the trajectories plus the pair labels' own variance
+    (:func:`residual_statistics`; zeros for one trajectory), ``information (p, p)`` the mean
     complete-data information ``A_m^T W A_m``, ``trajectories`` ``M``.
 
     Records that are independent given the parameters add: the pooled log-likelihood's
@@ -413,19 +414,36 @@ def clock_statistics(
 
 
 def residual_statistics(
-    dist: np.ndarray, fixed: np.ndarray, resid: np.ndarray, w: np.ndarray
+    dist: np.ndarray, fixed: np.ndarray, resid: np.ndarray, weight: np.ndarray, sigma: float
 ) -> ResidualStatistics:
     """:class:`ResidualStatistics` of the design ``A_m = [d_m, fixed]``: ``dist (M, K)`` the
     distance column along each trajectory, ``fixed (K, q)`` the columns that do not depend on
-    the position, ``resid (M, K)`` the residuals at the current parameters, ``w (K,)`` (or
-    per trajectory ``(M, K)``) the weights over ``sigma^2``."""
+    the position, ``resid (M, K)`` the residuals at the current parameters, ``weight (K,)``
+    (or per trajectory ``(M, K)``) each pair's probability in ``[0, 1]`` of being a direct
+    arrival from its source (given the trajectory), ``sigma`` the TOA noise (s).
+
+    The complete data are the trajectory and each pair's label ``z_k`` (direct arrival from
+    the source or not), so the missing information (Louis) is the variance of the
+    complete-data score ``sum_k z_k g_mk``, ``g_mk = a_mk r_mk / sigma^2``, over both: the
+    spread over the trajectories of the labels' expected score ``S_m = sum_k w_mk g_mk``
+    plus the labels' own variance given the trajectory, ``mean_m sum_k w_mk (1 - w_mk) g_mk
+    g_mk^T`` (labels taken as independent; the negative covariance of two labels that
+    exclude each other, the same arrival's sources or one source's arrivals in a cycle, is
+    left out). With one trajectory (positions known) the weights are taken as given and
+    nothing is missing."""
+    w = weight / sigma**2
     wr = resid * w
     scores = np.column_stack([(wr * dist).sum(axis=1), wr @ fixed])  # (M, 1 + q)
     n = scores.shape[0]
-    cov = np.cov(scores, rowvar=False).reshape(2 * (scores.shape[1],)) if n > 1 else None
+    missing = np.zeros(2 * (scores.shape[1],))
+    if n > 1:
+        labels = weight * (1.0 - weight) * (resid / sigma**2) ** 2  # (M, K)
+        missing = np.cov(scores, rowvar=False).reshape(missing.shape) + _complete_information(
+            dist, fixed, labels
+        )
     return ResidualStatistics(
         score=scores.mean(axis=0),
-        score_cov=np.zeros(2 * (scores.shape[1],)) if cov is None else cov,
+        score_cov=missing,
         information=_complete_information(dist, fixed, w),
         trajectories=n,
     )

@@ -280,7 +280,7 @@ def float_design(
     fixed[:, 1] = t
     fixed[rows, 2 + src] = 1.0
     fixed[rows, 2 + n_sources + src] = np.asarray(source_day, dtype=float)
-    return residual_statistics(dist, fixed, resid, np.asarray(weight, dtype=float) / sigma**2)
+    return residual_statistics(dist, fixed, resid, np.asarray(weight, dtype=float), sigma)
 
 
 def pool(
