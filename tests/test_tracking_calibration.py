@@ -16,11 +16,13 @@ from rankmodels.errors import InputError
 from rankmodels.tracking.calibration import (
     CALIBRATION_PARAMS,
     Calibration,
+    ResidualStatistics,
     direct_path_share,
     m_step,
     m_step_pairs,
     parse_calibrate_params,
     residual_statistics,
+    solve_newton,
 )
 from rankmodels.tracking.config import (
     COMMAND_MULTIPATH,
@@ -677,7 +679,8 @@ def test_missing_information_adds_the_pair_labels_own_variance_by_enumeration():
     copies = residual_statistics(np.repeat(dist, 4, 0), fixed, np.repeat(resid, 4, 0),
                                  np.repeat(weight[None], 4, 0), sigma)  # fmt: skip
     np.testing.assert_allclose(copies.score, mean, rtol=1e-12)
-    np.testing.assert_allclose(copies.score_cov, exact, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(copies.score_cov, 0.0, atol=1e-15)
+    np.testing.assert_allclose(copies.score_cov + copies.label_cov, exact, rtol=1e-12)
     two = residual_statistics(np.vstack([dist, dist + 40.0]), fixed, np.vstack([resid, -resid]),
                               weight, sigma)  # fmt: skip
     scores = [np.column_stack([dist[0] + d, fixed]).T @ (weight * r / sigma**2)
@@ -687,7 +690,44 @@ def test_missing_information_adds_the_pair_labels_own_variance_by_enumeration():
          [:, None]).T @ np.column_stack([dist[0] + d, fixed])
         for d, r in ((0.0, resid[0]), (40.0, -resid[0]))
     ]  # fmt: skip
-    expected = np.cov(np.array(scores), rowvar=False) + (labels[0] + labels[1]) / 2
-    np.testing.assert_allclose(two.score_cov, expected, rtol=1e-12)
+    np.testing.assert_allclose(two.score_cov, np.cov(np.array(scores), rowvar=False), rtol=1e-12)
+    np.testing.assert_allclose(two.label_cov, (labels[0] + labels[1]) / 2, rtol=1e-12)
     one = residual_statistics(dist, fixed, resid, weight, sigma)  # positions known
-    assert not one.score_cov.any()
+    assert not one.score_cov.any() and not one.label_cov.any()
+    # they travel with the statistics: scattered, added, averaged
+    moved = two.scattered(np.array([0, 2, 4]), 5)
+    np.testing.assert_allclose(moved.label_cov[np.ix_([0, 2, 4], [0, 2, 4])], two.label_cov)
+    assert not moved.label_cov[1].any()
+    np.testing.assert_allclose((moved + moved).label_cov, 2 * moved.label_cov)
+    np.testing.assert_allclose(ResidualStatistics.mean([moved, moved]).label_cov, moved.label_cov)
+
+
+def test_the_newton_step_ignores_the_labels_variance_and_the_stated_covariance_adds_it():
+    """solve_newton: the step (and which entries are determined) from the positions' missing
+    information alone; the stated covariance the inverse of the observed information less
+    the labels' part too (hand-computed, no floor reached)."""
+    info = np.array([[4.0, 1.0], [1.0, 3.0]])
+    spread = np.array([[1.0, 0.2], [0.2, 0.5]])
+    labels = np.array([[0.3, -0.1], [-0.1, 0.2]])
+    score = np.array([0.4, -0.7])
+    theta = np.array([1.0, 2.0])
+    prior = np.array([0.5, 0.0])
+    args = (theta, np.ones(2, bool))
+    rest = (prior, np.zeros(2), np.zeros(2))
+    without = ResidualStatistics(score, spread, info, 50)
+    with_labels = ResidualStatistics(score, spread, info, 50, labels)
+    v0, c0, e0 = solve_newton(*args, without, *rest)
+    v1, c1, e1 = solve_newton(*args, with_labels, *rest)
+    penalised = info + np.diag(prior)
+    grad = score - prior * (theta - 0.0)
+    np.testing.assert_allclose(v1, theta + np.linalg.solve(penalised - spread, grad))
+    np.testing.assert_array_equal(v0, v1)
+    np.testing.assert_array_equal(e0, e1)
+    np.testing.assert_allclose(c0, np.linalg.inv(penalised - spread))
+    np.testing.assert_allclose(c1, np.linalg.inv(penalised - spread - labels))
+    # an entry determined by the step's information (variance 1 / 1.4 under the hold line 1)
+    # stays estimated though its stated variance (1 / 0.8) is above it
+    info, spread, labels = np.diag([1.2, 3.0]), np.diag([0.3, 0.5]), np.diag([0.6, 0.2])
+    v, c, e = solve_newton(*args, ResidualStatistics(score, spread, info, 50, labels), *rest)
+    assert e.all()
+    np.testing.assert_allclose(np.diag(c), 1.0 / (np.diag(info) + prior - np.diag(spread + labels)))

@@ -352,10 +352,13 @@ class ResidualStatistics:
 
     ``score (p,)`` the mean over the ``M`` trajectories of the complete-data score
     ``S_m = A_m^T W r_m`` (``r_m`` the residuals at the current parameters, ``W`` the
-    weights over ``sigma^2``), ``score_cov (p, p)`` Louis' missing information: their
-    covariance over the trajectories plus the pair labels' own variance
-    (:func:`residual_statistics`; zeros for one trajectory), ``information (p, p)`` the mean
-    complete-data information ``A_m^T W A_m``, ``trajectories`` ``M``.
+    weights over ``sigma^2``), ``score_cov (p, p)`` their covariance over the trajectories
+    (Louis' missing information from the positions; zeros for one trajectory),
+    ``information (p, p)`` the mean complete-data information ``A_m^T W A_m``,
+    ``trajectories`` ``M``, and ``label_cov (p, p)`` the missing information from the pairs'
+    latent labels (association and direct path; :func:`residual_statistics`; zeros when not
+    given). The M-step's Newton step uses the first part, its stated covariance both
+    (:func:`solve_newton`).
 
     Records that are independent given the parameters add: the pooled log-likelihood's
     score, information and missing information are the sums of the records', each scattered
@@ -366,17 +369,23 @@ class ResidualStatistics:
     score_cov: np.ndarray
     information: np.ndarray
     trajectories: int
+    label_cov: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        if self.label_cov is None:
+            object.__setattr__(self, "label_cov", np.zeros_like(self.score_cov))
 
     def scattered(self, index: np.ndarray, size: int) -> ResidualStatistics:
         """These statistics with column ``j`` moved to ``index[j]`` of ``size`` columns (the
         others zero)."""
         idx = np.asarray(index)
         score = np.zeros(size)
-        cov, info = np.zeros((size, size)), np.zeros((size, size))
+        cov, info, labels = (np.zeros((size, size)) for _ in range(3))
         score[idx] = self.score
         cov[np.ix_(idx, idx)] = self.score_cov
         info[np.ix_(idx, idx)] = self.information
-        return ResidualStatistics(score, cov, info, self.trajectories)
+        labels[np.ix_(idx, idx)] = self.label_cov
+        return ResidualStatistics(score, cov, info, self.trajectories, labels)
 
     def __add__(self, other: ResidualStatistics) -> ResidualStatistics:
         return ResidualStatistics(
@@ -384,6 +393,7 @@ class ResidualStatistics:
             self.score_cov + other.score_cov,
             self.information + other.information,
             max(self.trajectories, other.trajectories),
+            self.label_cov + other.label_cov,
         )
 
     @staticmethod
@@ -395,7 +405,11 @@ class ResidualStatistics:
             total = total + other
         n = len(replicates)
         return ResidualStatistics(
-            total.score / n, total.score_cov / n, total.information / n, total.trajectories
+            total.score / n,
+            total.score_cov / n,
+            total.information / n,
+            total.trajectories,
+            total.label_cov / n,
         )
 
 
@@ -426,26 +440,27 @@ def residual_statistics(
     the source or not), so the missing information (Louis) is the variance of the
     complete-data score ``sum_k z_k g_mk``, ``g_mk = a_mk r_mk / sigma^2``, over both: the
     spread over the trajectories of the labels' expected score ``S_m = sum_k w_mk g_mk``
-    plus the labels' own variance given the trajectory, ``mean_m sum_k w_mk (1 - w_mk) g_mk
-    g_mk^T`` (labels taken as independent; the negative covariance of two labels that
-    exclude each other, the same arrival's sources or one source's arrivals in a cycle, is
-    left out). With one trajectory (positions known) the weights are taken as given and
-    nothing is missing."""
+    (``score_cov``) plus the labels' own variance given the trajectory, ``mean_m sum_k w_mk
+    (1 - w_mk) g_mk g_mk^T`` (``label_cov``; labels taken as independent: the negative
+    covariance of two labels that exclude each other, the same arrival's sources or one
+    source's arrivals in a cycle, is left out). With one trajectory (positions known) the
+    weights are taken as given and nothing is missing."""
     w = weight / sigma**2
     wr = resid * w
     scores = np.column_stack([(wr * dist).sum(axis=1), wr @ fixed])  # (M, 1 + q)
     n = scores.shape[0]
-    missing = np.zeros(2 * (scores.shape[1],))
+    spread = labels = np.zeros(2 * (scores.shape[1],))
     if n > 1:
-        labels = weight * (1.0 - weight) * (resid / sigma**2) ** 2  # (M, K)
-        missing = np.cov(scores, rowvar=False).reshape(missing.shape) + _complete_information(
-            dist, fixed, labels
+        spread = np.cov(scores, rowvar=False).reshape(spread.shape)
+        labels = _complete_information(
+            dist, fixed, weight * (1.0 - weight) * (resid / sigma**2) ** 2
         )
     return ResidualStatistics(
         score=scores.mean(axis=0),
-        score_cov=missing,
+        score_cov=spread,
         information=_complete_information(dist, fixed, w),
         trajectories=n,
+        label_cov=labels,
     )
 
 
@@ -469,17 +484,19 @@ def solve_newton(
     highest rank are held before solving again (an entry confounded with another may be
     determined once the other is held); ``min_observed_share`` the floor of Louis' observed
     information as a share of the complete-data information in any direction
-    (:func:`_observed_information`). Returns the new ``theta``, the covariance of the entries
-    still estimated and that mask (all False: nothing determined, ``theta`` unchanged).
+    (:func:`_observed_information`). Whether an entry is determined is judged on the step's
+    information (:func:`_newton_step`). Returns the new ``theta``, the stated covariance of
+    the entries still estimated and that mask (all False: nothing determined, ``theta``
+    unchanged).
     Raises ValueError when the normal equations cannot be solved."""
     estimated = np.asarray(estimated, dtype=bool).copy()
     rank = np.zeros(theta.size, dtype=int) if hold_first is None else np.asarray(hold_first)
     values, cov = theta.copy(), np.zeros((0, 0))
     while estimated.any():
-        values, cov = _newton_step(
+        values, step_cov, cov = _newton_step(
             theta, estimated, stats, prior, prior_mean, held_var, min_observed_share
         )
-        undetermined = np.diag(cov) * prior[estimated] * (1.0 + min_data_to_prior) > 1.0
+        undetermined = np.diag(step_cov) * prior[estimated] * (1.0 + min_data_to_prior) > 1.0
         if not undetermined.any():
             break
         index = np.flatnonzero(estimated)[undetermined]
@@ -497,10 +514,14 @@ def _newton_step(
     prior_mean: np.ndarray,
     held_var: np.ndarray,
     min_observed_share: float,
-) -> tuple[np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`solve_newton`'s step for the ``estimated`` entries of ``theta`` (the rest
-    held): the new values and the estimated entries' covariance (consider covariance
-    included); Louis' observed information when ``stats`` come from several trajectories."""
+    held): the new values, the inverse of the matrix the step used and the estimated
+    entries' stated covariance (both with the consider covariance). With ``stats`` from
+    several trajectories the step uses Louis' observed information with the positions'
+    missing information, the stated covariance also the pair labels'
+    (:class:`ResidualStatistics`): taking the step with the smaller information would move
+    the EM further in the weakly determined directions, where its path was tuned."""
     full = stats.information
     info = full[np.ix_(estimated, estimated)] + np.diag(prior[estimated])
     scale = np.sqrt(np.diag(info))  # condition judged in correlation form (units aside)
@@ -514,11 +535,12 @@ def _newton_step(
     # S (phi - phi_0) when the held phi are off, S = I_ee^-1 I_eh (complete data)
     held = ~estimated & (held_var > 0)
     sensitivity = np.linalg.solve(info, full[np.ix_(estimated, held)])
-    info = _with_missing_information(info, stats, estimated, min_observed_share)
-    cov = np.linalg.inv(info) + (sensitivity * held_var[held]) @ sensitivity.T
+    consider = (sensitivity * held_var[held]) @ sensitivity.T
+    step_info = _with_missing_information(info, stats, estimated, min_observed_share)
+    stated = _with_missing_information(info, stats, estimated, min_observed_share, labels=True)
     values = theta.copy()
-    values[estimated] += np.linalg.solve(info, grad)
-    return values, cov
+    values[estimated] += np.linalg.solve(step_info, grad)
+    return values, np.linalg.inv(step_info) + consider, np.linalg.inv(stated) + consider
 
 
 def calibration_stages(params: frozenset[str]) -> tuple[frozenset[str], ...]:
@@ -602,14 +624,19 @@ def penalised_information(
 
 
 def _with_missing_information(
-    info: np.ndarray, stats: ResidualStatistics, estimated: np.ndarray, min_share: float
+    info: np.ndarray,
+    stats: ResidualStatistics,
+    estimated: np.ndarray,
+    min_share: float,
+    labels: bool = False,
 ) -> np.ndarray:
     """``info`` (complete data and priors over the ``estimated`` entries) less Louis' missing
-    information of ``stats`` when they come from several trajectories."""
+    information of ``stats`` when they come from several trajectories: the positions' part,
+    and with ``labels`` the pair labels' part too."""
     if stats.trajectories <= 1:
         return info
-    missing = stats.score_cov[np.ix_(estimated, estimated)]
-    return _observed_information(info, missing, min_share)
+    missing = stats.score_cov + stats.label_cov if labels else stats.score_cov
+    return _observed_information(info, missing[np.ix_(estimated, estimated)], min_share)
 
 
 def _observed_information(
