@@ -664,8 +664,9 @@ def test_every_em_m_step_weighs_by_the_association_given_each_trajectory(
 def test_louis_observed_information_in_one_dimension(rng):
     """The speed alone (no priors, the rest held exactly): with M trajectories the step is
     ``u0 + mean(S_m) / I_obs``, ``I_obs = I_c - var(S_m)`` (floored at 0.3 ``I_c``), and
-    the standard error ``1 / sqrt(I_obs)`` -- the complete-data information less what the
-    unknown positions take away, by hand."""
+    the standard error ``1 / sqrt(I_obs - L)`` (floored alike) with ``L = mean_m sum_k w_k
+    (1 - w_k) (r_mk d_mk / sigma^2)^2`` the pair labels' variance -- the complete-data
+    information less what the unknown positions and labels take away, by hand."""
     n, m = 300, 40
     base = rng.uniform(200.0, 1500.0, n)
     day, src = np.zeros(n), np.zeros(n, dtype=int)
@@ -680,10 +681,12 @@ def test_louis_observed_information_in_one_dimension(rng):
         complete = (w * dist**2).sum(axis=1).mean() / 25.0
         observed = complete - np.var(scores, ddof=1)
         assert bool(observed < 0.3 * complete) is floored
+        labels = (w * (1 - w) * ((y - dist * u0) * dist / 25.0) ** 2).sum(axis=1).mean()
+        stated = max(observed - labels, 0.3 * complete)
         observed = max(observed, 0.3 * complete)
         u = u0 + scores.mean() / observed
         assert cal.sound_speed == pytest.approx(1000.0 / u, rel=1e-10)
-        assert cal.sound_speed_std == pytest.approx(1000.0 / math.sqrt(observed) / u**2, rel=1e-8)
+        assert cal.sound_speed_std == pytest.approx(1000.0 / math.sqrt(stated) / u**2, rel=1e-8)
 
 
 def test_held_parameters_add_their_uncertainty_to_the_estimated_ones(rng):
