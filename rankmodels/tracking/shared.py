@@ -24,8 +24,8 @@ CALIBRATION_MODE = "experiment"
 #: correction takes up the change in its distances (docs/tracking.md, "How far to trust the
 #: source corrections' standard errors").
 SOURCE_ERRORS_CAVEAT = (
-    "their standard errors leave out how far all the tracks can move together and were up "
-    "to 3 times too small on simulated experiments (docs/tracking.md)"
+    "their standard errors leave out how far all the tracks can move together and can be "
+    "too small where they moved (docs/tracking.md)"
 )
 
 
