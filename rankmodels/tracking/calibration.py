@@ -449,7 +449,7 @@ def residual_statistics(
     wr = resid * w
     scores = np.column_stack([(wr * dist).sum(axis=1), wr @ fixed])  # (M, 1 + q)
     n = scores.shape[0]
-    spread = labels = np.zeros(2 * (scores.shape[1],))
+    spread, labels = np.zeros((2, scores.shape[1], scores.shape[1]))
     if n > 1:
         spread = np.cov(scores, rowvar=False).reshape(spread.shape)
         labels = _complete_information(
@@ -537,10 +537,14 @@ def _newton_step(
     sensitivity = np.linalg.solve(info, full[np.ix_(estimated, held)])
     consider = (sensitivity * held_var[held]) @ sensitivity.T
     step_info = _with_missing_information(info, stats, estimated, min_observed_share)
-    stated = _with_missing_information(info, stats, estimated, min_observed_share, labels=True)
+    step_cov = np.linalg.inv(step_info) + consider
+    stated_cov = step_cov
+    if stats.label_cov[np.ix_(estimated, estimated)].any():
+        stated = _with_missing_information(info, stats, estimated, min_observed_share, True)
+        stated_cov = np.linalg.inv(stated) + consider
     values = theta.copy()
     values[estimated] += np.linalg.solve(step_info, grad)
-    return values, np.linalg.inv(step_info) + consider, np.linalg.inv(stated) + consider
+    return values, step_cov, stated_cov
 
 
 def calibration_stages(params: frozenset[str]) -> tuple[frozenset[str], ...]:
