@@ -10,6 +10,7 @@ Runs: the shipped sample ``data/float767.nc`` calibrated (the default), ``--no-c
 mode (each float calibrated alone) and with ``--calibrate-mode experiment``.
 
     python benchmarks/digests.py [--record] [--only NAME ...] [--keep DIR]
+    python benchmarks/digests.py --record-from DIR     # digests of the outputs a --keep left
 
 Digests hold on one machine and numba version; another CPU may round differently.
 """
@@ -32,7 +33,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 STORE = REPO / "benchmarks" / "digests.json"
 #: attributes that change from run to run whatever the code computes
-VOLATILE = ("time", "version", "history", "date", "compile")
+VOLATILE = ("time", "version", "history", "date", "compile", "created")
 
 SAMPLE = str(REPO / "data" / "float767.nc")
 RUNS: dict[str, list[str]] = {
@@ -79,15 +80,18 @@ def _folder(work: Path) -> Path:
     return folder
 
 
+def digest_folder(out: Path) -> dict[str, dict[str, str]]:
+    """Digests of each track file under ``out``, by path relative to it."""
+    return {str(p.relative_to(out)): digest_track(p) for p in sorted(out.rglob("track.nc"))}
+
+
 def run(name: str, work: Path) -> dict[str, dict[str, str]]:
     """Run ``RUNS[name]`` into ``work/name``; digests of each track file written."""
     out = work / name
     args = [a.replace("{folder}", str(work / "floats")) for a in RUNS[name]]
     cmd = ["track-float", *args, "--no-plots", "--quiet", "-o", str(out)]
     subprocess.run(cmd, check=True)
-    return {
-        str(p.relative_to(out)): digest_track(p) for p in sorted(out.rglob("track.nc"))
-    }
+    return digest_folder(out)
 
 
 def main() -> int:
@@ -95,7 +99,12 @@ def main() -> int:
     parser.add_argument("--record", action="store_true", help="store the digests")
     parser.add_argument("--only", nargs="*", choices=list(RUNS), default=list(RUNS))
     parser.add_argument("--keep", type=Path, help="leave the outputs in this folder")
+    parser.add_argument("--record-from", type=Path, help="store the digests of a kept run")
     args = parser.parse_args()
+    if args.record_from:
+        found = {name: digest_folder(args.record_from / name) for name in args.only}
+        STORE.write_text(json.dumps(found, indent=1, sort_keys=True) + "\n")
+        return 0
     work = args.keep or Path(tempfile.mkdtemp(prefix="digests-"))
     work.mkdir(parents=True, exist_ok=True)
     _folder(work)
