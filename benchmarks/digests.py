@@ -32,8 +32,8 @@ import xarray as xr
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 STORE = REPO / "benchmarks" / "digests.json"
-#: attributes that change from run to run whatever the code computes
-VOLATILE = ("time", "version", "history", "date", "compile", "created")
+#: attributes that change from run to run whatever the code computes (the input's path too)
+VOLATILE = ("time", "version", "history", "date", "compile", "created", "source_file")
 
 SAMPLE = str(REPO / "data" / "float767.nc")
 RUNS: dict[str, list[str]] = {
