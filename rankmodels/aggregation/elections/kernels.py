@@ -8,6 +8,10 @@ overvote marker). Votes are *scaled integers*: a ballot's value is ``value / 10*
 vote for ``d`` decimal places, so RCTab's arithmetic (every product and quotient rounded
 down to ``d`` places) is exact integer arithmetic: ``floor(v * f / 10**d)``.
 
+The kernels take their inputs as namedtuples: :class:`Packed` (the ballots),
+:class:`_States` (each ballot's state in the count), :class:`_Reading` (the rules a ballot
+is read by) and :class:`Tally` (one round's sums, filled in).
+
 Decimal strings keep the exponent RCTab's ``BigDecimal`` gives them: a whole number until a
 value that went through a surplus transfer (``touched``) is added in, then ``d`` places. So
 every sum comes with a flag saying whether such a value went into it.
@@ -20,9 +24,9 @@ arrays of Python integers, exactly and slowly.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from itertools import chain
 from operator import itemgetter
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -47,9 +51,13 @@ _ACTIVE, _UNDERVOTE, _OVERVOTE, _SKIPPED, _REPEATED, _EXHAUSTED, _FINAL = range(
 _INT64_LIMIT = 2**62
 
 
-@dataclass(frozen=True)
-class Packed:
-    """Distinct ballots as flat arrays (see the module docstring); ``counts``: ``(m,)``."""
+class Packed(NamedTuple):
+    """Distinct ballots as flat arrays (see the module docstring), for ``m`` ballots of
+    ``E`` marked ranks and ``K`` marks in all: ``start`` ``(m + 1,)`` each ballot's first
+    entry; ``rank`` ``(E,)`` each entry's rank; ``mstart`` ``(E + 1,)`` each entry's first
+    mark; ``marks`` ``(K,)`` candidate codes (:data:`~.ballots.OVERVOTE`: an overvote
+    marker); ``counts`` ``(m,)`` the cast ballots each distinct one stands for (``int64``;
+    Python integers in an exact count)."""
 
     start: np.ndarray
     rank: np.ndarray
@@ -91,29 +99,55 @@ def fits_int64(total: int, decimal_places: int) -> bool:
     return total * scale < _INT64_LIMIT and scale * scale < _INT64_LIMIT
 
 
+class _States(NamedTuple):
+    """Each of the ``m`` distinct ballots' state during a count (see :class:`BallotStates`):
+    ``recipient`` ``(m,)`` the candidate it counts for (``-1`` none); ``status`` ``(m,)``
+    ``0`` active, else the cause (as :class:`.tabulator.Status`); ``value`` ``(m,)`` its
+    scaled value (``int64``; Python integers in an exact count); ``touched`` ``(m,)`` bool,
+    whether a surplus transfer moved part of it."""
+
+    recipient: np.ndarray
+    status: np.ndarray
+    value: np.ndarray
+    touched: np.ndarray
+
+
+class _Reading(NamedTuple):
+    """The rules a ballot is read by: ``max_skip`` the ranks that may be skipped in a row
+    (``-1`` unlimited); ``duplicate_exhausts`` whether a candidate ranked again exhausts
+    the ballot; ``overvote`` the overvote rule's code (:data:`OVERVOTE_CODES`)."""
+
+    max_skip: int
+    duplicate_exhausts: bool
+    overvote: int
+
+
 @numba.njit(cache=True)
-def _read(
-    p_start, p_rank, p_mstart, p_marks, j, continuing, max_skip, duplicate_exhausts,
-    overvote_rule, count_over, seen, stamp,
-):  # pragma: no cover  # fmt: skip
+def _read(packed, j, continuing, reading, count_over, seen):  # pragma: no cover
     """``(candidate, state)`` ballot ``j`` counts for (candidate ``-1`` when inactive;
-    state ``-1`` when an unnamed overvote meets exhaust-if-multiple)."""
-    first, end = p_start[j], p_start[j + 1]
+    state ``-1`` when an unnamed overvote meets exhaust-if-multiple). ``continuing``
+    ``(n,)`` 0/1 per candidate; ``count_over``: every seat is filled, a ballot read again
+    is final; ``seen`` ``(n + 1,)`` scratch, where ``j + 1`` marks the candidates met on
+    this ballot (slot ``n``: an unnamed overvote)."""
+    start, rank, mstart, marks = packed.start, packed.rank, packed.mstart, packed.marks
+    max_skip, overvote_rule = reading.max_skip, reading.overvote
+    first, end = start[j], start[j + 1]
     if first == end:
         return -1, _UNDERVOTE
     if count_over:
         return -1, _FINAL
+    stamp = j + 1
     last_seen = 0
-    last_rank = p_rank[end - 1]
+    last_rank = rank[end - 1]
     for e in range(first, end):
-        r = p_rank[e]
+        r = rank[e]
         if max_skip >= 0 and r - last_seen > max_skip + 1:
             return -1, _SKIPPED
         last_seen = r
-        lo, hi = p_mstart[e], p_mstart[e + 1]
-        if duplicate_exhausts:
+        lo, hi = mstart[e], mstart[e + 1]
+        if reading.duplicate_exhausts:
             for q in range(lo, hi):
-                x = p_marks[q]
+                x = marks[q]
                 k = x if x >= 0 else seen.shape[0] - 1  # an unnamed overvote repeats too
                 if seen[k] == stamp:
                     return -1, _REPEATED
@@ -122,7 +156,7 @@ def _read(
         decision = 2
         named = True
         for q in range(lo, hi):
-            if p_marks[q] == OVERVOTE:
+            if marks[q] == OVERVOTE:
                 named = False
         if not named:
             if overvote_rule == 2:
@@ -132,7 +166,7 @@ def _read(
             if overvote_rule == 2:
                 alive = 0
                 for q in range(lo, hi):
-                    alive += continuing[p_marks[q]]
+                    alive += continuing[marks[q]]
                 decision = 0 if alive >= 2 else 2
             else:
                 decision = overvote_rule
@@ -143,77 +177,76 @@ def _read(
                 return -1, _EXHAUSTED
             continue
         for q in range(lo, hi):
-            if continuing[p_marks[q]]:
-                return p_marks[q], _ACTIVE
+            if continuing[marks[q]]:
+                return marks[q], _ACTIVE
     return -1, _EXHAUSTED
 
 
 @numba.njit(cache=True)
-def _tally(
-    p_start, p_rank, p_mstart, p_marks, counts, recipient, status, value, touched,
-    continuing, max_skip, duplicate_exhausts, overvote_rule, count_over,
-    votes, votes_touched, inactive, inactive_touched, moves, moves_touched, seen,
-):  # pragma: no cover  # fmt: skip
-    m = counts.shape[0]
+def _tally(packed, states, continuing, reading, count_over, out):  # pragma: no cover
+    """One round over every ballot into ``out`` (a zeroed :class:`Tally`), updating
+    ``states`` (see :meth:`BallotStates.tally`). Returns ``-1``, or the first ballot whose
+    unnamed overvote meets exhaust-if-multiple."""
+    counts = packed.counts
     n = continuing.shape[0]
-    for j in range(m):
-        weight = counts[j] * value[j]
-        if status[j] != _ACTIVE:
-            inactive[status[j]] += weight
-            inactive_touched[status[j]] |= touched[j]
+    seen = np.zeros(n + 1, dtype=np.int64)
+    for j in range(counts.shape[0]):
+        weight = counts[j] * states.value[j]
+        if states.status[j] != _ACTIVE:
+            out.inactive[states.status[j]] += weight
+            out.inactive_touched[states.status[j]] |= states.touched[j]
             continue
-        current = recipient[j]
+        current = states.recipient[j]
         if current >= 0 and continuing[current]:
-            votes[current] += weight
-            votes_touched[current] |= touched[j]
+            out.votes[current] += weight
+            out.votes_touched[current] |= states.touched[j]
             continue
-        chosen, state = _read(
-            p_start, p_rank, p_mstart, p_marks, j, continuing, max_skip,
-            duplicate_exhausts, overvote_rule, count_over, seen, j + 1,
-        )  # fmt: skip
+        chosen, state = _read(packed, j, continuing, reading, count_over, seen)
         if state < 0:
             return j
         if weight > 0 and current >= 0:
             to = n if chosen < 0 else chosen
-            moves[current, to] += weight
-            moves_touched[current, to] |= touched[j]
-        recipient[j] = chosen
+            out.moves[current, to] += weight
+            out.moves_touched[current, to] |= states.touched[j]
+        states.recipient[j] = chosen
         if chosen < 0:
-            status[j] = state
-            inactive[state] += weight
-            inactive_touched[state] |= touched[j]
+            states.status[j] = state
+            out.inactive[state] += weight
+            out.inactive_touched[state] |= states.touched[j]
         else:
-            votes[chosen] += weight
-            votes_touched[chosen] |= touched[j]
+            out.votes[chosen] += weight
+            out.votes_touched[chosen] |= states.touched[j]
     return -1
 
 
 @numba.njit(cache=True)
-def _surplus(
-    counts, recipient, status, value, touched, winner, fraction, scale
-):  # pragma: no cover
+def _surplus(counts, states, winner, fraction, scale):  # pragma: no cover
+    """Move ``fraction / scale`` of each of ``winner``'s active ballots on (``counts``
+    ``(m,)``, ``states`` updated): see :meth:`BallotStates.surplus`."""
     kept = 0
     found = False
     for j in range(counts.shape[0]):
-        if recipient[j] == winner and status[j] == _ACTIVE:
-            moved = value[j] * fraction // scale
-            kept += counts[j] * (value[j] - moved)
-            value[j] = moved
-            touched[j] = True
+        if states.recipient[j] == winner and states.status[j] == _ACTIVE:
+            moved = states.value[j] * fraction // scale
+            kept += counts[j] * (states.value[j] - moved)
+            states.value[j] = moved
+            states.touched[j] = True
             found = True
     return kept, found
 
 
 @numba.njit(cache=True)
-def _head_to_head(
-    p_start, p_rank, p_mstart, p_marks, counts, index, max_skip, duplicate_exhausts,
-    overvote_rule, wins, last,
-):  # pragma: no cover  # fmt: skip
+def _head_to_head(packed, index, reading, wins, last):  # pragma: no cover
     """One pass over the ballots: where each compared candidate is first reached (the
     entry of its rank), reading as :func:`_read` reads with every compared candidate
     continuing, except that the candidates of an overvote under exhaust-if-multiple share
     its entry (two of them together exhaust the ballot, one alone counts). A pair's
-    ballot counts for the one reached first; equal entries count for neither."""
+    ballot counts for the one reached first; equal entries count for neither. ``index``
+    ``(n,)`` each candidate's place among the ``k`` compared (``-1`` none); ``wins``
+    ``(k, k)`` and ``last`` ``(k,)`` are added to (see :func:`head_to_head`)."""
+    start, rank, mstart, marks = packed.start, packed.rank, packed.mstart, packed.marks
+    max_skip, overvote_rule = reading.max_skip, reading.overvote
+    counts = packed.counts
     k = wins.shape[0]
     n = index.shape[0]
     never = np.int64(1) << 62
@@ -222,16 +255,16 @@ def _head_to_head(
     for j in range(counts.shape[0]):
         pos[:] = never
         last_seen = 0
-        for e in range(p_start[j], p_start[j + 1]):
-            r = p_rank[e]
+        for e in range(start[j], start[j + 1]):
+            r = rank[e]
             if max_skip >= 0 and r - last_seen > max_skip + 1:
                 break
             last_seen = r
-            lo, hi = p_mstart[e], p_mstart[e + 1]
-            if duplicate_exhausts:
+            lo, hi = mstart[e], mstart[e + 1]
+            if reading.duplicate_exhausts:
                 repeated = False
                 for q in range(lo, hi):
-                    x = p_marks[q]
+                    x = marks[q]
                     slot = x if x >= 0 else n  # an unnamed overvote repeats too
                     repeated |= seen[slot] == j + 1
                     seen[slot] = j + 1
@@ -239,14 +272,14 @@ def _head_to_head(
                     break
             named = True
             for q in range(lo, hi):
-                named &= p_marks[q] != OVERVOTE
+                named &= marks[q] != OVERVOTE
             if not named or hi - lo > 1:
                 if overvote_rule == 0 or (not named and overvote_rule == 2):
                     break
                 if overvote_rule == 1:
                     continue
             for q in range(lo, hi):
-                c = index[p_marks[q]]
+                c = index[marks[q]]
                 if c >= 0 and pos[c] == never:
                     pos[c] = e
         for a in range(k):
@@ -278,18 +311,17 @@ def head_to_head(
     last = np.zeros(k, dtype=np.int64)
     index = np.full(n, -1, dtype=np.int64)
     index[np.asarray(codes, dtype=np.int64)] = np.arange(k)
-    _head_to_head(
-        packed.start, packed.rank, packed.mstart, packed.marks, packed.counts, index,
-        max_skip, duplicate_exhausts, OVERVOTE_CODES[overvote], wins, last,
-    )  # fmt: skip
+    reading = _Reading(max_skip, duplicate_exhausts, OVERVOTE_CODES[overvote])
+    _head_to_head(packed, index, reading, wins, last)
     return wins, last
 
 
-@dataclass(frozen=True)
-class Tally:
-    """One round's sums (scaled), each with its ``*_touched`` flags: ``votes`` ``(n,)``;
-    ``inactive`` ``(7,)`` by ballot state; ``moves`` ``(n, n+1)`` from a ballot's old
-    candidate to its new one (column ``n``: inactive)."""
+class Tally(NamedTuple):
+    """One round's sums (scaled: ``int64``, or Python integers in an exact count), each
+    with its bool ``*_touched`` flags of the same shape, whether a value that a surplus
+    transfer touched went into it: ``votes`` ``(n,)`` by candidate; ``inactive`` ``(7,)``
+    by ballot state; ``moves`` ``(n, n+1)`` from a ballot's old candidate to its new one
+    (column ``n``: inactive)."""
 
     votes: np.ndarray
     votes_touched: np.ndarray
@@ -300,22 +332,23 @@ class Tally:
 
 
 class BallotStates:
-    """Each distinct ballot's state during a count: the candidate it counts for
-    (``recipient``, ``-1`` none), its ``status`` (``0`` active, else the cause, as
-    :class:`.tabulator.Status`), its ``value`` (scaled; starts at one vote) and whether
+    """Each distinct ballot's state during a count (:class:`_States`): the candidate it
+    counts for (``recipient``, ``-1`` none), its ``status`` (``0`` active, else the cause,
+    as :class:`.tabulator.Status`), its ``value`` (scaled; starts at one vote) and whether
     a surplus transfer ``touched`` it. ``exact``: Python integers instead of ``int64``
-    (when the count could overflow)."""
+    (when the count could overflow), in ``packed.counts`` too."""
 
     def __init__(self, packed: Packed, decimal_places: int, exact: bool) -> None:
         m = packed.m
-        self.packed = packed
+        self.packed = packed._replace(counts=packed.counts.astype(object)) if exact else packed
         self.scale = 10**decimal_places
         self.exact = exact
-        self.counts = packed.counts.astype(object) if exact else packed.counts
-        self.recipient = np.full(m, -1, dtype=np.int64)
-        self.status = np.zeros(m, dtype=np.int64)
-        self.value = np.full(m, self.scale, dtype=object if exact else np.int64)
-        self.touched = np.zeros(m, dtype=np.bool_)
+        self.states = _States(
+            recipient=np.full(m, -1, dtype=np.int64),
+            status=np.zeros(m, dtype=np.int64),
+            value=np.full(m, self.scale, dtype=object if exact else np.int64),
+            touched=np.zeros(m, dtype=np.bool_),
+        )
 
     def _zeros(self, shape) -> np.ndarray:
         out = np.zeros(shape, dtype=object if self.exact else np.int64)
@@ -336,21 +369,16 @@ class BallotStates:
         ``-1`` unlimited; ``count_over``: every seat is filled, nothing moves on). Raises
         ``ValueError`` for an unnamed overvote under exhaust-if-multiple."""
         n = continuing.size
-        p = self.packed
         out = Tally(
             self._zeros(n), np.zeros(n, dtype=np.bool_),
             self._zeros(7), np.zeros(7, dtype=np.bool_),
             self._zeros((n, n + 1)), np.zeros((n, n + 1), dtype=np.bool_),
         )  # fmt: skip
+        reading = _Reading(max_skip, duplicate_exhausts, OVERVOTE_CODES[overvote])
         kernel = _tally.py_func if self.exact else _tally
         error = kernel(
-            p.start, p.rank, p.mstart, p.marks, self.counts,
-            self.recipient, self.status, self.value, self.touched,
-            continuing.astype(np.int64), max_skip, duplicate_exhausts,
-            OVERVOTE_CODES[overvote], count_over,
-            out.votes, out.votes_touched, out.inactive, out.inactive_touched,
-            out.moves, out.moves_touched, np.zeros(n + 1, dtype=np.int64),
-        )  # fmt: skip
+            self.packed, self.states, continuing.astype(np.int64), reading, count_over, out
+        )
         if error >= 0:
             raise ValueError(
                 "an overvote that does not name its candidates cannot be counted by "
@@ -363,6 +391,5 @@ class BallotStates:
         down to a whole scaled unit); returns what its ballots keep, scaled, and whether
         it had any."""
         kernel = _surplus.py_func if self.exact else _surplus
-        kept, found = kernel(self.counts, self.recipient, self.status, self.value,
-                             self.touched, winner, fraction, self.scale)  # fmt: skip
+        kept, found = kernel(self.packed.counts, self.states, winner, fraction, self.scale)
         return int(kept), bool(found)
