@@ -13,7 +13,7 @@ import xarray as xr
 from rankmodels.errors import InputError
 from rankmodels.plots.run_report import IMAGES, REPORT_FILE, write_run_report
 from rankmodels.threads import prepare_environment
-from rankmodels.tracking.batch import TRACK_FILE, read_record
+from rankmodels.tracking.batch import TRACK_FILE, read_record, track_file
 from rankmodels.tracking.calibration import CALIBRATION_PARAMS
 from rankmodels.tracking.config import (
     COMMAND_MULTIPATH,
@@ -26,13 +26,11 @@ from rankmodels.tracking.config import (
 )
 from rankmodels.tracking.engines import ENGINES
 from rankmodels.tracking.estimates import CANNOT_DETERMINE
-from rankmodels.tracking.output import write_track
-from rankmodels.tracking.pipeline import TrackSummary, progress_steps
-from rankmodels.tracking.pipeline import track_float as run_tracker
+from rankmodels.tracking.pipeline import progress_steps
+from rankmodels.tracking.summary import TrackSummary
 from rankmodels_app._common import (
     BadInput,
     OneLineCommand,
-    atomic_path,
     count,
     out_option,
     progressbar,
@@ -471,19 +469,20 @@ def track_float(
     if note:
         click.echo(f"warning: {note}", err=True)
     truth = _truth(file, record) if plots else None
+
+    def figures(folder, _file, record, track, summary):
+        return _write_figures(record, track, summary, folder, truth)
+
     try:
         with progressbar(progress_steps(record, config), "Tracking", quiet) as bar:
-            track, summary = run_tracker(record, config, progress=bar.update)
+            done = track_file(
+                record, file, out, config, progress=bar.update, figures=figures if plots else None
+            )
     except InputError as err:
         if err.field in _OPTIONS:
             raise BadInput(f"{_OPTIONS[err.field]}: {err.message}") from None
         raise err.with_path(file) from None
-    track.attrs["source_file"] = str(file)
-    with atomic_path(out / TRACK_FILE) as tmp:
-        write_track(track, tmp)
-    written = [TRACK_FILE]
-    if plots:
-        written += _write_figures(record, track, summary, out, truth)
+    summary, written = done.summary, done.written
     for line in _warnings(summary):
         click.echo(f"warning: {line}", err=True)
     for line in _summary_lines(summary, out, written):

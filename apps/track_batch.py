@@ -89,6 +89,7 @@ def run_batch(
     calibrate_experiment`, on the same Dask client) and track each with its share; the shared
     estimates go into summary.json, sources.csv, fleet.html and two lines of the summary."""
     from rankmodels.plots.fleet import FLEET_FILES, write_fleet
+    from rankmodels.plots.run_report import float_figures
 
     files = record_files(paths)
     out = DEFAULT_BATCH_OUT if out is None else out
@@ -118,7 +119,7 @@ def run_batch(
                 files,
                 out,
                 config,
-                plots=plots,
+                figures=float_figures if plots else None,
                 client=client,
                 threads=worker_threads,
                 progress=bar.update,

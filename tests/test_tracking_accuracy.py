@@ -38,7 +38,7 @@ def test_reduced_accuracy_and_smoothing_helps(model_float767):
     part, true = _stretch(record, truth, 300, 480)
     track, summary = track_float(part, TrackConfig(particles=2000, seed=1))
     score = score_track(track, true)
-    assert summary["collapsed_cycles"] == []
+    assert summary.collapsed_cycles == []
     assert score["median_km"] < 8 and score["p90_km"] < 18
     assert score["arrivals_right"] >= 0.92 and score["clutter_called_clutter"] >= 0.8
     # smoothing with the whole record and the recovery fix beats the forward filter
@@ -72,7 +72,7 @@ def test_full_float767_targets(model_float767, smooth):
     record, truth = model_float767
     track, summary = track_float(record, TrackConfig(particles=10_000, smooth=smooth))
     score = score_track(track, truth)
-    assert summary["collapsed_cycles"] == []
+    assert summary.collapsed_cycles == []
     if smooth:  # the defaults: the targets
         assert score["median_km"] < 10 and score["p90_km"] < 25
         assert score["arrivals_right"] >= 0.95 and score["clutter_called_clutter"] >= 0.90
@@ -90,7 +90,7 @@ def test_cycles_without_arrivals_only_predict(model_float767):
     toa[40:55] = np.nan
     part = part.drop_vars("source_label").assign(toa=(("cycle", "rank"), toa))
     track, summary = track_float(validate_float(part), TrackConfig(particles=1500, smooth=False))
-    assert summary["cycles_without_data"] == 15
+    assert summary.cycles_without_data == 15
     assert (track["association"].values[40:55] == -2).all()
     assert (track["loglik"].values[40:55] == 0).all()
     var = track["position_cov"].values[:, 0, 0] + track["position_cov"].values[:, 1, 1]

@@ -132,11 +132,13 @@ def summary_label(key: str) -> tuple[str, Callable[[object], object] | None]:
 
 
 def summary_entries(summary: object) -> Mapping[str, object]:
-    """The entries of a run summary: a mapping as it is (e.g. the
-    :class:`rankmodels.tracking.pipeline.TrackSummary` or a plain dict), or the fields of a
+    """The entries of a run summary: a mapping as it is, what an object's ``table()`` gives
+    (e.g. :meth:`rankmodels.tracking.summary.TrackSummary.table`), or the fields of a
     dataclass instance. Raises TypeError for anything else."""
     if isinstance(summary, Mapping):
         return summary
+    if callable(getattr(summary, "table", None)):
+        return summary.table()
     if dataclasses.is_dataclass(summary) and not isinstance(summary, type):
         return {f.name: getattr(summary, f.name) for f in dataclasses.fields(summary)}
     raise TypeError(

@@ -15,7 +15,7 @@ import xarray as xr
 
 from rankmodels.files import atomic_output
 
-__all__ = ["IMAGES", "REPORT_FILE", "write_run_report"]
+__all__ = ["IMAGES", "REPORT_FILE", "float_figures", "write_run_report"]
 
 IMAGES: dict[str, str] = {"map": "map.png", "toa": "toa.png", "diagnostics": "diagnostics.png"}
 """Figure name -> file name in the run folder."""
@@ -46,3 +46,24 @@ def write_run_report(
     with atomic_output(folder / REPORT_FILE, "w") as handle:
         handle.write(tracking_report(track, summary, pngs, truth))
     return [*(IMAGES[name] for name in pngs), REPORT_FILE]
+
+
+def float_figures(
+    out: str | os.PathLike[str],
+    file: str | os.PathLike[str],
+    record: xr.Dataset,
+    track: xr.Dataset,
+    summary: object,
+) -> list[str]:
+    """:func:`write_run_report` for the float recorded in ``file``, with the true track of a
+    simulated record beside it (:func:`~rankmodels.plots.truth.truth_beside`; an unusable
+    truth file only costs the comparison). The figure writer of batch runs
+    (:data:`rankmodels.tracking.batch.Figures`)."""
+    from rankmodels.errors import InputError
+    from rankmodels.plots.truth import truth_beside
+
+    try:
+        truth = truth_beside(file, record)
+    except InputError:
+        truth = None
+    return write_run_report(out, record, track, summary, truth)

@@ -1,7 +1,8 @@
 """Track a whole experiment: many float records, one output folder each, on Dask or serially.
 
-:func:`track_many` runs :func:`track_one` for every record -- read, track, write ``track.nc``
-and (with ``plots``) the figures and the self-contained report -- serially in this process or
+:func:`track_many` runs :func:`track_one` for every record -- read, then :func:`track_file`:
+track, write ``track.nc`` and (given a ``figures`` writer) the figures and the report, as the
+single-float command does -- serially in this process or
 as tasks on a ``dask.distributed`` client (:func:`rankmodels.studies.runner.dask_client`
 makes one). On Dask every task runs its kernels on :func:`worker_threads` numba threads
 (by default the cores of a host divided among the Dask threads on it, so the workers never
@@ -20,6 +21,7 @@ import os
 import time
 import warnings
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,9 +37,10 @@ from rankmodels.threads import numba_threads, prepare_environment
 from rankmodels.tracking.config import TrackConfig
 from rankmodels.tracking.geometry import great_circle_km
 from rankmodels.tracking.output import write_track
-from rankmodels.tracking.pipeline import TrackSummary, track_float
+from rankmodels.tracking.pipeline import track_float
 from rankmodels.tracking.records import InvalidLabelsWarning, WindowStretchedWarning, read_float
 from rankmodels.tracking.shared import FloatCalibration
+from rankmodels.tracking.summary import TrackSummary
 
 __all__ = [
     "SUMMARY_COLUMNS",
@@ -46,6 +49,7 @@ __all__ = [
     "TRACK_FILE",
     "float_folders",
     "read_record",
+    "track_file",
     "track_many",
     "track_one",
     "worker_threads",
@@ -116,6 +120,10 @@ COUNT_COLUMNS = ("cycles", "arrivals", "collapsed_cycles", "quality_failed")
 """Integer columns (pandas ``Int64``: empty for a failed float)."""
 
 Progress = Callable[[int], None] | None
+#: ``figures(out, file, record, track, summary)`` writes a float's figures and report into
+#: ``out`` and returns their names (e.g. :func:`rankmodels.plots.run_report.float_figures`;
+#: module-level, so that it reaches Dask workers).
+Figures = Callable[[Path, str, xr.Dataset, xr.Dataset, TrackSummary], list[str]]
 
 
 def float_folders(files: Sequence[str | os.PathLike[str]]) -> list[str]:
@@ -214,19 +222,57 @@ def summary_row(
     return row
 
 
+@dataclass(frozen=True)
+class Tracked:
+    """A float tracked into its folder: the ``record`` as tracked (with its experiment's
+    share applied), the ``track``, the run's ``summary`` and the files ``written``."""
+
+    record: xr.Dataset
+    track: xr.Dataset
+    summary: TrackSummary
+    written: list[str]
+
+
+def track_file(
+    record: xr.Dataset,
+    file: str | os.PathLike[str],
+    out: str | os.PathLike[str],
+    config: TrackConfig,
+    *,
+    calibration: FloatCalibration | None = None,
+    progress: Progress = None,
+    figures: Figures | None = None,
+) -> Tracked:
+    """Track ``record`` (read from ``file``) into the folder ``out``: ``track.nc``
+    (atomically), then ``figures``. ``calibration``: the float's share of its experiment's
+    joint calibration, tracked with (and recorded in ``track.nc``) instead of its own;
+    ``progress`` as :func:`~rankmodels.tracking.pipeline.track_float` calls it."""
+    if calibration is None:
+        track, summary = track_float(record, config, progress=progress)
+    else:
+        record = calibration.apply(record)
+        result = calibration.result
+        track, summary = track_float(record, config, progress=progress, calibration=result)
+        track = calibration.annotate(track)
+    track.attrs["source_file"] = os.fspath(file)
+    with atomic_path(Path(out) / TRACK_FILE) as tmp:
+        write_track(track, tmp)
+    written = [TRACK_FILE]
+    if figures is not None:
+        written += figures(Path(out), os.fspath(file), record, track, summary)
+    return Tracked(record, track, summary, written)
+
+
 def track_one(
     file: str | os.PathLike[str],
     out: str | os.PathLike[str],
     config: TrackConfig,
-    plots: bool = True,
+    figures: Figures | None = None,
     name: str | None = None,
     calibration: FloatCalibration | None = None,
 ) -> dict[str, Any]:
-    """Track the record ``file`` into folder ``out`` (``track.nc``, and with ``plots`` the
-    figures and ``report.html``, with the true track of a simulated record beside it); the
-    summary row (:data:`SUMMARY_COLUMNS`). ``calibration``: the float's share of its
-    experiment's joint calibration, tracked with (and recorded in ``track.nc``) instead of
-    its own. Never raises for a bad float: an
+    """Read the record ``file`` and track it into folder ``out`` (:func:`track_file`); the
+    summary row (:data:`SUMMARY_COLUMNS`). Never raises for a bad float: an
     :class:`~rankmodels.errors.InputError` or file-system error is the row's one-line
     ``reason``, any other exception ``"internal error: Type: message"``; the reader's warning
     about dropped hand labels (:func:`read_record`) is the row's ``warning``."""
@@ -235,18 +281,8 @@ def track_one(
     row = _empty_row(file, name if name is not None else Path(out).name)
     try:
         record, row["warning"] = read_record(file, labels_required=config.engine == "labels")
-        if calibration is None:
-            track, summary = track_float(record, config)
-        else:
-            record = calibration.apply(record)
-            track, summary = track_float(record, config, calibration=calibration.result)
-            track = calibration.annotate(track)
-        track.attrs["source_file"] = file
-        with atomic_path(Path(out) / TRACK_FILE) as tmp:
-            write_track(track, tmp)
-        if plots:
-            _write_plots(file, out, record, track, summary)
-        summary_row(row, record, track, summary)
+        done = track_file(record, file, out, config, calibration=calibration, figures=figures)
+        summary_row(row, done.record, done.track, done.summary)
     except InputError as err:
         row["reason"] = str(err.with_path(file))
     except OSError as err:
@@ -258,25 +294,12 @@ def track_one(
     return row
 
 
-def _write_plots(
-    file: str, out: str | os.PathLike[str], record: xr.Dataset, track: xr.Dataset, summary: object
-) -> None:
-    from rankmodels.plots.run_report import write_run_report
-    from rankmodels.plots.truth import truth_beside
-
-    try:
-        truth = truth_beside(file, record)
-    except InputError:
-        truth = None  # an unusable truth file only costs the comparison
-    write_run_report(out, record, track, summary, truth)
-
-
 def track_many(
     files: Sequence[str | os.PathLike[str]],
     out: str | os.PathLike[str],
     config: TrackConfig | None = None,
     *,
-    plots: bool = True,
+    figures: Figures | None = None,
     client: Any | None = None,
     threads: int | None = None,
     progress: Progress = None,
@@ -284,7 +307,8 @@ def track_many(
 ) -> pd.DataFrame:
     """Track every record of ``files`` into ``out/NAME/`` (:func:`float_folders`), serially or
     as one task per float on the ``dask.distributed`` ``client``, each task with ``threads``
-    numba threads (default :func:`worker_threads`; ignored without a client);
+    numba threads (default :func:`worker_threads`; ignored without a client), each float's
+    ``figures`` written by that writer (:data:`Figures`; none without);
     ``progress(1)`` as each float finishes; ``calibrations``: each float's share of the
     experiment's joint calibration (:func:`track_one`). Returns the summary table
     (:data:`SUMMARY_COLUMNS`, input order). A task lost with its worker is a failed row
@@ -297,12 +321,12 @@ def track_many(
     if client is None:
         rows = []
         for path, folder, name, cal in zip(paths, outs, names, joint, strict=True):
-            rows.append(track_one(path, folder, config, plots, name, cal))
+            rows.append(track_one(path, folder, config, figures, name, cal))
             if progress is not None:
                 progress(1)
     else:
         threads = worker_threads(client) if threads is None else threads
-        rows = _on_dask(client, paths, outs, names, config, plots, threads, progress, joint)
+        rows = _on_dask(client, paths, outs, names, config, figures, threads, progress, joint)
     table = pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
     return table.astype(dict.fromkeys(COUNT_COLUMNS, "Int64"))  # counts stay whole with NA
 
@@ -331,14 +355,14 @@ def _track_task(
     file: str,
     out: str,
     config: TrackConfig,
-    plots: bool,
+    figures: Figures | None,
     name: str,
     calibration: FloatCalibration | None,
 ) -> dict[str, Any]:
     """:func:`track_one` on a Dask worker, its kernels on ``threads`` numba threads."""
     prepare_environment()  # before the worker's first parallel kernel (a remote worker's too)
     with numba_threads(threads):
-        return track_one(file, out, config, plots, name, calibration)
+        return track_one(file, out, config, figures, name, calibration)
 
 
 def _on_dask(
@@ -347,7 +371,7 @@ def _on_dask(
     outs: list[str],
     names: list[str],
     config: TrackConfig,
-    plots: bool,
+    figures: Figures | None,
     threads: int,
     progress: Progress,
     calibrations: list[FloatCalibration | None],
@@ -356,7 +380,7 @@ def _on_dask(
 
     n = len(paths)
     futures = client.map(
-        _track_task, [threads] * n, paths, outs, [config] * n, [plots] * n, names,
+        _track_task, [threads] * n, paths, outs, [config] * n, [figures] * n, names,
         calibrations, pure=False,
     )  # fmt: skip
     index = {future.key: i for i, future in enumerate(futures)}

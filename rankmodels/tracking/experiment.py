@@ -77,6 +77,8 @@ import xarray as xr
 from rankmodels.errors import InputError
 from rankmodels.files import atomic_output
 from rankmodels.threads import numba_threads, prepare_environment
+from rankmodels.tracking import em
+from rankmodels.tracking.assessment import ended_lost
 from rankmodels.tracking.batch import float_folders, read_record, worker_threads
 from rankmodels.tracking.calibration import (
     GEOMETRY_PARAMS,
@@ -86,6 +88,7 @@ from rankmodels.tracking.calibration import (
 )
 from rankmodels.tracking.clock_readings import ClockReadings
 from rankmodels.tracking.config import TrackConfig
+from rankmodels.tracking.float_calibration import float_m_step
 from rankmodels.tracking.geometry import great_circle_km
 from rankmodels.tracking.joint import (
     JointLayout,
@@ -98,19 +101,8 @@ from rankmodels.tracking.joint import (
     replicated_score,
 )
 from rankmodels.tracking.model_fit import STATISTICAL_PARAMS, StatisticalModel
-from rankmodels.tracking.pipeline import (
-    ANNEALING,
-    EM_ENSEMBLE,
-    MAX_ANNEALING,
-    MIN_GAIN,
-    TESTED_GROUPS,
-    _em_step,
-    ended_lost,
-    hotter_levels,
-    likelihood_ratio_check,
-    prepare,
-    track_pass,
-)
+from rankmodels.tracking.passes import run_pass
+from rankmodels.tracking.prepared import Parameters, prepare, start_parameters
 from rankmodels.tracking.records import source_days
 from rankmodels.tracking.shared import FloatCalibration, with_drift_correction
 
@@ -134,12 +126,6 @@ __all__ = [
 #: Farthest apart (km) two floats may place the same source name: positions written with
 #: three decimals of a degree differ by up to about 0.1 km.
 SAME_POSITION_KM = 1.0
-#: After an M-step whose proposal raised the penalised log-likelihood, the next candidate
-#: goes ``EXTRAPOLATION`` times as far along the step, and so on while each rises, up to
-#: ``MAX_REACH`` times the step; after one that did not, one candidate goes ``1 /
-#: EXTRAPOLATION`` of the way (:func:`calibrate_experiment`).
-EXTRAPOLATION = 4.0
-MAX_REACH = 64.0
 #: Expected direct arrivals from a source for a float to count as having heard it.
 MIN_EVIDENCE = 1.0
 
@@ -214,12 +200,12 @@ class FloatPass:
 
 def _em_config(config: TrackConfig) -> TrackConfig:
     """The EM passes' settings: the experiment's EM particles
-    (:meth:`~rankmodels.tracking.config.TrackConfig.em_particles`), at most ``EM_ENSEMBLE``
-    trajectories."""
+    (:meth:`~rankmodels.tracking.config.TrackConfig.em_particles`), at most
+    :data:`~rankmodels.tracking.em.EM_ENSEMBLE` trajectories."""
     return replace(
         config,
         particles=config.em_particles(experiment=True),
-        ensemble=min(config.ensemble, EM_ENSEMBLE),
+        ensemble=min(config.ensemble, em.EM_ENSEMBLE),
     )
 
 
@@ -239,36 +225,33 @@ def float_e_step(
     M-step of the statistical parameters ``config.calibrate_params`` names."""
     record, _ = read_record(file, labels_required=config.engine == "labels")
     record = with_drift_correction(record, theta.drift_correction[sources])
-    run = prepare(record, _em_config(config), keep_members=True)
-    start = run.statistical_model()
-    model = model or start
-    signal = replace(model.signal, sigma=model.signal.sigma * factor)
-    run.use_model(StatisticalModel(signal, model.process_noise, model.estimates))
+    settings = _em_config(config)
+    prepared = prepare(record, settings)
+    start = start_parameters(prepared, settings)
     cal = theta.for_float(f, sources)
-    run.cycles.calibrate(cal)
-    this = track_pass(run)
-    cycles = run.cycles
-    distances = this.distances
+    candidate = Parameters(cal, model or start.model)
+    this = run_pass(prepared, candidate.inflated(factor), settings, keep_members=True)
+    signal = this.params.signal
     pairs = m_step_pairs(
-        cycles.toa, this.assoc.posterior, distances, np.arange(run.n_cycles), cycles.offset,
-        this.assoc.predicted_toa, cycles.model, this.assoc.members,
+        prepared.toa, this.assoc.posterior, this.distances, np.arange(prepared.n_cycles),
+        prepared.offset, this.assoc.predicted_toa, signal, this.assoc.members,
     )  # fmt: skip
     cycle, src = pairs["day"].astype(int), pairs["source"]
-    day = cycles.day[cycle]
+    day = prepared.day[cycle]
     shift = cal.predicted_shift(day, src)
     u = 1000.0 / cal.sound_speed
     residual = pairs["residual_toa"] - pairs["distance_km"] * u - shift
     stats = float_design(
         pairs["distance_km"], day, src, source_days(record)[cycle, src], residual,
-        pairs["weight"], n_sources=cycles.n_sources, sigma=cycles.model.sigma,
+        pairs["weight"], n_sources=prepared.n_sources, sigma=signal.sigma,
     )  # fmt: skip
-    fitted = model
+    fitted = candidate.model
     statistical = config.calibrate_params & set(STATISTICAL_PARAMS)
     if fit and statistical:
-        _, fitted = _em_step(run, this, cal, frozenset(statistical), start)
-    arrivals = np.bincount(src, weights=pairs["weight"].mean(axis=0), minlength=cycles.n_sources)
-    lost = ended_lost(run, this.filt)
-    return FloatPass(stats, this.loglik, model, fitted, start, arrivals, lost)
+        fitted = float_m_step(this, candidate, frozenset(statistical), start).model
+    arrivals = np.bincount(src, weights=pairs["weight"].mean(axis=0), minlength=prepared.n_sources)
+    lost = ended_lost(prepared, this.params, this.filt)
+    return FloatPass(stats, this.loglik, candidate.model, fitted, start.model, arrivals, lost)
 
 
 def _e_step_task(threads: int, *args: Any) -> FloatPass:
@@ -315,75 +298,74 @@ class ExperimentResult:
 def experiment_passes(config: TrackConfig) -> int:
     """Most E-step passes of :func:`calibrate_experiment` (each one task per float): the
     annealing, the files' values and the annealed estimate, then per M-step its proposal and
-    at most ``log(MAX_REACH) / log(EXTRAPOLATION)`` extrapolations, one likelihood-ratio
-    check per geometry group asked for, and with any geometry the polish's three
-    (:func:`_polish`)."""
-    per_step = 1 + round(math.log(MAX_REACH) / math.log(EXTRAPOLATION))
-    checks = len(set(TESTED_GROUPS) & config.calibrate_params)
-    annealing = len(ANNEALING) + 2 * hotter_levels()  # as for one float
+    at most :func:`~rankmodels.tracking.em.extrapolations` more along its step, one
+    likelihood-ratio check per geometry group asked for, and with any geometry the polish's
+    three (:func:`_polish`)."""
+    per_step = 1 + em.extrapolations()
+    checks = len(set(em.TESTED_GROUPS) & config.calibrate_params)
+    annealing = len(em.ANNEALING) + 2 * em.hotter_levels()  # as for one float
     polish = 3 * int(bool(config.calibrate_params & set(GEOMETRY_PARAMS)))
     return annealing + 2 + config.calibration_iterations * per_step + checks + polish
 
 
-def _search(
-    candidates: list[tuple[JointParameters, list]],
-    evaluate: Callable[[JointParameters, list], tuple[float, list[FloatPass]]],
-    propose: Callable[[JointParameters, list[FloatPass]], tuple[JointParameters, list]],
-    iterations: int,
-    layout: JointLayout,
-    extrapolate: bool,
-) -> tuple[list[tuple[JointParameters, list]], list[list[FloatPass]], list[float], int, str]:
-    """The EM's search at the configured noise (module docstring): ``candidates`` (theta, the
-    floats' statistical models) to score first, ``evaluate(theta, models)`` their penalised
-    log-likelihood and passes, ``propose(theta, passes)`` the M-step from the best so far (at
-    most ``iterations``), each proposal that rises followed, when ``extrapolate``, by
-    candidates :data:`EXTRAPOLATION` times as far along its step while they rise (up to
-    :data:`MAX_REACH`), and one that does not by one candidate ``1 / EXTRAPOLATION`` of the
-    way (a Newton step on the Monte Carlo observed information can overshoot along the
-    ridge). Ends when an M-step and the candidates along it raise the best by at most
-    :data:`~rankmodels.tracking.pipeline.MIN_GAIN`, at the iteration limit, or when the
-    M-step cannot solve. Returns the candidates scored, their passes and scores, the best
-    one's index and why the search ended."""
-    candidates = list(candidates)
-    scores: list[float] = []
-    pass_log: list[list[FloatPass]] = []
-    best, stop, steps = 0, "iteration limit", 0
-    base = proposal = -1  # the last M-step: the candidate it started from, its proposal
-    reach = 1.0  # how many times the M-step's change the newest candidate takes
-    while True:
-        k = len(scores)
-        score, passes = evaluate(*candidates[k])
-        scores.append(score)
-        pass_log.append(passes)
-        gain = scores[k] - scores[best]
-        if k == 0 or gain > 0:
-            best = k
-        if k + 1 < len(candidates):
-            continue
-        if proposal >= 0:
-            if extrapolate and gain > 0 and 1.0 <= reach < MAX_REACH:  # it helped: go further
-                reach *= EXTRAPOLATION
-            elif extrapolate and gain <= 0 and reach == 1.0:  # it did not: a shorter step
-                reach /= EXTRAPOLATION
-            else:  # nothing more along this M-step
-                reach = 0.0
-            if reach:
-                along = _along(candidates[base][0], candidates[proposal][0], reach, layout)
-                candidates.append((along, candidates[proposal][1]))
-                continue
-            if scores[best] - scores[base] <= MIN_GAIN:
-                stop = "no longer rising"
-                break
-        if steps == iterations:
-            break
-        try:
-            candidates.append(propose(candidates[best][0], pass_log[best]))
-        except ValueError as err:
-            stop = str(err)
-            break
-        base, proposal, reach = best, len(candidates) - 1, 1.0
-        steps += 1
-    return candidates[: len(scores)], pass_log, scores, best, stop
+#: A candidate of the experiment's search: the shared and per-float geometry, and each
+#: float's statistical model (None: the configured one).
+Candidate = tuple[JointParameters, list]
+
+
+@dataclass
+class ExperimentProblem:
+    """The experiment's calibration as an :class:`~rankmodels.tracking.em.Problem`: the
+    evidence of a candidate is every float's :class:`FloatPass`; ``e_steps(theta, models,
+    factor, fit)`` runs them, ``m_step(theta, passes)`` is the pooled Newton step of the
+    geometry ``geometry`` (:func:`~rankmodels.tracking.joint.joint_m_step`); ``files`` the
+    file values, ``nominal`` the files' sound speed."""
+
+    e_steps: Callable[..., list[FloatPass]]
+    m_step: Callable[[JointParameters, list[FloatPass]], JointParameters]
+    geometry: frozenset[str]
+    files: JointParameters
+    nominal: float
+    clocks: list[ClockReadings]
+
+    def evaluate(self, candidate: Candidate, factor: float = 1.0) -> em.Scored:
+        theta, models = candidate
+        passes = self.e_steps(theta, models, factor, fit=factor == 1.0)  # annealing: no fit
+        score = sum(p.loglik + p.model.log_prior(p.start) for p in passes)
+        score += joint_log_prior(theta, self.nominal, self.clocks)
+        loglik = sum(p.loglik for p in passes)
+        return em.Scored(score, loglik, any(p.lost for p in passes), passes)
+
+    def propose(
+        self, candidate: Candidate, evidence: list[FloatPass], groups: frozenset[str]
+    ) -> Candidate:
+        theta, models = candidate
+        new = self.m_step(theta, evidence) if groups & self.geometry else theta
+        if groups & set(STATISTICAL_PARAMS):
+            models = [p.fitted for p in evidence]
+        return new, models
+
+    def along(self, start: Candidate, proposal: Candidate, reach: float) -> Candidate:
+        """``start + reach (proposal - start)`` over ``theta`` (the slowness, not the speed),
+        with the proposal's standard errors and statistical models."""
+        origin, _ = start[0].vector()
+        target, std = proposal[0].vector()
+        layout = start[0].layout
+        return JointParameters.from_vector(layout, origin + reach * (target - origin), std), (
+            proposal[1]
+        )
+
+    def without(self, candidate: Candidate, group: str) -> Candidate:
+        return candidate[0].without(group, self.files), candidate[1]
+
+    def estimates(self, candidate: Candidate, group: str) -> bool:
+        return candidate[0].estimates(group)
+
+    def largest_z(self, candidate: Candidate, group: str) -> float:
+        return candidate[0].largest_z(group, self.files)
+
+    def discard(self, scored: em.Scored) -> None:
+        """Nothing to count: an E-step's progress is counted per float as it ends."""
 
 
 #: Farthest the polish goes along its Newton step, in steps: the secant through the two
@@ -433,46 +415,6 @@ def _polish(
     std = np.where(np.isfinite(goal_std), goal_std, std)
     end = JointParameters.from_vector(theta.layout, origin + max(reach, 0.0) * step, std)
     return end, covariance(pooled, 0.25 * (noise + noise_probe), end), max(reach, 0.0)
-
-
-def _check_groups(
-    search: tuple[list[tuple[JointParameters, list]], list[list[FloatPass]], list[float], int, str],
-    evaluate: Callable[[JointParameters, list], tuple[float, list[FloatPass]]],
-    files: JointParameters,
-) -> int:
-    """The likelihood-ratio check of one float's calibration
-    (:func:`~rankmodels.tracking.pipeline.likelihood_ratio_check`) on the experiment, from the
-    best candidate of ``search`` (:func:`_search`) with the file values ``files``: each
-    group put back is one more pass with that candidate's statistical models. Appends the
-    passes to ``search``'s lists; returns the index of the candidate kept."""
-    candidates, pass_log, scores, best, _ = search
-
-    def try_without(k: int, group: str) -> int:
-        theta, models = candidates[k]
-        reduced = theta.without(group, files)
-        score, passes = evaluate(reduced, models)
-        candidates.append((reduced, models))
-        pass_log.append(passes)
-        scores.append(score)
-        return len(scores) - 1
-
-    return likelihood_ratio_check(
-        best,
-        lambda k: candidates[k][0],
-        scores.__getitem__,
-        lambda theta, group: theta.largest_z(group, files),
-        try_without,
-    )
-
-
-def _along(
-    start: JointParameters, proposal: JointParameters, reach: float, layout: JointLayout
-) -> JointParameters:
-    """``start + reach (proposal - start)`` over ``theta`` (the slowness, not the speed), with
-    the proposal's standard errors."""
-    origin, _ = start.vector()
-    target, std = proposal.vector()
-    return JointParameters.from_vector(layout, origin + reach * (target - origin), std)
 
 
 def _e_steps(
@@ -552,7 +494,7 @@ def calibrate_experiment(
 
     ran = [0]  # passes of E-steps so far (for the progress count)
 
-    def e_steps(theta, models, factor=1.0, fit=True, seed=config.seed):
+    def e_steps(theta, models, factor=1.0, fit=True, seed=config.seed) -> list[FloatPass]:
         ran[0] += 1
         return _e_steps(
             paths, replace(config, seed=seed), theta, sources, models, factor, fit, client,
@@ -565,36 +507,18 @@ def calibrate_experiment(
 
     clocks = [ClockReadings.from_record(records[name]) for name in names]
     nominal_theta = JointParameters.nominal(layout, nominal, clocks)
-    theta = nominal_theta
-    factors, k = list(ANNEALING) if geometry else [], 0
-    while k < len(factors):
-        passes = e_steps(theta, [None] * n, factors[k], fit=False)
-        if k == 0 and 2 * factors[0] <= MAX_ANNEALING and any(p.lost for p in passes):
-            factors.insert(0, 2 * factors[0])  # a float lost: hotter, then down by halves
-            continue
-        try:
-            theta = m_step(theta, passes)
-        except ValueError:  # cannot solve even assuming a noisier TOA: start from the files'
-            break
-        k += 1
-    candidates = [(nominal_theta, [None] * n)]
-    if theta is not nominal_theta:
-        candidates.append((theta, [None] * n))
-
-    def evaluate(theta, models):
-        passes = e_steps(theta, models)
-        score = sum(p.loglik + p.model.log_prior(p.start) for p in passes)
-        return score + joint_log_prior(theta, nominal, clocks), passes
-
-    def propose(theta, passes):
-        new = m_step(theta, passes) if geometry else theta
-        return new, [p.fitted for p in passes]
-
-    search = _search(
-        candidates, evaluate, propose, config.calibration_iterations, layout, bool(geometry)
+    problem = ExperimentProblem(
+        e_steps, m_step, frozenset(geometry), nominal_theta, nominal, clocks
     )
-    candidates, pass_log, scores, _, stop = search
-    best = _check_groups(search, evaluate, nominal_theta)
+    start = (nominal_theta, [None] * n)
+    factors = em.ANNEALING if geometry else ()
+    annealed, estimate = em.anneal(problem, start, frozenset(geometry), factors)
+    candidates = [start, estimate] if annealed else [start]
+    stage = (frozenset(config.calibrate_params),)  # pooled floats separate speed and offsets
+    found = em.search(problem, candidates, stage, config.calibration_iterations, bool(geometry))
+    best = em.likelihood_ratio_check(problem, found)
+    candidates, stop = found.candidates, found.stop
+    pass_log, scores = [s.evidence for s in found.scored], [s.score for s in found.scored]
     theta, models = candidates[best]
     monte_carlo, reach = np.zeros((layout.size, layout.size)), math.nan
     if np.isfinite(theta.vector()[1]).any():
