@@ -142,10 +142,11 @@ def fleet_records(folder: Path, n: int, days: tuple[int, int]) -> list[Path]:
 def time_fleet(files: list[Path], out: Path, config, plots: bool, client=None):
     """Wall seconds of :func:`rankmodels.tracking.batch.track_many` over ``files`` (serially
     without ``client``), the 1-minute load average after it, and its summary table."""
+    from rankmodels.plots.run_report import float_figures
     from rankmodels.tracking.batch import track_many
 
     start = time.perf_counter()
-    table = track_many(files, out, config, plots=plots, client=client)
+    table = track_many(files, out, config, figures=float_figures if plots else None, client=client)
     wall = time.perf_counter() - start
     failed = table[table["status"] != "ok"]
     if len(failed):
@@ -163,6 +164,7 @@ def fleet_main(argv: list[str] | None = None) -> None:
 
     import numba
 
+    from rankmodels.plots.run_report import float_figures
     from rankmodels.studies.runner import dask_client
     from rankmodels.tracking.batch import track_one
     from rankmodels.tracking.config import TrackConfig
@@ -189,7 +191,8 @@ def fleet_main(argv: list[str] | None = None) -> None:
             f"{args.particles:,} particles, calibration on, plots {'on' if args.plots else 'off'}",
             flush=True,
         )
-        track_one(warm, root / "warm-out", config, args.plots)
+        figures = float_figures if args.plots else None
+        track_one(warm, root / "warm-out", config, figures)
 
         def serial() -> tuple:
             load = os.getloadavg()[0]
@@ -197,7 +200,7 @@ def fleet_main(argv: list[str] | None = None) -> None:
 
         def on_dask() -> tuple:
             with dask_client(workers=args.workers) as client:
-                client.run(track_one, warm, root / "warm-out", config, args.plots)
+                client.run(track_one, warm, root / "warm-out", config, figures)
                 load = os.getloadavg()[0]
                 return (load, *time_fleet(files, root / "dask", config, args.plots, client))
 

@@ -209,7 +209,7 @@ def test_serial_and_threaded_batches_are_identical(rng, monkeypatch, engine):
     np.testing.assert_array_equal(serial.association, threaded.association)
 
 
-def _reports_threads(file, out, config, plots, name, calibration=None):
+def _reports_threads(file, out, config, figures, name, calibration=None):
     """Stand-in for :func:`batch.track_one`: the row's reason is the numba thread count the
     task ran with."""
     row = batch._empty_row(file, name)
@@ -229,9 +229,9 @@ def test_batch_tasks_run_one_share_of_the_cores_each(two_workers, monkeypatch, t
     monkeypatch.setattr(batch, "track_one", _reports_threads)
     files = [f"f{i}.nc" for i in range(4)]
     assert batch.worker_threads(two_workers) == threads_per_worker(2, available_cores())
-    table = batch.track_many(files, tmp_path, plots=False, client=two_workers)
+    table = batch.track_many(files, tmp_path, client=two_workers)
     assert set(table["reason"]) == {str(threads_per_worker(2))}
-    table = batch.track_many(files, tmp_path, plots=False, client=two_workers, threads=2)
+    table = batch.track_many(files, tmp_path, client=two_workers, threads=2)
     assert set(table["reason"]) == {str(min(2, numba.config.NUMBA_NUM_THREADS))}
 
 

@@ -30,6 +30,7 @@ from rankmodels.plots.fleet import (
     float_colors,
     write_fleet,
 )
+from rankmodels.plots.run_report import float_figures
 from rankmodels.tracking import simulate
 from rankmodels.tracking.batch import CALIBRATED, SUMMARY_COLUMNS, SUMMARY_DECIMALS, track_many
 from rankmodels.tracking.config import COMMAND_MULTIPATH, TrackConfig
@@ -158,7 +159,7 @@ def test_summary_says_which_failed_and_matches_the_tracks(experiment):
 def test_track_many_serially_gives_the_same_table_as_on_dask(experiment, tmp_path):
     root, _ = experiment
     files = [root / "in" / f"{n}.nc" for n in ("f3", "f1")]
-    table = track_many(files, tmp_path, CONFIG, plots=False).round(SUMMARY_DECIMALS)
+    table = track_many(files, tmp_path, CONFIG).round(SUMMARY_DECIMALS)
     dask_table = pd.read_csv(root / "out" / "summary.csv", keep_default_na=False, na_values=[""])
     mine = table.set_index("float").drop(columns=["run_time_s"])
     theirs = dask_table.set_index("float").loc[["f3", "f1"]].drop(columns=["run_time_s"])
@@ -174,7 +175,7 @@ def test_track_many_serially_gives_the_same_table_as_on_dask(experiment, tmp_pat
     np.testing.assert_allclose(
         mine[numbers].to_numpy(float), theirs[numbers].to_numpy(float), rtol=1e-9
     )
-    assert {p.name for p in (tmp_path / "f1").iterdir()} == {"track.nc"}  # plots=False
+    assert {p.name for p in (tmp_path / "f1").iterdir()} == {"track.nc"}  # no figures
 
 
 def test_a_float_with_bad_content_fails_alone(tmp_path):
@@ -182,9 +183,7 @@ def test_a_float_with_bad_content_fails_alone(tmp_path):
     record, _ = simulate.dimes_float767(seed=5, days=6)
     write_float(record, tmp_path / "good.nc")
     record.drop_vars("launch_lat").to_netcdf(tmp_path / "nolaunch.nc")
-    table = track_many(
-        [tmp_path / "nolaunch.nc", tmp_path / "good.nc"], tmp_path / "out", CONFIG, plots=False
-    )
+    table = track_many([tmp_path / "nolaunch.nc", tmp_path / "good.nc"], tmp_path / "out", CONFIG)
     assert list(table["status"]) == ["failed", "ok"]
     assert table["reason"][0].startswith(f"{tmp_path / 'nolaunch.nc'}: launch_lat: ")
 
@@ -355,7 +354,7 @@ def test_fleet_page_tables_fit_a_laptop_screen(experiment):
 
 def test_fleet_of_failed_floats_is_a_table_without_map(tmp_path):
     (tmp_path / "bad.nc").write_bytes(b"not a record")
-    table = track_many([tmp_path / "bad.nc"], tmp_path / "out", CONFIG, plots=True)
+    table = track_many([tmp_path / "bad.nc"], tmp_path / "out", CONFIG, figures=float_figures)
     assert write_fleet(tmp_path / "out", table) == ["fleet.html"]
     page = (tmp_path / "out" / "fleet.html").read_text()
     assert "No float was tracked" in page and external_references(page) == []

@@ -31,17 +31,11 @@ from rankmodels.tracking.config import (
     TrackConfig,
 )
 from rankmodels.tracking.evaluate import score_track
+from rankmodels.tracking.float_calibration import em_passes
 from rankmodels.tracking.geometry import great_circle_km
-from rankmodels.tracking.pipeline import (
-    associate,
-    em_passes,
-    prepare,
-    progress_steps,
-    run_filter,
-    smooth,
-    track_float,
-    track_pass,
-)
+from rankmodels.tracking.passes import Predictor, associate, run_filter, run_pass, smooth
+from rankmodels.tracking.pipeline import progress_steps, track_float
+from rankmodels.tracking.prepared import Parameters, prepare, start_parameters
 from rankmodels.tracking.records import read_float, validate_float, write_float
 from rankmodels.tracking.signal_model import SignalModel
 from rankmodels.tracking.simulate import DAY, Mismatch, dimes_float767
@@ -386,9 +380,8 @@ def test_calibration_with_the_full_count_only_in_the_final_pass(drifting):
     track, summary = track_float(record, config)
     assert summary.calibration.particles == 300 and summary.particles == 1000
     run = prepare(record, replace(config, calibrate=False))
-    run.cycles.calibrate(summary.calibration.calibration)
-    run.use_model(summary.calibration.statistical_model)
-    direct = track_pass(run)
+    kept = summary.calibration
+    direct = run_pass(run, Parameters(kept.calibration, kept.statistical_model), config)
     assert np.array_equal(track["lat"], direct.mean[:, 0])
     assert np.array_equal(track["loglik"], direct.filt.loglik[: run.n_cycles])
 
@@ -413,10 +406,11 @@ def test_no_calibrate_reproduces_the_uncalibrated_tracker(tmp_path):
     assert "not calibrated" in res.output
     config = TrackConfig(particles=300, seed=7, multipath=COMMAND_MULTIPATH)
     run = prepare(read_float(path), config)
+    predictor = Predictor(run, start_parameters(run, config))
     rng = np.random.default_rng(7)
-    filt = run_filter(run, rng)
-    ensembles, mean, cov = smooth(run, filt, rng)
-    assoc = associate(run, ensembles, mean)
+    filt = run_filter(predictor, config, rng)
+    ensembles, mean, cov = smooth(predictor, filt, config, rng)
+    assoc = associate(predictor, ensembles, mean, keep_members=False)
     n = run.n_cycles
     for name, value in {
         "lat": mean[:, 0], "lon": mean[:, 1], "position_cov": cov,

@@ -14,9 +14,9 @@ from click.testing import CliRunner
 
 from rankmodels.tracking.config import LIMITS
 from rankmodels.tracking.evaluate import score_track
-from rankmodels.tracking.pipeline import TrackSummary
 from rankmodels.tracking.records import write_float
 from rankmodels.tracking.simulate import dimes_float767
+from rankmodels.tracking.summary import TrackSummary
 from rankmodels_app.cli import cli
 from rankmodels_app.track import _summary_lines, track_float
 
@@ -438,16 +438,16 @@ def test_unconverged_message_passing_is_reported(tmp_path, monkeypatch):
     """A message-passing engine that leaves particles unconverged at some cycles: the track's
     attribute counts them, the summary lists them and track-float warns on stderr (a value
     that may be wrong says so); the exact engine never reports any."""
-    from rankmodels.tracking import pipeline
+    from rankmodels.tracking import passes
 
-    real = pipeline.log_likelihood
+    real = passes.log_likelihood
 
     def flaky(toa, predicted, model, *, engine, **kw):
         res = real(toa, predicted, model, engine="exact", **kw)
         slow = engine == "bp" and np.nanmin(toa) < np.nanmedian(_RECORD["toa"].values)
         return replace(res, converged=False if slow else True)
 
-    monkeypatch.setattr(pipeline, "log_likelihood", flaky)
+    monkeypatch.setattr(passes, "log_likelihood", flaky)
     path = tmp_path / "f.nc"
     write_float(_RECORD, path)
     args = ["--particles", "200", "--no-calibrate", "--no-plots", "-q"]

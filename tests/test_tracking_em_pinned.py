@@ -1,23 +1,26 @@
 """The calibration EM's control flow and M-step, pinned step by step.
 
-:func:`rankmodels.tracking.pipeline.calibrate` is driven here by a scripted filter: every
-pass returns the next log-likelihood of a list the test chooses, and every M-step returns a
-new calibration whose sound speed numbers it (1481, 1482, ... m/s), so the test can trace
-which pass is kept, which iterate each M-step starts from and with which parameters, and
-when each stage and the loop end. The M-step itself (:func:`m_step`) is checked against
-the closed-form mode of its penalised least squares, priors included, from a start away
-from the priors' centres, and :func:`geometry_log_prior` against its formula.
+:func:`rankmodels.tracking.float_calibration.calibrate` is driven here by a scripted problem
+(:class:`Script`: the float's own problem with its passes and M-steps replaced): every pass
+returns the next log-likelihood of a list the test chooses, and every M-step returns a new
+calibration whose sound speed numbers it (1481, 1482, ... m/s), so the test can trace which
+pass is kept, which iterate each M-step starts from and with which parameters, and when each
+stage and the loop end. The scores are the problem's own (the priors of what a candidate
+estimated). The M-step itself (:func:`m_step`) is checked against the closed-form mode of its
+penalised least squares, priors included, from a start away from the priors' centres, and
+:func:`geometry_log_prior` against its formula.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pytest
 
-from rankmodels.tracking import pipeline
+from rankmodels.tracking import em
+from rankmodels.tracking.assessment import ended_lost
 from rankmodels.tracking.calibration import (
     CLOCK_OFFSET_PRIOR_STD,
     DRIFT_PRIOR_STD,
@@ -30,9 +33,18 @@ from rankmodels.tracking.calibration import (
     m_step_pairs,
 )
 from rankmodels.tracking.config import TrackConfig
+from rankmodels.tracking.em import MIN_GAIN
+from rankmodels.tracking.float_calibration import (
+    FloatProblem,
+    calibrate,
+    em_config,
+    em_passes,
+    float_m_step,
+)
 from rankmodels.tracking.joint import JointLayout, JointParameters
-from rankmodels.tracking.model_fit import Estimate, StatisticalModel
-from rankmodels.tracking.pipeline import MIN_GAIN, calibrate, em_passes
+from rankmodels.tracking.model_fit import Estimate, StatisticalModel, fit_statistics
+from rankmodels.tracking.passes import run_pass
+from rankmodels.tracking.prepared import Parameters, prepare, start_parameters
 from rankmodels.tracking.records import write_float
 from rankmodels.tracking.simulate import dimes_float767
 
@@ -46,78 +58,83 @@ def record():
 
 @dataclass
 class FakePass:
-    """What calibrate reads of a pass: its log-likelihood (and a number to trace it by)."""
+    """A scripted pass: its number, log-likelihood and the sigma it ran with."""
 
     number: int
     loglik: float
+    sigma: float
     settled: bool = False
-
-    @property
-    def filt(self) -> int:
-        """What calibrate hands to ``ended_lost``: here the pass's number."""
-        return self.number
 
     def settle_progress(self) -> None:
         """Nothing to count (a scripted pass reports no progress): noted."""
         self.settled = True
 
 
-class Script:
-    """A scripted EM: pass ``n`` returns ``logliks[n]``; M-step ``n`` returns ``steps[n]``
-    (a Calibration, or a (Calibration, StatisticalModel), or an exception to raise)."""
+@dataclass
+class Script(FloatProblem):
+    """A scripted EM: pass ``n`` returns ``logliks[n]`` (lost when ``lost[n]``); M-step
+    ``n`` returns ``steps[n]`` (a Calibration, a (Calibration, StatisticalModel), a callable
+    of the candidate giving one of those, or an exception to raise)."""
 
-    def __init__(self, logliks, steps=None, lost=()):
-        self.logliks = list(logliks)
-        self.steps = steps
-        self.lost = list(lost)  # per pass: whether its filter ended away from the recovery fix
-        self.made = []  # the passes returned
-        self.passes = []  # (speed used, sigma used) per pass
-        self.m_steps = []  # (start speed, params, from pass number, sigma) per M-step
+    logliks: list = field(default_factory=list)
+    steps: list | None = None
+    lost: list = field(default_factory=list)
+    made: list = field(default_factory=list)  # (speed used, sigma used) per pass
+    m_steps: list = field(default_factory=list)  # (start speed, params, from pass, sigma)
 
-    def track_pass(self, run, progress=None):
+    def evaluate(self, candidate, factor=1.0):
         n = len(self.passes)
-        self.passes.append((round(run.cycles.km_per_s * 1000.0, 6), run.config.sigma))
-        self.made.append(FakePass(n, self.logliks[n]))
-        return self.made[-1]
+        sigma = candidate.signal.sigma * factor
+        self.made.append((round(candidate.calibration.sound_speed, 6), sigma))
+        this = FakePass(n, self.logliks[n], sigma)
+        self.passes.append(this)
+        lost = n < len(self.lost) and self.lost[n]
+        return em.Scored(self.penalised(candidate, this.loglik), this.loglik, lost, this)
 
-    def ended_lost(self, run, filt):
-        return filt < len(self.lost) and self.lost[filt]
-
-    def em_step(self, run, this, start, params, stats_start=None):
+    def propose(self, candidate, evidence, groups):
         n = len(self.m_steps)
-        self.m_steps.append((start.sound_speed, frozenset(params), this.number, run.config.sigma))
+        cal = candidate.calibration
+        self.m_steps.append((cal.sound_speed, frozenset(groups), evidence.number, evidence.sigma))
         step = self.steps[n] if self.steps is not None else None
         if isinstance(step, Exception):
             raise step
         if callable(step):
-            return step(run)
+            step = step(candidate)
         if step is None:
             step = Calibration.nominal(12, NOMINAL + 1 + n)
         if isinstance(step, tuple):
-            return step
-        return step, run.statistical_model()
+            return Parameters(*step)
+        return Parameters(step, candidate.model)
 
 
-def _calibrate(monkeypatch, record, script, **config):
-    monkeypatch.setattr(pipeline, "track_pass", script.track_pass)
-    monkeypatch.setattr(pipeline, "_em_step", script.em_step)
-    monkeypatch.setattr(pipeline, "ended_lost", script.ended_lost)
+def _script(record, logliks, steps=None, lost=(), **settings):
+    config = TrackConfig(calibrate=True, **settings)
+    prepared = prepare(record, config)
+    start = start_parameters(prepared, config)
+    return Script(prepared, em_config(config), start, None, [], list(logliks), steps, list(lost))
+
+
+def _calibrate(record, script, **settings):
+    """Calibrate ``record`` with ``script``'s passes and M-steps; the result, the kept pass
+    and the progress counted."""
+    config = TrackConfig(calibrate=True, **settings)
     done = []
-    result, best = calibrate(record, TrackConfig(calibrate=True, **config), progress=done.append)
+    script.progress = done.append
+    result, best = calibrate(script.prepared, config, script.start, done.append, problem=script)
     return result, best, done
 
 
-def test_two_stages_end_at_min_gain_and_keep_the_first_of_equal_passes(monkeypatch, record):
+def test_two_stages_end_at_min_gain_and_keep_the_first_of_equal_passes(record):
     """Speed and offsets: two stages. Passes (at sigma 5 from the third on): the file's
     values 0, the annealed estimate +1.5 (a small gain does not end the stage: the annealed
     pass is not an M-step of it), then +8.5, then exactly +MIN_GAIN (kept, and the stage
     ends), then a tie in the second stage (not kept; the loop ends)."""
-    script = Script([-100.0, -50.0, 0.0, 1.5, 10.0, 10.0 + MIN_GAIN, 10.0 + MIN_GAIN])
+    script = _script(record, [-100.0, -50.0, 0.0, 1.5, 10.0, 10.0 + MIN_GAIN, 10.0 + MIN_GAIN])
     result, best, _ = _calibrate(
-        monkeypatch, record, script, calibrate_params="speed,offsets", calibration_iterations=3
+        record, script, calibrate_params="speed,offsets", calibration_iterations=3
     )
     speed, offsets = frozenset({"speed"}), frozenset({"offsets"})
-    assert script.passes == [
+    assert script.made == [
         (1480.0, 20.0), (1481.0, 10.0), (1480.0, 5.0), (1482.0, 5.0), (1483.0, 5.0),
         (1484.0, 5.0), (1485.0, 5.0),
     ]  # fmt: skip
@@ -134,12 +151,12 @@ def test_two_stages_end_at_min_gain_and_keep_the_first_of_equal_passes(monkeypat
     assert result.calibration.sound_speed == 1484.0 and not result.kept_file_values
 
 
-def test_a_gain_just_above_min_gain_keeps_the_stage_going(monkeypatch, record):
+def test_a_gain_just_above_min_gain_keeps_the_stage_going(record):
     """One stage (speed and drift), at most 2 M-steps: gains above MIN_GAIN never end it, so
     the loop ends at the iteration limit with the last pass kept."""
-    script = Script([-9.0, -8.0, 0.0, 10.0, 10.0 + MIN_GAIN + 1e-9, 20.0])
+    script = _script(record, [-9.0, -8.0, 0.0, 10.0, 10.0 + MIN_GAIN + 1e-9, 20.0])
     result, best, _ = _calibrate(
-        monkeypatch, record, script, calibrate_params="speed,drift", calibration_iterations=2
+        record, script, calibrate_params="speed,drift", calibration_iterations=2
     )
     both = frozenset({"speed", "drift"})
     assert [m[:3] for m in script.m_steps] == [
@@ -149,12 +166,12 @@ def test_a_gain_just_above_min_gain_keeps_the_stage_going(monkeypatch, record):
     assert len(result.loglik) == 6
 
 
-def test_iteration_limit_moves_on_to_the_next_stage(monkeypatch, record):
+def test_iteration_limit_moves_on_to_the_next_stage(record):
     """Two stages of one M-step each: the first ends at its limit (gains large), the
     second starts from the best pass, and the loop ends at the second's limit."""
-    script = Script([-9.0, -8.0, 0.0, 10.0, 20.0, 15.0])
+    script = _script(record, [-9.0, -8.0, 0.0, 10.0, 20.0, 15.0])
     result, _, _ = _calibrate(
-        monkeypatch, record, script, calibrate_params="speed,offsets", calibration_iterations=1
+        record, script, calibrate_params="speed,offsets", calibration_iterations=1
     )
     assert [m[:3] for m in script.m_steps] == [
         (1480.0, {"speed"}, 0), (1481.0, {"speed"}, 1), (1482.0, {"speed"}, 3),
@@ -163,36 +180,33 @@ def test_iteration_limit_moves_on_to_the_next_stage(monkeypatch, record):
     assert result.stop == "no longer rising" and result.best == 4
 
 
-def test_nothing_beats_the_file_values(monkeypatch, record):
+def test_nothing_beats_the_file_values(record):
     """Every M-step lowers the likelihood: the file's values (pass ``start``) are kept."""
-    script = Script([-9.0, -8.0, 0.0, -1.0, -0.5])
-    result, best, _ = _calibrate(
-        monkeypatch, record, script, calibrate_params="drift", calibration_iterations=4
-    )
+    script = _script(record, [-9.0, -8.0, 0.0, -1.0, -0.5])
+    result, best, _ = _calibrate(record, script, calibrate_params="drift", calibration_iterations=4)
     assert [m[2] for m in script.m_steps] == [0, 1, 2]  # M-steps from the file's pass
     assert result.best == result.start == 2 and best.number == 2 and result.kept_file_values
     assert result.stop == "no longer rising"
 
 
-def test_an_m_step_that_cannot_solve_ends_the_loop_with_its_reason(monkeypatch, record):
+def test_an_m_step_that_cannot_solve_ends_the_loop_with_its_reason(record):
     steps = [None, None, None, ValueError("not identifiable: too few")]
-    script = Script([-9.0, -8.0, 0.0, 5.0, 12.0], steps)
-    result, best, _ = _calibrate(
-        monkeypatch, record, script, calibrate_params="speed", calibration_iterations=5
-    )
+    script = _script(record, [-9.0, -8.0, 0.0, 5.0, 12.0], steps)
+    result, best, _ = _calibrate(record, script, calibrate_params="speed", calibration_iterations=5)
     assert result.stop == "not identifiable: too few" and result.best == 4 and best.number == 4
     assert len(result.trace) == len(result.loglik) == 5
 
 
-def test_annealing_that_cannot_solve_starts_from_the_file_values(monkeypatch, record):
+def test_annealing_that_cannot_solve_starts_from_the_file_values(record):
     """The first annealing M-step fails: no annealed passes, the loop starts at pass 0 at
-    the configured sigma; the progress left over counts the passes not run."""
+    the configured sigma; the progress left over counts the passes not run (the failed
+    annealing pass ran)."""
     steps = [ValueError("no"), Calibration.nominal(12, 1481.0), Calibration.nominal(12, 1482.0)]
-    script = Script([-9.0, 0.0, 10.0, 10.5], steps)
+    script = _script(record, [-9.0, 0.0, 10.0, 10.5], steps)
     config = {"calibrate_params": "speed", "calibration_iterations": 5}
-    result, best, done = _calibrate(monkeypatch, record, script, **config)
+    result, best, done = _calibrate(record, script, **config)
     assert result.start == 0 and result.sigma == (5.0, 5.0, 5.0)
-    assert script.passes == [(1480.0, 20.0), (1480.0, 5.0), (1481.0, 5.0), (1482.0, 5.0)]
+    assert script.made == [(1480.0, 20.0), (1480.0, 5.0), (1481.0, 5.0), (1482.0, 5.0)]
     assert [m[:3] for m in script.m_steps] == [
         (1480.0, {"speed"}, 0), (1480.0, {"speed"}, 1), (1481.0, {"speed"}, 2),
     ]  # fmt: skip
@@ -200,7 +214,7 @@ def test_annealing_that_cannot_solve_starts_from_the_file_values(monkeypatch, re
     assert result.loglik == (0.0, 10.0, 10.5) and result.best == 2 and best.number == 3
     assert result.stop == "no longer rising"
     n_steps = 2 * record.sizes["cycle"] + 1  # filter steps (recovery included) and association
-    assert sum(done) == (em_passes(TrackConfig(calibrate=True, **config)) - 3) * n_steps
+    assert sum(done) == (em_passes(TrackConfig(calibrate=True, **config)) - 4) * n_steps
 
 
 @pytest.mark.parametrize(
@@ -212,7 +226,7 @@ def test_em_passes_counts_annealing_start_stages_and_checks(params, iterations, 
     """Two hotter first passes (4 sigma to 8 and 16) and their annealing levels, the
     annealing, the file's values and the annealed estimate, the M-steps of every stage, the
     checks."""
-    assert pipeline.hotter_levels() == 2 and pipeline.MAX_ANNEALING == 4 * pipeline.ANNEALING[0]
+    assert em.hotter_levels() == 2 and em.MAX_ANNEALING == 4 * em.ANNEALING[0]
     config = TrackConfig(calibrate=True, calibrate_params=params, calibration_iterations=iterations)
     assert em_passes(config) == passes
 
@@ -222,22 +236,24 @@ def test_em_passes_counts_annealing_start_stages_and_checks(params, iterations, 
     [((), (20.0, 10.0)), ((True,), (40.0, 20.0, 10.0)), ((True, True), (80.0, 40.0, 20.0, 10.0)),
      ((True, True, True), (80.0, 40.0, 20.0, 10.0)), ((False, True), (20.0, 10.0))],
 )  # fmt: skip
-def test_a_first_pass_that_loses_the_float_runs_again_hotter(monkeypatch, record, lost, annealing):
+def test_a_first_pass_that_loses_the_float_runs_again_hotter(record, lost, annealing):
     """A first annealing pass whose filter ends away from the recovery fix is not used: it
     runs again at twice the factor (8, then 16 sigma; MAX_ANNEALING), and the annealing then
     goes down the factors to 2 sigma. The lost passes leave no entry, and the progress
     topped up at the end counts them as run."""
     n = len(annealing)
-    script = Script(
-        [-100.0] * (len(lost) + n) + [0.0, 5.0, 6.0], lost=(*lost, False, False, False, False)
+    script = _script(
+        record,
+        [-100.0] * (len(lost) + n) + [0.0, 5.0, 6.0],
+        lost=(*lost, False, False, False, False),
     )
     config = {"calibrate_params": "speed", "calibration_iterations": 1}
-    result, _, done = _calibrate(monkeypatch, record, script, **config)
-    hotter = min(lost.count(True), pipeline.hotter_levels()) if lost[:1] == (True,) else 0
+    result, _, done = _calibrate(record, script, **config)
+    hotter = min(lost.count(True), em.hotter_levels()) if lost[:1] == (True,) else 0
     hot = [20.0 * 2**k for k in range(hotter + 1)]  # 4 sigma, then each lost pass twice
-    assert [p[1] for p in script.passes] == [*hot[:-1], *annealing, 5.0, 5.0, 5.0]
-    assert script.passes[: hotter + 1] == [(1480.0, sigma) for sigma in hot]  # file's values
-    assert all(script.made[k].settled for k in range(hotter))  # their progress counted
+    assert [p[1] for p in script.made] == [*hot[:-1], *annealing, 5.0, 5.0, 5.0]
+    assert script.made[: hotter + 1] == [(1480.0, sigma) for sigma in hot]  # file's values
+    assert all(script.passes[k].settled for k in range(hotter))  # their progress counted
     # the annealing's M-steps: from the hottest pass that kept the float, then down
     assert [m[3] for m in script.m_steps[:n]] == list(annealing)
     assert [m[2] for m in script.m_steps[:n]] == list(range(hotter, hotter + n))
@@ -257,7 +273,7 @@ def _estimated(speed, drift, c0=0.0, speed_std=5.0):
                    clock_offset_std=0.5, clock_drift_std=0.025)  # fmt: skip
 
 
-def test_likelihood_ratio_check_puts_back_groups_the_record_does_not_determine(monkeypatch, record):
+def test_likelihood_ratio_check_puts_back_groups_the_record_does_not_determine(record):
     """The kept iterate (pass 4) estimates speed (1490 m/s: log prior -0.5) and drift
     (0.05 s/day: -0.5), penalised 10 - 1 = 9. Put back to the file's speed (the drift's
     prior stays) the penalised log-likelihood is 8.5 - 0.5 = 8, 1 below (<= MIN_GAIN: the
@@ -267,9 +283,9 @@ def test_likelihood_ratio_check_puts_back_groups_the_record_does_not_determine(m
     steps = [Calibration.nominal(12, s) for s in (1481.0, 1482.0)] + [
         kept, Calibration.nominal(12, 1491.0),
     ]  # fmt: skip
-    script = Script([-9.0, -8.0, 0.0, 5.0, 10.0, 4.0, 8.5, 8.0 - MIN_GAIN], steps)
+    script = _script(record, [-9.0, -8.0, 0.0, 5.0, 10.0, 4.0, 8.5, 8.0 - MIN_GAIN], steps)
     result, best, _ = _calibrate(
-        monkeypatch, record, script, calibrate_params="speed,drift", calibration_iterations=5
+        record, script, calibrate_params="speed,drift", calibration_iterations=5
     )
     assert geometry_log_prior(kept, NOMINAL) == pytest.approx(-1.0)
     assert [c.sound_speed for c in result.trace[:6]] == [1480, 1481, 1480, 1482, 1490, 1491]
@@ -282,7 +298,7 @@ def test_likelihood_ratio_check_puts_back_groups_the_record_does_not_determine(m
     assert result.loglik == tuple(script.logliks)
 
 
-def test_likelihood_ratio_check_keeps_a_group_worth_more_than_min_gain(monkeypatch, record):
+def test_likelihood_ratio_check_keeps_a_group_worth_more_than_min_gain(record):
     """The kept iterate estimates speed (log prior -0.5) and a drift of 0 (no penalty):
     penalised 9.5. The file's speed is MIN_GAIN + 0.25 worse after the priors (the speed
     stays); no drift (the speed kept: prior -0.5) is 5 worse (the drift stays)."""
@@ -290,32 +306,32 @@ def test_likelihood_ratio_check_keeps_a_group_worth_more_than_min_gain(monkeypat
     steps = [Calibration.nominal(12, s) for s in (1481.0, 1482.0)] + [
         kept, Calibration.nominal(12, 1491.0),
     ]  # fmt: skip
-    script = Script([-9.0, -8.0, 0.0, 5.0, 10.0, 4.0, 9.5 - MIN_GAIN - 0.25, 5.0], steps)
+    script = _script(record, [-9.0, -8.0, 0.0, 5.0, 10.0, 4.0, 9.5 - MIN_GAIN - 0.25, 5.0], steps)
     result, best, _ = _calibrate(
-        monkeypatch, record, script, calibrate_params="speed,drift", calibration_iterations=5
+        record, script, calibrate_params="speed,drift", calibration_iterations=5
     )
     assert [c.sound_speed for c in result.trace[6:]] == [NOMINAL, 1490.0]
     assert result.trace[7].clock_drift_std != result.trace[7].clock_drift_std  # NaN: put back
     assert result.best == 4 and best.number == 4 and result.calibration is kept
 
 
-def test_a_group_determined_beyond_doubt_skips_its_check(monkeypatch, record):
+def test_a_group_determined_beyond_doubt_skips_its_check(record):
     """The kept iterate's speed is 10 standard errors from the file's (DETERMINED_Z or more:
     no check pass), its drift 2 (checked, from the kept iterate: the speed stays 1490)."""
     kept = _estimated(1490.0, 0.05, speed_std=1.0)
     assert kept.largest_z("speed", NOMINAL) == pytest.approx(10.0)
     assert kept.largest_z("drift", NOMINAL) == pytest.approx(2.0)
-    assert pipeline.DETERMINED_Z <= 10.0
+    assert em.DETERMINED_Z <= 10.0
     steps = [Calibration.nominal(12, s) for s in (1481.0, 1482.0)] + [
         kept, Calibration.nominal(12, 1491.0),
     ]  # fmt: skip
     # the kept: 10 - 1 (priors) = 9; the drift's check: 9.25 - MIN_GAIN - 0.5 (the speed's
     # prior): MIN_GAIN + 0.25 below, so the drift stays
-    script = Script([-9.0, -8.0, 0.0, 5.0, 10.0, 4.0, 9.25 - MIN_GAIN], steps)
+    script = _script(record, [-9.0, -8.0, 0.0, 5.0, 10.0, 4.0, 9.25 - MIN_GAIN], steps)
     result, best, _ = _calibrate(
-        monkeypatch, record, script, calibrate_params="speed,drift", calibration_iterations=5
+        record, script, calibrate_params="speed,drift", calibration_iterations=5
     )
-    assert len(script.passes) == len(result.loglik) == 7  # one check pass, not two
+    assert len(script.made) == len(result.loglik) == 7  # one check pass, not two
     (checked,) = result.trace[6:]
     assert checked.sound_speed == 1490.0 and checked.clock_drift == 0.0
     assert result.best == 4 and best.number == 4 and result.calibration is kept
@@ -338,30 +354,30 @@ def test_largest_z_of_each_group():
     assert Calibration.nominal(3, 1480.0).largest_z("speed", 1480.0) == 0.0
 
 
-def test_the_statistical_priors_count_in_the_gain(monkeypatch, record):
+def test_the_statistical_priors_count_in_the_gain(record):
     """An M-step raising the likelihood by 2.4 with a fitted sigma one prior width (0.5 in
     log sigma) from its start (log prior -0.5): a penalised gain of 1.9 <= MIN_GAIN ends the
     (only) stage; the pass is still kept (1.9 > 0), and its model's sigma is the pass's."""
     sigma = 5.0 * math.exp(0.5)
 
-    def fitted(run):
-        now = run.statistical_model()
+    def fitted(candidate):
+        now = candidate.model
         est = Estimate(sigma, 0.1, now.signal.sigma, True, 3.0)
         model = StatisticalModel(replace(now.signal, sigma=sigma), now.process_noise,
                                  (("sigma", est),))  # fmt: skip
         assert model.log_prior(now) == pytest.approx(-0.5)
         return Calibration.nominal(12, 1483.0), model
 
-    script = Script([-9.0, -8.0, 0.0, 10.0, 12.4], [None, None, fitted])
+    script = _script(record, [-9.0, -8.0, 0.0, 10.0, 12.4], [None, None, fitted])
     result, _, _ = _calibrate(
-        monkeypatch, record, script, calibrate_params="speed,sigma", calibration_iterations=5
+        record, script, calibrate_params="speed,sigma", calibration_iterations=5
     )
     assert result.stop == "no longer rising" and result.best == 4
-    assert result.sigma[4] == sigma == script.passes[4][1]
+    assert result.sigma[4] == sigma == script.made[4][1]
     assert result.statistical_model.signal.sigma == sigma
 
 
-def test_likelihood_ratio_check_counts_the_kept_models_prior(monkeypatch, record):
+def test_likelihood_ratio_check_counts_the_kept_models_prior(record):
     """The kept pass (4) has a speed of 1490 m/s (log prior -0.5) and a fitted sigma (log
     prior -0.5): penalised 10 - 1 = 9. With the file's speed and the same model the
     penalised log-likelihood is 7.25 - 0.5 = 6.75, MIN_GAIN + 0.25 below: the speed stays
@@ -369,8 +385,8 @@ def test_likelihood_ratio_check_counts_the_kept_models_prior(monkeypatch, record
     sigma = 5.0 * math.exp(0.5)
 
     def fitted(speed, std):
-        def step(run):
-            now = run.statistical_model()
+        def step(candidate):
+            now = candidate.model
             est = Estimate(sigma, 0.1, 5.0, True, 3.0)
             model = StatisticalModel(replace(now.signal, sigma=sigma), now.process_noise,
                                      (("sigma", est),))  # fmt: skip
@@ -380,30 +396,28 @@ def test_likelihood_ratio_check_counts_the_kept_models_prior(monkeypatch, record
         return step
 
     steps = [None, None, fitted(1490.0, 5.0), fitted(1491.0, math.nan)]
-    script = Script([-9.0, -8.0, 0.0, 5.0, 10.0, 4.0, 7.25], steps)
+    script = _script(record, [-9.0, -8.0, 0.0, 5.0, 10.0, 4.0, 7.25], steps)
     result, best, _ = _calibrate(
-        monkeypatch, record, script, calibrate_params="speed,sigma", calibration_iterations=5
+        record, script, calibrate_params="speed,sigma", calibration_iterations=5
     )
     assert result.trace[6].sound_speed == NOMINAL and result.models[6] is result.models[4]
     assert result.best == 4 and best.number == 4
 
 
-def test_progress_is_topped_up_only_for_passes_not_run(monkeypatch, record):
+def test_progress_is_topped_up_only_for_passes_not_run(record):
     """Every pass of em_passes run (one M-step, both checks): nothing to top up, so no call
     at all (the scripted passes report none themselves); without a progress callback an
     early stop tops up nothing."""
     kept = _estimated(1490.0, 0.05)
-    script = Script([-9.0, -8.0, 0.0, 5.0, 10.0, 0.0, 0.0], [None, None, kept])
+    script = _script(record, [-9.0, -8.0, 0.0, 5.0, 10.0, 0.0, 0.0], [None, None, kept])
     config = {"calibrate_params": "speed,drift", "calibration_iterations": 1}
-    result, _, done = _calibrate(monkeypatch, record, script, **config)
-    hotter = 2 * pipeline.hotter_levels()  # not run: the first pass kept the float
+    result, _, done = _calibrate(record, script, **config)
+    hotter = 2 * em.hotter_levels()  # not run: the first pass kept the float
     assert len(result.loglik) == em_passes(TrackConfig(calibrate=True, **config)) - hotter == 7
     assert done == [hotter * (2 * record.sizes["cycle"] + 1)] and result.stop == "iteration limit"
-    script = Script([-9.0, -8.0, 0.0, -1.0, -0.5])
-    monkeypatch.setattr(pipeline, "track_pass", script.track_pass)
-    monkeypatch.setattr(pipeline, "_em_step", script.em_step)
-    monkeypatch.setattr(pipeline, "ended_lost", script.ended_lost)
-    result, _ = calibrate(record, TrackConfig(calibrate=True, calibrate_params="drift"))
+    script = _script(record, [-9.0, -8.0, 0.0, -1.0, -0.5])
+    config = TrackConfig(calibrate=True, calibrate_params="drift")
+    result, _ = calibrate(script.prepared, config, script.start, problem=script)
     assert result.kept_file_values and len(result.loglik) == 5
 
 
@@ -570,66 +584,68 @@ def test_m_step_refuses_a_parameter_nothing_informs():
                sigma=5.0, offset_prior_std=2.0, params=frozenset({"drift"}))  # fmt: skip
 
 
-def test_em_step_feeds_the_pass_to_both_m_steps(monkeypatch, record):
-    """One real pass (few particles) with a calibration in use: the geometry M-step gets the
-    E-step pairs of the smoothed trajectories' distances at the run's sigma and the stated
-    priors; the statistical M-step gets TOAs predicted along each trajectory with the
-    calibration (``d / v + o_i + c_0 + c_1 t + delta_i``) and the trajectories' steps."""
-    from rankmodels.tracking.calibration import m_step_pairs
+def test_float_m_step_feeds_the_pass_to_both_m_steps(record):
+    """One real pass (few particles) with a calibration in use: the geometry's M-step is
+    :func:`m_step` on the E-step pairs of the smoothed trajectories' distances at the pass's
+    sigma with the stated priors; the statistical M-step is :func:`fit_statistics` on TOAs
+    predicted along each trajectory with the calibration (``d / v + o_i + c_0 + c_1 t +
+    delta_i``) and the trajectories' steps -- each input built here from its definition."""
     from rankmodels.tracking.geometry import great_circle_km, tangent_offsets
+    from rankmodels.tracking.model_fit import FitInputs
 
-    config = TrackConfig(particles=200, ensemble=20, seed=1, calibrate=True)
-    run = pipeline.prepare(record, config, keep_members=True)
+    config = TrackConfig(particles=200, ensemble=20, seed=1, calibrate=True, sigma=4.0)
+    prepared = prepare(record, config)
+    start = start_parameters(prepared, config)
     cal = replace(
         Calibration.nominal(12, NOMINAL), sound_speed=1490.0, clock_offset=1.0,
         clock_drift=0.1, source_offset_correction=np.linspace(-1.0, 1.0, 12),
     )  # fmt: skip
-    run.cycles.calibrate(cal)
-    this = pipeline.track_pass(run)
-    calls = {}
-    monkeypatch.setattr(pipeline, "m_step", lambda **kw: calls.setdefault("m_step", kw) and cal)
-    monkeypatch.setattr(
-        pipeline, "fit_statistics",
-        lambda *a: calls.setdefault("fit", a) and a[1],
-    )  # fmt: skip
-    stats = run.statistical_model()
-    pipeline._em_step(run, this, cal, frozenset({"speed", "drift", "sigma"}), stats)
-    cycles = run.cycles
+    candidate = Parameters(cal, start.model)
+    this = run_pass(prepared, candidate, config, keep_members=True)
+    got = float_m_step(this, candidate, frozenset({"speed", "drift", "sigma"}), start)
     ens = this.ensembles  # (T, M, 2)
     dist = great_circle_km(
         ens[:, :, 0, None], ens[:, :, 1, None],
         record["source_lat"].values, record["source_lon"].values,
     ).transpose(1, 0, 2)  # fmt: skip
-    dist[:, ~cycles.active] = np.nan
-    kw = calls["m_step"]
-    pairs = m_step_pairs(cycles.toa, this.assoc.posterior, dist, cycles.day, cycles.offset,
-                         this.assoc.predicted_toa, cycles.model, this.assoc.members)  # fmt: skip
+    dist[:, ~prepared.active] = np.nan
+    toa = record["toa"].values
+    day = (record["time"].values - record["launch_time"].values) / np.timedelta64(1, "D")
+    pairs = m_step_pairs(toa, this.assoc.posterior, dist, day, prepared.offset,
+                         this.assoc.predicted_toa, start.signal, this.assoc.members)  # fmt: skip
     assert pairs["weight"].shape == pairs["distance_km"].shape  # one weight per trajectory
-    for name, value in pairs.items():
-        np.testing.assert_allclose(kw[name], value, rtol=1e-9, err_msg=name)
-    assert kw["params"] == {"speed", "drift"} and kw["start"] is cal
-    assert kw["sigma"] == cycles.model.sigma and kw["sound_speed"] == NOMINAL
-    assert (kw["offset_prior_std"], kw["speed_prior_std"], kw["clock_prior_std"],
-            kw["drift_prior_std"]) == (OFFSET_PRIOR_STD, SPEED_PRIOR_STD,
-                                       CLOCK_OFFSET_PRIOR_STD, DRIFT_PRIOR_STD)  # fmt: skip
-    inputs, current, start, params = calls["fit"]
-    assert params == {"sigma"} and start is stats
-    shift = 1.0 + 0.1 * cycles.day[:, None] + np.linspace(-1.0, 1.0, 12)[None, :]
-    expected = dist * 1000.0 / 1490.0 + cycles.offset + shift
-    np.testing.assert_allclose(inputs.predicted, expected, rtol=1e-9)
-    assert inputs.posterior is this.assoc.posterior and inputs.toa is cycles.toa
-    assert inputs.members is this.assoc.members
-    lat = np.vstack([np.full((1, ens.shape[1]), run.x0[0]), ens[:, :, 0]])
-    lon = np.vstack([np.full((1, ens.shape[1]), run.x0[1]), ens[:, :, 1]])
+    want = m_step(
+        **pairs, n_sources=12, sound_speed=NOMINAL, sigma=4.0, offset_prior_std=OFFSET_PRIOR_STD,
+        params=frozenset({"speed", "drift"}), start=cal, speed_prior_std=SPEED_PRIOR_STD,
+        clock_prior_std=CLOCK_OFFSET_PRIOR_STD, drift_prior_std=DRIFT_PRIOR_STD,
+        clock_readings=prepared.clock,
+    )  # fmt: skip
+    for name in ("sound_speed", "clock_offset", "clock_drift", "source_offset_correction",
+                 "sound_speed_std", "clock_drift_std", "source_offset_correction_std"):  # fmt: skip
+        np.testing.assert_allclose(getattr(got.calibration, name), getattr(want, name),
+                                   rtol=1e-9, err_msg=name)  # fmt: skip
+    assert got.calibration.sound_speed != cal.sound_speed  # the step moved it
+    shift = 1.0 + 0.1 * day[:, None] + np.linspace(-1.0, 1.0, 12)[None, :]
+    lat = np.vstack([np.full((1, ens.shape[1]), record["launch_lat"].item()), ens[:, :, 0]])
+    lon = np.vstack([np.full((1, ens.shape[1]), record["launch_lon"].item()), ens[:, :, 1]])
     east, north = tangent_offsets(lat[:-1], lon[:-1], lat[1:], lon[1:])
-    np.testing.assert_allclose(inputs.steps_km[..., 0], east.T, rtol=1e-12)
-    np.testing.assert_allclose(inputs.steps_km[..., 1], north.T, rtol=1e-12)
-    np.testing.assert_array_equal(inputs.dt, run.dt[: run.n_cycles])
-    # without the priors' centres, or without a statistical parameter: geometry only
-    calls.clear()
-    pipeline._em_step(run, this, cal, frozenset({"speed", "sigma"}))
-    pipeline._em_step(run, this, cal, frozenset({"speed"}), stats)
-    assert "fit" not in calls
+    inputs = FitInputs(
+        toa=toa,
+        posterior=this.assoc.posterior,
+        predicted=dist * 1000.0 / 1490.0 + prepared.offset + shift,
+        predicted_mean=this.assoc.predicted_toa,
+        steps_km=np.stack([east.T, north.T], axis=2),
+        dt=np.diff(day, prepend=0.0),
+        members=this.assoc.members,
+    )
+    fitted = fit_statistics(inputs, start.model, start.model, {"sigma"})
+    assert got.model.estimate("sigma").value == pytest.approx(
+        fitted.estimate("sigma").value, rel=1e-9
+    )
+    assert got.model.signal.sigma != 4.0
+    # without the priors' centres, or without a statistical parameter: the model stays
+    assert float_m_step(this, candidate, frozenset({"speed", "sigma"})).model is start.model
+    assert float_m_step(this, candidate, frozenset({"speed"}), start).model is start.model
 
 
 def test_every_em_m_step_weighs_by_the_association_given_each_trajectory(
@@ -646,12 +662,21 @@ def test_every_em_m_step_weighs_by_the_association_given_each_trajectory(
         seen.append(pairs["weight"].shape == pairs["distance_km"].shape)
         return pairs
 
-    monkeypatch.setattr(pipeline, "m_step_pairs", spy)
     monkeypatch.setattr(experiment, "m_step_pairs", spy)
     config = TrackConfig(particles=200, calibration_particles=200, ensemble=20, seed=1,
                          calibrate=True, calibration_iterations=1)  # fmt: skip
-    calibrate(record, config)
-    assert len(seen) >= len(pipeline.ANNEALING) + 1 and all(seen)
+
+    class Watched(FloatProblem):
+        def evaluate(self, candidate, factor=1.0):
+            scored = super().evaluate(candidate, factor)
+            members = scored.evidence.assoc.members
+            seen.append(members is not None and members.shape[1] == 20)
+            return scored
+
+    prepared = prepare(record, config)
+    start = start_parameters(prepared, config)
+    calibrate(prepared, config, start, problem=Watched(prepared, em_config(config), start))
+    assert len(seen) >= len(em.ANNEALING) + 1 and all(seen)
     seen.clear()
     write_float(record, tmp_path / "a.nc")
     layout = JointLayout(n_sources=record.sizes["source"], n_floats=1)
@@ -749,15 +774,15 @@ def test_ended_lost_is_the_recovery_check_on_the_filters_last_cycle(record):
     from rankmodels.tracking.geometry import great_circle_km
 
     config = TrackConfig(particles=300, seed=2)
-    run = pipeline.prepare(record, config)
-    filt = pipeline.run_filter(run, np.random.default_rng(2))
+    run = prepare(record, config)
+    params = start_parameters(run, config)
+    filt = run_pass(run, params, config).filt
     last = run.cycle_steps[-1]
-    assert not pipeline.ended_lost(run, filt)
+    assert not ended_lost(run, params, filt)
     mean = filt.mean.copy()
     mean[last, 0] -= 2.7  # about 300 km south
     moved = with_fields(filt, mean=mean)
     assert great_circle_km(*mean[last], *run.recovery) > 250.0
-    assert pipeline.ended_lost(run, moved)
-    bare = pipeline.prepare(record.drop_vars(["recovery_time", "recovery_lat", "recovery_lon"]),
-                            config)  # fmt: skip
-    assert bare.recovery is None and not pipeline.ended_lost(bare, moved)
+    assert ended_lost(run, params, moved)
+    bare = prepare(record.drop_vars(["recovery_time", "recovery_lat", "recovery_lon"]), config)
+    assert bare.recovery is None and not ended_lost(bare, params, moved)

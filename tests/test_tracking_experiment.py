@@ -6,7 +6,8 @@ alone, the command end to end, and sources placed differently by different float
 from __future__ import annotations
 
 import json
-from dataclasses import replace
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pytest
@@ -14,6 +15,7 @@ import xarray as xr
 from click.testing import CliRunner
 
 from rankmodels.errors import InputError
+from rankmodels.tracking import em
 from rankmodels.tracking.calibration import (
     CLOCK_OFFSET_PRIOR_STD,
     DRIFT_PRIOR_STD,
@@ -22,7 +24,12 @@ from rankmodels.tracking.calibration import (
     ResidualStatistics,
 )
 from rankmodels.tracking.config import EXPERIMENT_EM_PARTICLES, TrackConfig
-from rankmodels.tracking.experiment import _em_config, calibrate_experiment, experiment_sources
+from rankmodels.tracking.experiment import (
+    ExperimentProblem,
+    calibrate_experiment,
+    experiment_sources,
+    pass_settings,
+)
 from rankmodels.tracking.joint import (
     MIN_POOLED_SHARE,
     SOURCE_DRIFT_PRIOR_STD,
@@ -483,6 +490,43 @@ def test_a_drift_a_short_record_cannot_tell_from_an_offset_is_held_first(rng):
 # --- the search at the configured noise: M-steps and their extrapolations ---
 
 
+@dataclass
+class _Scripted:
+    """A scripted experiment EM for :func:`rankmodels.tracking.em.search`: ``score(theta,
+    models)`` gives a candidate's score and passes, ``step(theta, passes)`` its M-step; the
+    file values ``files``; the rest as the experiment's own problem."""
+
+    score: Callable
+    step: Callable | None = None
+    files: JointParameters | None = None
+
+    def evaluate(self, candidate, factor=1.0):
+        score, passes = self.score(*candidate)
+        return em.Scored(score, score, False, passes)
+
+    def propose(self, candidate, evidence, groups):
+        return self.step(candidate[0], evidence)
+
+    along = ExperimentProblem.along
+    without = ExperimentProblem.without
+    estimates = ExperimentProblem.estimates
+    largest_z = ExperimentProblem.largest_z
+
+
+def _search(start, evaluate, propose, iterations, extrapolate):
+    """The search (one stage) of the scripted EM: candidates, passes, scores, best, stop."""
+    found = em.search(_Scripted(evaluate, propose), start, (frozenset(),), iterations, extrapolate)
+    scores = [s.score for s in found.scored]
+    return found.candidates, [s.evidence for s in found.scored], scores, found.best, found.stop
+
+
+def _check_groups(candidates, passes, scores, best, evaluate, files):
+    """The likelihood-ratio check of the scripted EM from a search that kept ``best``."""
+    scored = [em.Scored(s, s, False, p) for s, p in zip(scores, passes, strict=True)]
+    found = em.Search(list(candidates), scored, best)
+    return em.likelihood_ratio_check(_Scripted(evaluate, files=files), found), found
+
+
 def _slow_em(target: float, share: float):
     """A scripted EM on the speed alone: the penalised log-likelihood ``-1e9 (u - u*)^2`` in
     the slowness (s/km; 45,000 nats from 1500 to 1485 m/s), and an M-step that goes ``share``
@@ -502,14 +546,14 @@ def _slow_em(target: float, share: float):
         return new, [None]
 
     start = [(JointParameters.nominal(layout, NOMINAL), [None])]
-    return layout, start, evaluate, propose, seen
+    return start, evaluate, propose, seen
 
 
 def test_search_extrapolates_a_step_that_helps_until_it_no_longer_does():
-    from rankmodels.tracking.experiment import EXTRAPOLATION, MAX_REACH, _search
+    from rankmodels.tracking.em import EXTRAPOLATION, MAX_REACH
 
-    layout, start, evaluate, propose, seen = _slow_em(1485.0, 0.02)
-    candidates, _, scores, best, stop = _search(start, evaluate, propose, 5, layout, True)
+    start, evaluate, propose, seen = _slow_em(1485.0, 0.02)
+    candidates, _, scores, best, stop = _search(start, evaluate, propose, 5, True)
     u = [1000.0 / v for v in seen]
     step = u[1] - u[0]  # the first M-step's change, then 4x, 16x, 64x as far while rising
     for j in (2, 3, 4):
@@ -518,8 +562,8 @@ def test_search_extrapolates_a_step_that_helps_until_it_no_longer_does():
     assert abs(candidates[best][0].sound_speed - 1485.0) < 0.5
     assert scores[best] == max(scores) and len(scores) == len(candidates) == len(seen)
     # without extrapolation the same EM crawls: five M-steps leave it ~13.6 m/s away
-    layout, start, evaluate, propose, _ = _slow_em(1485.0, 0.02)
-    plain = _search(start, evaluate, propose, 5, layout, False)
+    start, evaluate, propose, _ = _slow_em(1485.0, 0.02)
+    plain = _search(start, evaluate, propose, 5, False)
     assert abs(plain[0][plain[3]][0].sound_speed - 1485.0) > 10.0
     assert len(plain[2]) == 6 and plain[4] == "iteration limit"
 
@@ -529,10 +573,10 @@ def test_search_shortens_a_step_that_overshoots():
     information that understates the curvature) scores lower than where it started: the
     search then tries a quarter of it, which rises, and goes on from there; every M-step
     gets one shortened candidate and no extrapolation."""
-    from rankmodels.tracking.experiment import EXTRAPOLATION, _search
+    from rankmodels.tracking.em import EXTRAPOLATION
 
-    layout, start, evaluate, propose, seen = _slow_em(1485.0, 2.5)
-    candidates, _, scores, best, stop = _search(start, evaluate, propose, 8, layout, True)
+    start, evaluate, propose, seen = _slow_em(1485.0, 2.5)
+    candidates, _, scores, best, stop = _search(start, evaluate, propose, 8, True)
     u = [1000.0 / v for v in seen]
     assert scores[1] < scores[0] and scores[2] > scores[0]
     assert u[2] - u[0] == pytest.approx((u[1] - u[0]) / EXTRAPOLATION, rel=1e-9)
@@ -542,18 +586,16 @@ def test_search_shortens_a_step_that_overshoots():
     assert stop == "no longer rising" and len(scores) % 2 == 1
     assert all(scores[k] < scores[k - 1] < scores[k + 1] for k in range(1, len(scores), 2))
     # a single overshoot without the shortened candidate would end the search at the start
-    layout, start, evaluate, propose, _ = _slow_em(1485.0, 2.5)
-    plain = _search(start, evaluate, propose, 8, layout, False)
+    start, evaluate, propose, _ = _slow_em(1485.0, 2.5)
+    plain = _search(start, evaluate, propose, 8, False)
     assert plain[3] == 0 and plain[4] == "no longer rising"
 
 
 def test_search_stops_when_a_step_and_its_extrapolation_gain_little():
     """An overshooting extrapolation is not kept: the search goes on from the best, and ends
     "no longer rising" once an M-step and its extrapolations raise the best by <= MIN_GAIN."""
-    from rankmodels.tracking.experiment import _search
-
-    layout, start, evaluate, propose, seen = _slow_em(1485.0, 0.5)
-    candidates, _, scores, best, stop = _search(start, evaluate, propose, 20, layout, True)
+    start, evaluate, propose, seen = _slow_em(1485.0, 0.5)
+    candidates, _, scores, best, stop = _search(start, evaluate, propose, 20, True)
     assert stop == "no longer rising"
     assert abs(candidates[best][0].sound_speed - 1485.0) < 0.2
     assert any(s < scores[best] for s in scores[1:])  # some extrapolations overshot
@@ -588,8 +630,7 @@ def test_groups_the_floats_do_not_determine_go_back_to_the_file_values(drops, ke
     """Each group estimated under DETERMINED_Z standard errors from the file values gets one
     pass at them; a drop of at most MIN_GAIN nats puts it back for good (the next group is
     checked from there), a larger one keeps the estimate."""
-    from rankmodels.tracking.experiment import _check_groups
-    from rankmodels.tracking.pipeline import MIN_GAIN
+    from rankmodels.tracking.em import MIN_GAIN
 
     layout = JointLayout(n_sources=2, n_floats=1)
     files, theta = _estimated(layout, 1495.0, 2.0, np.array([0.8, -0.6]))  # z 2.5, 1.6
@@ -604,10 +645,10 @@ def test_groups_the_floats_do_not_determine_go_back_to_the_file_values(drops, ke
         seen.append(reverted)
         return -100.0 - sum(drops[g] for g, r in reverted.items() if r), ["pass"]
 
-    search = ([(files, [None]), (theta, ["models"])], [["p0"], ["p1"]], [-500.0, -100.0], 1, "x")
-    best = _check_groups(search, evaluate, files)
-    candidates, pass_log, scores, _, _ = search
-    assert len(seen) == 2 and len(scores) == len(candidates) == len(pass_log) == 4
+    start = [(files, [None]), (theta, ["models"])]
+    best, found = _check_groups(start, [["p0"], ["p1"]], [-500.0, -100.0], 1, evaluate, files)
+    candidates = found.candidates
+    assert len(seen) == 2 and len(found.scored) == len(candidates) == 4
     kept = candidates[best][0]
     assert kept.estimates("speed") == ("speed" in kept_groups)
     assert kept.estimates("offsets") == ("offsets" in kept_groups)
@@ -620,8 +661,7 @@ def test_groups_the_floats_do_not_determine_go_back_to_the_file_values(drops, ke
 
 
 def test_a_group_far_from_the_file_values_or_nothing_estimated_is_not_checked():
-    from rankmodels.tracking.experiment import _check_groups
-    from rankmodels.tracking.pipeline import DETERMINED_Z
+    from rankmodels.tracking.em import DETERMINED_Z
 
     layout = JointLayout(n_sources=2, n_floats=1)
     files, theta = _estimated(layout, 1485.0, 1.0, np.array([3.0, 0.1]))
@@ -632,11 +672,10 @@ def test_a_group_far_from_the_file_values_or_nothing_estimated_is_not_checked():
     def evaluate(candidate, models):
         raise AssertionError("no pass expected")
 
-    search = ([(files, [None]), (theta, [None])], [[], []], [-500.0, -100.0], 1, "x")
-    assert _check_groups(search, evaluate, files) == 1
+    start = [(files, [None]), (theta, [None])]
+    assert _check_groups(start, [[], []], [-500.0, -100.0], 1, evaluate, files)[0] == 1
     # the files' values kept: nothing to check
-    search = ([(files, [None]), (theta, [None])], [[], []], [-100.0, -500.0], 0, "x")
-    assert _check_groups(search, evaluate, files) == 0
+    assert _check_groups(start, [[], []], [-100.0, -500.0], 0, evaluate, files)[0] == 0
 
 
 def test_without_puts_one_group_back_and_keeps_the_rest():
@@ -751,7 +790,7 @@ def test_experiment_passes_counts_every_pass_the_em_may_run():
 
 @pytest.mark.parametrize(("given", "used"), [(None, EXPERIMENT_EM_PARTICLES), (700, 700)])
 def test_the_experiments_em_passes_run_at_its_own_particle_count(given, used):
-    assert _em_config(TrackConfig(calibration_particles=given)).particles == used
+    assert pass_settings(TrackConfig(calibration_particles=given)).particles == used
 
 
 def test_the_mean_of_replicate_statistics_averages_every_field(rng):

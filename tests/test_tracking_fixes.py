@@ -5,6 +5,8 @@ with fixes and no recovery fix)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import xarray as xr
@@ -15,7 +17,10 @@ from rankmodels.tracking import TrackConfig, track_float
 from rankmodels.tracking.evaluate import position_error_km
 from rankmodels.tracking.fixes import MIN_STEP_DAYS, filter_steps
 from rankmodels.tracking.geometry import great_circle_km, tangent_offsets, tangent_step
-from rankmodels.tracking.pipeline import prepare, progress_steps, run_filter, smooth
+from rankmodels.tracking.passes import Predictor, run_filter
+from rankmodels.tracking.passes import smooth as smooth_pass
+from rankmodels.tracking.pipeline import progress_steps
+from rankmodels.tracking.prepared import prepare, start_parameters
 from rankmodels.tracking.records import read_float, validate_float, write_float
 from rankmodels.tracking.simulate import FixSchedule, dimes_float767
 from rankmodels.tracking.tables import (
@@ -92,9 +97,10 @@ def test_fixes_at_and_between_cycles_match_the_kalman_filter_and_rts_smoother(sm
         particles=20_000, process_noise=q, smooth=smooth, ensemble=2000, recovery_sigma=error
     )
     run = prepare(record, config)
-    run.cycles.has_data[:] = False  # only the fixes inform the position
+    run = replace(run, has_data=np.zeros_like(run.has_data))  # only the fixes inform
     assert run.n_fixes == 2 and run.steps.fix.tolist()[:5] == [-1, -1, 0, -1, 1]
-    filt = run_filter(run, np.random.default_rng(0))
+    predictor = Predictor(run, start_parameters(run, config))
+    filt = run_filter(predictor, config, np.random.default_rng(0))
     observed = run.steps.fix >= 0
     y = np.zeros((observed.size, 2))
     y[observed] = np.vstack([fix_km, [10.0, 4.0]])[: observed.sum()]
@@ -108,17 +114,13 @@ def test_fixes_at_and_between_cycles_match_the_kalman_filter_and_rts_smoother(sm
     assert np.allclose(filt.loglik[observed], ll[observed], atol=0.03)
     assert filt.loglik[observed].sum() < 0 and (filt.loglik[~observed] == 0).all()
     if smooth:
-        _, mean, cov = smooth_stage(run, filt)
+        _, mean, cov = smooth_pass(predictor, filt, config, np.random.default_rng(1))
         at = run.cycle_steps
         e, n = tangent_offsets(lat0, lon0, mean[:, 0], mean[:, 1])
         tol = 5 * np.sqrt(ps[at] / 2000) + 0.1
         assert np.all(np.abs(np.column_stack([e, n]) - ms[at]) < tol[:, None])
         assert np.allclose(cov[:, 0, 0], ps[at], rtol=0.12, atol=0.1)
         assert ps[at].max() < pf[at].max()  # the later fixes did inform the earlier cycles
-
-
-def smooth_stage(run, filt):
-    return smooth(run, filt, np.random.default_rng(1))
 
 
 def test_progress_counts_the_fix_steps():

@@ -14,13 +14,10 @@ import pytest
 from scipy import stats
 
 from rankmodels.tracking import quality
-from rankmodels.tracking.pipeline import (
-    TrackConfig,
-    assess,
-    one_step_predictions,
-    prepare,
-    track_pass,
-)
+from rankmodels.tracking.assessment import assess, one_step_predictions
+from rankmodels.tracking.config import TrackConfig
+from rankmodels.tracking.passes import Predictor, run_pass
+from rankmodels.tracking.prepared import prepare, start_parameters
 from rankmodels.tracking.quality import (
     CHECKS,
     MAX_RUN,
@@ -337,14 +334,14 @@ def test_innovation_rms_near_one_on_an_intact_float_with_multipath_in_the_model(
         particles=2000, seed=1, sigma=3.0, p_detect=0.8, clutter_rate=2.0, multipath=0.02
     )
     run = prepare(validate_float(record), config)
-    this = track_pass(run)
-    checks = {c.name: c for c in assess(run, this.filt, this.assoc)}
+    this = run_pass(run, start_parameters(run, config), config)
+    checks = {c.name: c for c in assess(this, this.assoc, config.seed)}
     inn = checks["innovation_rms"]
     assert 0.6 < inn.value < 1.0 and inn.passed
     assert all(c.passed for c in checks.values()), [c.message for c in checks.values()]
-    mean, cov = one_step_predictions(run, this.filt)
-    got = inputs(run.cycles.toa, this.assoc.posterior, mean, cov, run.cycles.model)
+    mean, cov = one_step_predictions(Predictor(run, this.params), this.filt)
+    got = inputs(run.toa, this.assoc.posterior, mean, cov, this.params.signal)
     got = replace(got, smoothed_toa=this.assoc.predicted_toa)
     assert innovation_check(got).value == pytest.approx(inn.value, rel=1e-12)
-    old = innovation_check(replace(got, model=replace(run.cycles.model, multipath=0.0)))
+    old = innovation_check(replace(got, model=replace(this.params.signal, multipath=0.0)))
     assert old.value > 1.1

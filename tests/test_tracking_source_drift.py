@@ -13,7 +13,8 @@ from rankmodels.errors import InputError
 from rankmodels.tracking import TrackConfig, track_float
 from rankmodels.tracking.calibration import m_step_pairs
 from rankmodels.tracking.evaluate import position_error_km
-from rankmodels.tracking.pipeline import prepare
+from rankmodels.tracking.passes import Predictor
+from rankmodels.tracking.prepared import prepare, start_parameters
 from rankmodels.tracking.records import validate_float, written_offsets
 from rankmodels.tracking.simulate import dimes_float767
 from rankmodels.tracking.tables import export_tables
@@ -52,13 +53,14 @@ def test_written_offsets_add_the_drift_since_deployment_or_launch(drifting):
 def _residual_slope(record, truth):
     """Slope (s/day) and mean (s) of the true arrivals' TOA minus the tracker's prediction at
     the true position."""
-    cycles = prepare(record, TrackConfig()).cycles
+    cycles = prepare(record, TrackConfig())
+    predictor = Predictor(cycles, start_parameters(cycles, TrackConfig()))
     label = truth["true_label"].values
     pos = np.column_stack([truth["lat"].values, truth["lon"].values])
     days, resid = [], []
     for t in range(label.shape[0]):
         pred = np.full(cycles.n_sources, np.nan)
-        pred[cycles.active[t]] = cycles.predicted(t, pos[t : t + 1])[0]
+        pred[cycles.active[t]] = predictor.predicted(t, pos[t : t + 1])[0]
         for j in np.flatnonzero(label[t] >= 0):
             days.append(cycles.day[t])
             resid.append(cycles.toa[t, j] - pred[label[t, j]])

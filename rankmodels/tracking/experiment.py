@@ -111,6 +111,7 @@ __all__ = [
     "SAME_POSITION_KM",
     "SOURCES_FILE",
     "SOURCE_COLUMNS",
+    "ExperimentProblem",
     "ExperimentResult",
     "ExperimentSources",
     "FloatPass",
@@ -118,6 +119,7 @@ __all__ = [
     "experiment_passes",
     "experiment_sources",
     "float_e_step",
+    "pass_settings",
     "shared_summary",
     "source_table",
     "write_sources",
@@ -198,7 +200,7 @@ class FloatPass:
     lost: bool = False
 
 
-def _em_config(config: TrackConfig) -> TrackConfig:
+def pass_settings(config: TrackConfig) -> TrackConfig:
     """The EM passes' settings: the experiment's EM particles
     (:meth:`~rankmodels.tracking.config.TrackConfig.em_particles`), at most
     :data:`~rankmodels.tracking.em.EM_ENSEMBLE` trajectories."""
@@ -225,7 +227,7 @@ def float_e_step(
     M-step of the statistical parameters ``config.calibrate_params`` names."""
     record, _ = read_record(file, labels_required=config.engine == "labels")
     record = with_drift_correction(record, theta.drift_correction[sources])
-    settings = _em_config(config)
+    settings = pass_settings(config)
     prepared = prepare(record, settings)
     start = start_parameters(prepared, settings)
     cal = theta.for_float(f, sources)
@@ -575,7 +577,7 @@ def _result(
             start=0,
             best=best,
             stop=stop,
-            particles=_em_config(config).particles,
+            particles=pass_settings(config).particles,
             models=tuple(p.model for p in passes),
         )
         floats.append(

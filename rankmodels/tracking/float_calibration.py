@@ -129,12 +129,19 @@ class FloatProblem:
             progress=self.progress,
         )
         self.passes.append(this)
+        lost = factor != 1.0 and ended_lost(self.prepared, this.params, this.filt)
+        return em.Scored(self.penalised(candidate, this.loglik), this.loglik, lost, this)
+
+    def penalised(self, candidate: Parameters, loglik: float) -> float:
+        """``loglik`` plus the log priors of what ``candidate`` estimated: the statistical
+        parameters' about the configured values, the geometry's
+        (:func:`~rankmodels.tracking.calibration.geometry_log_prior`)."""
         prepared = self.prepared
-        prior = candidate.model.log_prior(self.start.model) + geometry_log_prior(
-            candidate.calibration, prepared.nominal_speed, prepared.clock
+        return (
+            loglik
+            + candidate.model.log_prior(self.start.model)
+            + geometry_log_prior(candidate.calibration, prepared.nominal_speed, prepared.clock)
         )
-        lost = factor != 1.0 and ended_lost(prepared, this.params, this.filt)
-        return em.Scored(this.loglik + prior, this.loglik, lost, this)
 
     def propose(self, candidate: Parameters, evidence: Pass, groups: frozenset[str]) -> Parameters:
         return float_m_step(evidence, candidate, groups, self.start)
