@@ -17,7 +17,6 @@ nothing is loaded from elsewhere.
 
 from __future__ import annotations
 
-import html
 import io
 import re
 from decimal import Decimal
@@ -29,7 +28,7 @@ from rankmodels.aggregation.elections.axioms import axiom_lines
 from rankmodels.aggregation.elections.ballots import UNDECLARED_WRITE_INS
 from rankmodels.aggregation.elections.report import INACTIVE
 from rankmodels.aggregation.elections.tabulator import Count
-from rankmodels.plots.report import html_document, png_data_uri
+from rankmodels.plots.report import esc, html_document, png_data_uri
 from rankmodels.plots.style import FIGURE_DPI
 from rankmodels.text import printable
 
@@ -137,10 +136,6 @@ def _votes(value: Decimal) -> str:
     return f"{int(value):,}" if value == value.to_integral_value() else f"{value:,}"
 
 
-def _e(value: object) -> str:
-    return html.escape(printable(value), quote=True)
-
-
 def _table(count: Count) -> str:
     names = count.candidates
     rounds = count.rounds
@@ -152,7 +147,7 @@ def _table(count: Count) -> str:
         cells = "".join(
             f'<td class="num">{_votes(r.tally[x]) if x in r.tally else ""}</td>' for r in rounds
         )
-        lines.append(f"<tr><th>{_e(names[x])}</th>{cells}</tr>")
+        lines.append(f"<tr><th>{esc(names[x])}</th>{cells}</tr>")
     for key, status in INACTIVE.items():
         text = re.sub(r"([A-Z])", r" \1", key).lower()  # skippedRankings: skipped rankings
         cells = "".join(f'<td class="num">{_votes(r.inactive[status])}</td>' for r in rounds)
@@ -162,9 +157,11 @@ def _table(count: Count) -> str:
     events = []
     for r in rounds:
         for x in r.elected:
-            events.append(f"round {r.number}: {_e(names[x])} elected with {_votes(r.tally[x])}")
+            events.append(
+                f"round {r.number}: {esc(names[x])} elected with {_votes(r.tally[x])}"
+            )
         if r.eliminated:
-            gone = "; ".join(_e(names[x]) for x in r.eliminated)
+            gone = "; ".join(esc(names[x]) for x in r.eliminated)
             events.append(f"round {r.number}: eliminated {gone}")
     lines.append("<ul>" + "".join(f"<li>{e}</li>" for e in events) + "</ul>")
     return "\n".join(lines)
@@ -174,14 +171,14 @@ def _axioms(report: dict[str, Any]) -> str:
     """The axiom report (:func:`~rankmodels.aggregation.elections.axioms.election_axioms`):
     its lines, then the head-to-head table."""
     lines = axiom_lines(report)
-    items = "".join(f"<li>{_e(line.strip())}</li>" for line in lines[1:])
+    items = "".join(f"<li>{esc(line.strip())}</li>" for line in lines[1:])
     rows = "".join(
-        f'<tr><th>{_e(p["x"])} vs {_e(p["y"])}</th><td class="num">{p["x_over_y"]:,}</td>'
+        f'<tr><th>{esc(p["x"])} vs {esc(p["y"])}</th><td class="num">{p["x_over_y"]:,}</td>'
         f'<td class="num">{p["y_over_x"]:,}</td></tr>'
         for p in report["pairwise"]
     )
     return (
-        f"<h2>Axioms</h2><p>{_e(lines[0])}</p><ul>{items}</ul>"
+        f"<h2>Axioms</h2><p>{esc(lines[0])}</p><ul>{items}</ul>"
         f"<table><tr><th>head to head</th><th>first over second</th>"
         f"<th>second over first</th></tr>{rows}</table>"
     )
@@ -192,16 +189,18 @@ def rounds_html(
 ) -> str:
     """The self-contained page of ``counts``: the chart ``png``, the round tables and,
     when given, the ``axioms`` report."""
-    parts = [f"<h1>{_e(contest)}</h1>"]
+    parts = [f"<h1>{esc(contest)}</h1>"]
     total = counts[0].total if counts else 0
     parts.append(
         f'<p class="subtitle">{total:,} ballots, '
         f"{counts[0].undervotes if counts else 0:,} without any ranking</p>"
     )
     alt = f"Rounds of {contest}: votes per candidate"
-    parts.append(f'<figure><img src="{png_data_uri("rounds", png)}" alt="{_e(alt)}"></figure>')
+    parts.append(
+        f'<figure><img src="{png_data_uri("rounds", png)}" alt="{esc(alt)}"></figure>'
+    )
     for i, count in enumerate(counts):
-        winners = ", ".join(_e(count.candidates[w]) for w in count.winners)
+        winners = ", ".join(esc(count.candidates[w]) for w in count.winners)
         seat = f"Seat {i + 1}: " if len(counts) > 1 else ""
         parts.append(f"<h2>{seat}winners: {winners or 'none'}</h2>")
         parts.append(_table(count))

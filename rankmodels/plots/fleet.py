@@ -41,7 +41,7 @@ from rankmodels.files import atomic_output
 from rankmodels.plots import maps, style
 from rankmodels.plots._fields import figure_text, times
 from rankmodels.plots.placement import points_geometry, polyline_geometry
-from rankmodels.plots.report import _PARAMETER_ROWS, _e, html_document, png_data_uri
+from rankmodels.plots.report import PARAMETER_ROWS, esc, html_document, png_data_uri
 from rankmodels.plots.run_report import REPORT_FILE
 from rankmodels.plots.track_summary import source_names
 from rankmodels.text import with_error
@@ -320,19 +320,19 @@ def _header(column: str, text: str) -> str:
     """A header cell: ``text`` (a symbol's ``_X`` as a subscript), its tooltip the summary
     column and its meaning."""
     meaning = SUMMARY_COLUMNS.get(column, "")
-    shown = re.sub(r"_(\w+)", r"<sub>\1</sub>", _e(text))
-    return f'<th title="{_e(f"summary.csv column {column}: {meaning}")}">{shown}</th>'
+    shown = re.sub(r"_(\w+)", r"<sub>\1</sub>", esc(text))
+    return f'<th title="{esc(f"summary.csv column {column}: {meaning}")}">{shown}</th>'
 
 
 def _name_cell(record: Mapping[str, object], links, colors) -> str:
     name = str(record["float"])
-    text = _e(name)
+    text = esc(name)
     if name in links:
         text = f'<a href="{html.escape(links[name], quote=True)}">{text}</a>'
     if name in colors:
         rgb = "".join(f"{round(255 * c):02x}" for c in colors[name][:3])
         text = f'<span class="swatch" style="background:#{rgb}"></span>{text}'
-    return f'<td class="name" title="{_e(record.get("file", ""))}">{text}</td>'
+    return f'<td class="name" title="{esc(record.get("file", ""))}">{text}</td>'
 
 
 def floats_table(
@@ -353,18 +353,20 @@ def floats_table(
         cells = [_name_cell(record, links, colors)]
         if record["status"] != OK:
             before = columns[: columns.index("status") + 1] if "status" in columns else []
-            cells += [f"<td>{'' if _empty(record[c]) else _e(record[c])}</td>" for c in before]
+            cells += [
+                f"<td>{'' if _empty(record[c]) else esc(record[c])}</td>" for c in before
+            ]
             span = len(columns) - len(before)
-            cells.append(f'<td class="reason" colspan="{span}">{_e(record["reason"])}</td>')
+            cells.append(f'<td class="reason" colspan="{span}">{esc(record["reason"])}</td>')
         else:
             for column in columns:
                 value, number = record[column], FLOAT_TABLE[column][1]
                 if _empty(value):
                     cells.append("<td></td>")
                 elif number is not None:
-                    cells.append(f'<td class="num">{_e(number(value))}</td>')
+                    cells.append(f'<td class="num">{esc(number(value))}</td>')
                 else:
-                    cells.append(f"<td>{_e(value)}</td>")
+                    cells.append(f"<td>{esc(value)}</td>")
         body.append(f"<tr>{''.join(cells)}</tr>")
     rows = "\n".join(body)
     return f'<table class="fleet floats">\n<tr>{head}</tr>\n{rows}\n</table>'
@@ -376,7 +378,7 @@ def parameters_table(table: pd.DataFrame) -> str:
     ± its standard error where the calibration estimated it; a column no float has is left
     out. '' when no float was tracked."""
     ok = table[table["status"] == OK]
-    present = [row for row in _PARAMETER_ROWS if row[0] in ok.columns and ok[row[0]].notna().any()]
+    present = [row for row in PARAMETER_ROWS if row[0] in ok.columns and ok[row[0]].notna().any()]
     if ok.empty or not present:
         return ""
     head = _header("float", "Float") + "".join(_header(name, label) for name, label, *_ in present)
@@ -394,7 +396,7 @@ def parameters_table(table: pd.DataFrame) -> str:
                 if np.isfinite(sd)
                 else f"{value:{'+' if signed else ''}.{digits}f}"
             )
-            cells.append(f'<td class="num">{_e(text)}</td>')
+            cells.append(f'<td class="num">{esc(text)}</td>')
         body.append(f"<tr>{''.join(cells)}</tr>")
     rows = "\n".join(body)
     return f'<table class="fleet parameters">\n<tr>{head}</tr>\n{rows}\n</table>'
@@ -417,15 +419,15 @@ def shared_section(experiment: Mapping[str, object] | None) -> str:
     if sd is not None and monte_carlo is not None:
         speed_text += f" (the EM's Monte Carlo error {monte_carlo:.1f} of it)"
     head = "".join(
-        f"<th>{_e(h)}</th>"
+        f"<th>{esc(h)}</th>"
         for h in ("Source", "Offset correction (s)", "Drift correction (s/day)", "Floats",
                   "Arrivals")
     )  # fmt: skip
     rows, caveat = [], ""
     for src in experiment["sources"]:
         if src["offset_correction_std"] is not None or src["drift_correction_std"] is not None:
-            caveat = f"; {_e(SOURCE_ERRORS_CAVEAT)}"
-        cells = [f'<td class="name">{_e(src["source"])}</td>']
+            caveat = f"; {esc(SOURCE_ERRORS_CAVEAT)}"
+        cells = [f'<td class="name">{esc(src["source"])}</td>']
         for name, digits in (("offset_correction", 2), ("drift_correction", 4)):
             value, err = src[name], src[f"{name}_std"]
             text = (
@@ -433,7 +435,7 @@ def shared_section(experiment: Mapping[str, object] | None) -> str:
                 if err is not None
                 else f"{value:+.{digits}f} (kept)"
             )
-            cells.append(f'<td class="num">{_e(text)}</td>')
+            cells.append(f'<td class="num">{esc(text)}</td>')
         cells.append(f'<td class="num">{int(src["floats"])}</td>')
         cells.append(f'<td class="num">{float(src["arrivals"]):.0f}</td>')
         rows.append(f"<tr>{''.join(cells)}</tr>")
@@ -442,8 +444,8 @@ def shared_section(experiment: Mapping[str, object] | None) -> str:
         '<h2 id="shared">Shared calibration of the experiment</h2>\n'
         f"<p>{int(experiment['floats'])} floats calibrated together (EM pass "
         f"{experiment['kept_pass']} of {experiment['em_passes']} kept{polished}; "
-        f"{_e(experiment['stop'])}"
-        f"): sound speed {_e(speed_text)}. Each source's corrections, ± the standard error "
+        f"{esc(experiment['stop'])}"
+        f"): sound speed {esc(speed_text)}. Each source's corrections, ± the standard error "
         "where the pooled floats determine them (statistical and Monte Carlo error together), "
         "and its evidence: the floats that heard it and their expected direct arrivals from "
         f"it{caveat}.</p>\n"
@@ -495,7 +497,7 @@ def fleet_report(
     )
     return html_document(
         title,
-        f"""<h1>{_e(title)}</h1>
+        f"""<h1>{esc(title)}</h1>
 <p class="subtitle">Each float's name links its own report; the numbers are in summary.csv
 and summary.json beside this page.</p>
 {figure}

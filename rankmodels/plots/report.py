@@ -71,7 +71,7 @@ footer { color: #777; font-size: 0.8em; margin-top: 2.5em; }
 """
 
 
-def _e(value: object) -> str:
+def esc(value: object) -> str:
     """``str(value)`` with control characters replaced (:func:`rankmodels.text.printable`) and
     escaped for HTML text and attribute values."""
     return html.escape(printable(value), quote=True)
@@ -286,7 +286,7 @@ def track_summary_rows(track: xr.Dataset) -> dict[str, object]:
 
 #: (variable, label, decimals, signed) of the scalar parameters :func:`calibration_rows`
 #: shows.
-_PARAMETER_ROWS = (
+PARAMETER_ROWS = (
     ("sound_speed", "Sound speed used (m/s)", 1, False),
     ("clock_offset", "Float clock offset at launch (s)", 2, True),
     ("clock_drift", "Float clock drift (s/day)", 4, True),
@@ -321,7 +321,7 @@ def calibration_rows(track: xr.Dataset) -> dict[str, object]:
     corrections = np.asarray(track["source_offset_correction"].values, dtype=float)
     rows: dict[str, object] = {
         label: value(name, digits, signed)
-        for name, label, digits, signed in _PARAMETER_ROWS
+        for name, label, digits, signed in PARAMETER_ROWS
         if name in track.data_vars
     }
     rows |= {
@@ -346,7 +346,8 @@ def calibration_rows(track: xr.Dataset) -> dict[str, object]:
 
 def _summary_table(rows: Mapping[str, object], css_class: str) -> str:
     body = "\n".join(
-        f"<tr><th>{_e(k)}</th><td>{_e(format_value(v))}</td></tr>" for k, v in rows.items()
+        f"<tr><th>{esc(k)}</th><td>{esc(format_value(v))}</td></tr>"
+        for k, v in rows.items()
     )
     return f'<table class="summary {css_class}">\n{body}\n</table>'
 
@@ -366,19 +367,19 @@ def _source_section(track: xr.Dataset) -> str:
     head += "</tr>"
     lines = [head]
     for row in table:
-        cells = [f"<td>{_e(row.name)}</td>"]
+        cells = [f"<td>{esc(row.name)}</td>"]
         if lat is not None and lon is not None:
             if row.index >= 0:
-                cells.append(f'<td class="num">{_e(f"{float(lat[row.index]):.3f}")}</td>')
-                cells.append(f'<td class="num">{_e(f"{float(lon[row.index]):.3f}")}</td>')
+                cells.append(f'<td class="num">{esc(f"{float(lat[row.index]):.3f}")}</td>')
+                cells.append(f'<td class="num">{esc(f"{float(lon[row.index]):.3f}")}</td>')
             else:
                 cells.append("<td></td><td></td>")
         share = row.arrivals / total if total else float("nan")
         cells.append(f'<td class="num">{row.arrivals}</td>')
-        cells.append(f'<td class="num">{_e(_percent(share))}</td>')
-        cells.append(f'<td class="num">{_e(_fixed(row.mean_prob, 3))}</td>')
+        cells.append(f'<td class="num">{esc(_percent(share))}</td>')
+        cells.append(f'<td class="num">{esc(_fixed(row.mean_prob, 3))}</td>')
         if has_expected:
-            cells.append(f'<td class="num">{_e(_fixed(row.expected, 1))}</td>')
+            cells.append(f'<td class="num">{esc(_fixed(row.expected, 1))}</td>')
         lines.append("<tr>" + "".join(cells) + "</tr>")
     return '<table class="sources">\n' + "\n".join(lines) + "\n</table>"
 
@@ -386,7 +387,7 @@ def _source_section(track: xr.Dataset) -> str:
 def _clutter_note(results: Mapping[str, object]) -> str:
     """:data:`CLUTTER_NOTE` when the results show both clutter shares."""
     if POSTERIOR_CLUTTER in results and "Arrivals called clutter" in results:
-        return f'<p class="explain">{_e(CLUTTER_NOTE)}</p>'
+        return f'<p class="explain">{esc(CLUTTER_NOTE)}</p>'
     return ""
 
 
@@ -398,7 +399,7 @@ def _collapse_note(track: xr.Dataset) -> str:
         else f"ESS below {COLLAPSE_ESS:g} or non-finite predictive likelihood"
     )
     if not collapsed.any():
-        return f'<p class="ok">The filter did not collapse at any cycle ({_e(rule)}).</p>'
+        return f'<p class="ok">The filter did not collapse at any cycle ({esc(rule)}).</p>'
     times = np.asarray(track["time"].values).astype("datetime64[ns]")[collapsed]
     cycles = np.flatnonzero(collapsed)
     shown = [
@@ -408,7 +409,7 @@ def _collapse_note(track: xr.Dataset) -> str:
     more = f" and {cycles.size - 50} more" if cycles.size > 50 else ""
     return (
         f'<p class="note">The filter collapsed at {cycles.size} cycle'
-        f"{'s' if cycles.size != 1 else ''} ({_e(rule)}): {_e(', '.join(shown))}{_e(more)}. "
+        f"{'s' if cycles.size != 1 else ''} ({esc(rule)}): {esc(', '.join(shown))}{esc(more)}. "
         "Positions right after a collapse rest on few particles; check the TOA diagram there.</p>"
     )
 
@@ -432,11 +433,13 @@ def _quality_note(track: xr.Dataset) -> str:
         head = f"The track passed {len(checks) - skipped} of {len(checks)} quality checks"
         head += f" ({skipped} could not be computed)." if skipped else "."
     items = "\n".join(
-        f"<li><b>{_e(c.name)}</b> {_e(c.status)}: {_e(c.message)} "
-        f"(threshold {_e(format_value(c.threshold))}: {_e(c.doc)})</li>"
+        f"<li><b>{esc(c.name)}</b> {esc(c.status)}: {esc(c.message)} "
+        f"(threshold {esc(format_value(c.threshold))}: {esc(c.doc)})</li>"
         for c in checks
     )
-    return f'<div class="{box}" id="quality">\n<p>{_e(head)}</p>\n<ul>\n{items}\n</ul>\n</div>'
+    return (
+        f'<div class="{box}" id="quality">\n<p>{esc(head)}</p>\n<ul>\n{items}\n</ul>\n</div>'
+    )
 
 
 def _truth_section(track: xr.Dataset, truth: xr.Dataset | None) -> str:
@@ -444,7 +447,8 @@ def _truth_section(track: xr.Dataset, truth: xr.Dataset | None) -> str:
         return ""
     rows = truth_comparison(track, truth)
     body = "\n".join(
-        f'<tr><th>{_e(k)}</th><td class="num">{_e(v)}</td></tr>' for k, v in rows.items()
+        f'<tr><th>{esc(k)}</th><td class="num">{esc(v)}</td></tr>'
+        for k, v in rows.items()
     )
     return (
         "<h2>Comparison with the true track</h2>\n"
@@ -483,18 +487,18 @@ def tracking_report(
     for name, png in images.items():
         caption = FIGURE_CAPTIONS.get(str(name), str(name))
         figures.append(
-            f'<figure id="fig-{_e(name)}">\n'
-            f'<img src="{png_data_uri(str(name), png)}" alt="{_e(caption)}">\n'
-            f"<figcaption>{_e(caption)}</figcaption>\n</figure>"
+            f'<figure id="fig-{esc(name)}">\n'
+            f'<img src="{png_data_uri(str(name), png)}" alt="{esc(caption)}">\n'
+            f"<figcaption>{esc(caption)}</figcaption>\n</figure>"
         )
     tables = split_rows(rows)
     title = f"RAFOS float {float_id}: track report"
     subtitle = " · ".join(
-        _e(format_value(rows[k])) for k in ("Time span", "Likelihood engine") if k in rows
+        esc(format_value(rows[k])) for k in ("Time span", "Likelihood engine") if k in rows
     )
     return html_document(
         title,
-        f"""<h1>{_e(title)}{badge}</h1>
+        f"""<h1>{esc(title)}{badge}</h1>
 <p class="subtitle">{subtitle}</p>
 <h2>Settings</h2>
 {_summary_table(tables["settings"], "settings")}
@@ -512,7 +516,7 @@ def tracking_report(
 {_source_section(track)}
 <h2>Provenance</h2>
 {_summary_table(tables["provenance"], "provenance")}
-<footer>Generated by rankmodels {_e(track.attrs.get("rankmodels_version", ""))}.</footer>""",
+<footer>Generated by rankmodels {esc(track.attrs.get("rankmodels_version", ""))}.</footer>""",
     )
 
 
@@ -524,7 +528,7 @@ def html_document(title: str, body: str, extra_css: str = "") -> str:
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{_e(title)}</title>
+<title>{esc(title)}</title>
 <style>{_CSS}{extra_css}</style>
 </head>
 <body>

@@ -16,7 +16,7 @@ import xarray as xr
 
 from rankmodels.errors import InputError
 from rankmodels.plots.track_summary import attr_flag
-from rankmodels.tracking.records import _NETCDF_MAGIC
+from rankmodels.tracking.records import NETCDF_MAGIC
 
 TRUTH_SUFFIX = "_truth.nc"
 
@@ -37,7 +37,7 @@ def read_truth(path: str | os.PathLike[str], record: xr.Dataset) -> xr.Dataset:
             head = handle.read(8)
     except OSError as err:
         raise InputError(f"cannot read ({err.strerror or err})", path=path) from None
-    if not head.startswith(_NETCDF_MAGIC):
+    if not head.startswith(NETCDF_MAGIC):
         raise InputError("not a NetCDF truth file", path=path)
     try:
         with xr.open_dataset(path, engine="netcdf4", cache=False) as raw:

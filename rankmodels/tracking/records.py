@@ -467,7 +467,7 @@ def validate_float(
 
 
 #: Leading bytes of NetCDF classic (CDF\x01, \x02 64-bit offsets, \x05 CDF-5) and NetCDF4 (HDF5).
-_NETCDF_MAGIC = (b"CDF\x01", b"CDF\x02", b"CDF\x05", b"\x89HDF\r\n\x1a\n")
+NETCDF_MAGIC = (b"CDF\x01", b"CDF\x02", b"CDF\x05", b"\x89HDF\r\n\x1a\n")
 
 
 def read_float(path: PathLike, *, labels_required: bool = False) -> xr.Dataset:
@@ -484,7 +484,7 @@ def read_float(path: PathLike, *, labels_required: bool = False) -> xr.Dataset:
         raise InputError("is a directory, expected a NetCDF float record", path=path)
     with open(path, "rb") as handle:
         head = handle.read(8)
-    if not head.startswith(_NETCDF_MAGIC):
+    if not head.startswith(NETCDF_MAGIC):
         hint = (
             "; CSV tables become a record with `rankmodels float import`" if _is_text(head) else ""
         )
