@@ -715,7 +715,7 @@ def test_a_float_lost_in_the_first_annealing_pass_makes_it_hotter(monkeypatch, t
         return original(file, config, theta, f, sources, model, factor, fit)
 
     monkeypatch.setattr(experiment, "float_e_step", spy)
-    monkeypatch.setattr(experiment, "ended_lost", lambda run, filt: next(verdicts))
+    monkeypatch.setattr(experiment, "ended_lost", lambda *_: next(verdicts))
     config = TrackConfig(calibrate=True, particles=150, calibration_particles=150, ensemble=20,
                          calibration_iterations=1, seed=3)  # fmt: skip
     done = []
