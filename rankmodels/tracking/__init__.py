@@ -17,11 +17,21 @@ clutter. The pieces, one job each:
   sound speed and the source offsets (weighted least squares with priors);
 * :mod:`~rankmodels.tracking.model_fit` -- the statistical model's M-steps (TOA noise,
   detection, clutter, multipath, process noise) and their identifiability;
+* :mod:`~rankmodels.tracking.em` -- the calibration's EM search (annealing, stages, gain
+  rule, extrapolated steps, likelihood-ratio check), for one float
+  (:mod:`~rankmodels.tracking.float_calibration`) or an experiment
+  (:mod:`~rankmodels.tracking.experiment`, :mod:`~rankmodels.tracking.joint`);
 * :mod:`~rankmodels.tracking.estimates` -- what was estimated and what kept, in words;
-* :mod:`~rankmodels.tracking.pipeline` -- :func:`track_float`: record in, track out;
+* :mod:`~rankmodels.tracking.prepared` -- a record prepared for the passes, and the
+  parameters (geometry and statistical model) a pass runs under, both immutable;
+* :mod:`~rankmodels.tracking.passes` -- one pass: filter, smoother, association;
+* :mod:`~rankmodels.tracking.pipeline` -- :func:`track_float`: record in, track out, the
+  stages in sequence;
 * :mod:`~rankmodels.tracking.output` -- the track dataset;
-* :mod:`~rankmodels.tracking.quality`, :mod:`~rankmodels.tracking.launch` -- the track's
-  quality checks against its own model (the launch check's backward filter);
+  :mod:`~rankmodels.tracking.summary` -- what a run did;
+* :mod:`~rankmodels.tracking.quality`, :mod:`~rankmodels.tracking.assessment`,
+  :mod:`~rankmodels.tracking.launch` -- the track's quality checks against its own model,
+  their inputs from a pass (the launch check's backward filter);
 * :mod:`~rankmodels.tracking.batch` -- :func:`~rankmodels.tracking.batch.track_many`: many
   floats, serially or on Dask, and their summary table;
 * :mod:`~rankmodels.tracking.simulate` -- simulated floats with known truth;

@@ -27,8 +27,8 @@ delta_i)^2`` under the joint posterior of positions and labels (the marginal ass
 alone would pair each trajectory with arrivals it does not explain). :func:`m_step` then
 takes a Newton step with Louis' observed information rather than the plain EM step, which
 the positions slow down.
-:class:`CalibrationResult` holds the EM iterations (``rankmodels.tracking.pipeline.calibrate``
-runs the loop).
+:class:`CalibrationResult` holds the EM iterations
+(:func:`rankmodels.tracking.float_calibration.calibrate` runs the loop).
 """
 
 from __future__ import annotations
@@ -258,61 +258,20 @@ def m_step(
         whose score and information add to the arrivals' and which replace the priors of what
         they measure (``c_0`` with a launch reading, ``c_1`` with both).
 
-    Every entry with a finite prior is estimated only when the record determines it: when
-    its posterior variance is at most ``1 / (1 + MIN_DATA_TO_PRIOR)`` of the prior's (the
-    data carry at least as much information as the prior). Other entries are held at
-    ``start``'s values (their standard errors NaN when ``start`` had none) and the solve is
-    repeated without them.
-
-    With one track the log posterior is quadratic in ``theta`` and the result is its mode,
-    ``(A^T W A / sigma^2 + P)^-1 A^T W y / sigma^2`` (``P`` the prior precision). With M
-    trajectories (Monte Carlo EM) it is the Newton step ``theta_0 + I_obs^-1 g`` on the
-    observed-data log posterior, with Louis' identity: ``g`` the mean over trajectories of
-    the complete-data score ``S_m = A_m^T W (y - A_m theta_0) / sigma^2 - P theta_0``, and
-    ``I_obs = I_c - Cov_m(S_m)`` (``I_c`` the mean complete-data information
-    ``A_m^T W A_m / sigma^2 + P``). The plain EM step ``theta_0 + I_c^-1 g`` is slow here
-    because the positions absorb part of every error (the fraction of missing information
-    is large); the Newton step removes that, its share of ``I_c`` in any direction floored
-    at :data:`MIN_OBSERVED_SHARE`. Standard errors come from the inverse of ``I_obs`` (the
-    sound speed's by the delta method, ``std_v = 1000 std_u / u^2``), so they include the
-    uncertainty of the positions, plus what the held parameters' own uncertainty adds (the
-    *consider covariance* of orbit determination, [Tapley2004] ch. 6): with
-    ``S = I_ee^-1 I_eh`` the complete-data sensitivity of the estimated ``theta_e`` to the
-    held ``phi``, ``Cov(theta_e) += S C_phi S^T``, where ``C_phi`` is ``tau^2`` for held
-    offset corrections (the prior says written offsets are off by that much) and ``start``'s
-    squared standard errors for the rest (zero without: then taken as exact). Without this,
-    a speed fitted with the written offsets held would claim a precision the unknown offset
-    errors do not allow.
+    The step, which entries the record determines, and the standard errors (positions'
+    and held parameters' uncertainty included): :func:`solve_newton`.
 
     Raises ValueError for mismatched shapes, weights outside ``[0, 1]``, a source index out
     of range, or normal equations that cannot be solved (too few weighted pairs, or the
     clock offset without an offset prior).
     """
-    arrays = [np.asarray(a, dtype=float) for a in (day, residual_toa, weight)]
-    t, y, w = arrays
-    dist = np.asarray(distance_km, dtype=float)
-    dist = dist[None, :] if dist.ndim == 1 else dist
-    src = np.asarray(source)
-    if dist.ndim != 2 or any(a.shape != dist.shape[1:] for a in (t, y, src)):
-        raise ValueError("distance_km, day, source, residual_toa and weight must be (K,) alike")
-    if w.shape not in (dist.shape[1:], dist.shape):
-        raise ValueError("weight must be (K,) or, per trajectory, (M, K) like distance_km")
-    if not np.all((w >= 0) & (w <= 1)):
-        raise ValueError("weight must lie in [0, 1]")
-    if src.size and (src.min() < 0 or src.max() >= n_sources):
-        raise ValueError(f"source must index 0 .. {n_sources - 1}")
-    if not all(np.isfinite(a).all() for a in (dist, *arrays)):
-        raise ValueError("distance_km, day, residual_toa and weight must be finite")
+    dist, t, src, y, w = _checked_pairs(distance_km, day, source, residual_toa, weight, n_sources)
     params = parse_calibrate_params(params)
     theta0 = start or Calibration.nominal(n_sources, sound_speed)
     theta, held_var = _vector(theta0, offset_prior_std)
-    fixed = np.zeros((t.size, 2 + n_sources))  # the columns that do not depend on the position
-    fixed[:, 0] = 1.0
-    fixed[:, 1] = t
-    fixed[np.arange(t.size), 2 + src] = 1.0
+    fixed = _fixed_columns(t, src, n_sources)
     u_file = 1000.0 / sound_speed
-    prior_mean = np.zeros(theta.size)
-    prior_mean[0] = u_file
+    prior_mean = np.r_[u_file, np.zeros(theta.size - 1)]
     prior_std = np.r_[
         u_file**2 * speed_prior_std / 1000.0,
         clock_prior_std,
@@ -332,6 +291,51 @@ def m_step(
         return replace(theta0)
     stds = _vector_std(theta0)
     stds[estimated] = np.sqrt(np.diag(cov))
+    return _calibration(values, stds)
+
+
+def _fixed_columns(day: np.ndarray, source: np.ndarray, n_sources: int) -> np.ndarray:
+    """``(K, 2 + s)`` the design's columns that do not depend on the position: ``c_0``
+    (1), ``c_1`` (the day) and the pair's source's ``delta_i`` (1)."""
+    fixed = np.zeros((day.size, 2 + n_sources))
+    fixed[:, 0] = 1.0
+    fixed[:, 1] = day
+    fixed[np.arange(day.size), 2 + source] = 1.0
+    return fixed
+
+
+def _checked_pairs(
+    distance_km: np.ndarray,
+    day: np.ndarray,
+    source: np.ndarray,
+    residual_toa: np.ndarray,
+    weight: np.ndarray,
+    n_sources: int,
+) -> tuple[np.ndarray, ...]:
+    """:func:`m_step`'s pairs as arrays, ``distance_km`` as ``(M, K)``; ValueError for
+    mismatched shapes, weights outside ``[0, 1]``, a source out of range or non-finite
+    values."""
+    arrays = [np.asarray(a, dtype=float) for a in (day, residual_toa, weight)]
+    t, y, w = arrays
+    dist = np.asarray(distance_km, dtype=float)
+    dist = dist[None, :] if dist.ndim == 1 else dist
+    src = np.asarray(source)
+    if dist.ndim != 2 or any(a.shape != dist.shape[1:] for a in (t, y, src)):
+        raise ValueError("distance_km, day, source, residual_toa and weight must be (K,) alike")
+    if w.shape not in (dist.shape[1:], dist.shape):
+        raise ValueError("weight must be (K,) or, per trajectory, (M, K) like distance_km")
+    if not np.all((w >= 0) & (w <= 1)):
+        raise ValueError("weight must lie in [0, 1]")
+    if src.size and (src.min() < 0 or src.max() >= n_sources):
+        raise ValueError(f"source must index 0 .. {n_sources - 1}")
+    if not all(np.isfinite(a).all() for a in (dist, *arrays)):
+        raise ValueError("distance_km, day, residual_toa and weight must be finite")
+    return dist, t, src, y, w
+
+
+def _calibration(values: np.ndarray, stds: np.ndarray) -> Calibration:
+    """The :class:`Calibration` of ``theta = (u, c_0, c_1, delta)`` and its standard errors
+    (the sound speed's by the delta method, ``std_v = 1000 std_u / u^2``)."""
     u = values[0]
     return Calibration(
         sound_speed=1000.0 / u,
@@ -488,6 +492,27 @@ def solve_newton(
     information (:func:`_newton_step`). Returns the new ``theta``, the stated covariance of
     the entries still estimated and that mask (all False: nothing determined, ``theta``
     unchanged).
+
+    With one track the log posterior is quadratic in ``theta`` and the result is its mode,
+    ``(A^T W A / sigma^2 + P)^-1 A^T W y / sigma^2`` (``P`` the prior precision). With M
+    trajectories (Monte Carlo EM) it is the Newton step ``theta_0 + I_obs^-1 g`` on the
+    observed-data log posterior, with Louis' identity: ``g`` the mean over trajectories of
+    the complete-data score ``S_m = A_m^T W (y - A_m theta_0) / sigma^2 - P theta_0``, and
+    ``I_obs = I_c - Cov_m(S_m)`` (``I_c`` the mean complete-data information
+    ``A_m^T W A_m / sigma^2 + P``). The plain EM step ``theta_0 + I_c^-1 g`` is slow here
+    because the positions absorb part of every error (the fraction of missing information
+    is large); the Newton step removes that, its share of ``I_c`` in any direction floored
+    at :data:`MIN_OBSERVED_SHARE`. Standard errors come from the inverse of ``I_obs`` (the
+    sound speed's by the delta method, ``std_v = 1000 std_u / u^2``), so they include the
+    uncertainty of the positions, plus what the held parameters' own uncertainty adds (the
+    *consider covariance* of orbit determination, [Tapley2004] ch. 6): with
+    ``S = I_ee^-1 I_eh`` the complete-data sensitivity of the estimated ``theta_e`` to the
+    held ``phi``, ``Cov(theta_e) += S C_phi S^T``, where ``C_phi`` is ``tau^2`` for held
+    offset corrections (the prior says written offsets are off by that much) and ``start``'s
+    squared standard errors for the rest (zero without: then taken as exact). Without this,
+    a speed fitted with the written offsets held would claim a precision the unknown offset
+    errors do not allow.
+
     Raises ValueError when the normal equations cannot be solved."""
     estimated = np.asarray(estimated, dtype=bool).copy()
     rank = np.zeros(theta.size, dtype=int) if hold_first is None else np.asarray(hold_first)

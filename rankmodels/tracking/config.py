@@ -141,8 +141,9 @@ class TrackConfig:
     ESS < threshold * N.
 
     ``calibrate``: estimate the clock, sound speed and source offsets with the track
-    (:func:`rankmodels.tracking.pipeline.calibrate`; off here, so that ``TrackConfig()`` is the
-    paper's model; ``track-float`` turns it on), ``calibrate_params`` which of them,
+    (:func:`rankmodels.tracking.float_calibration.calibrate`; off here, so that
+    ``TrackConfig()`` is the paper's model; ``track-float`` turns it on),
+    ``calibrate_params`` which of them,
     ``calibration_particles`` the filter's particles during the EM iterations (the final pass
     uses ``particles``; None: :meth:`em_particles`' defaults), ``calibration_iterations``
     the most M-steps.

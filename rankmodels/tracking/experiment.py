@@ -10,7 +10,7 @@ Each pass of :func:`calibrate_experiment` is
 
 1. *E-step, float by float* (:func:`float_e_step`; one task per float on the Dask workers of
    batch mode, or serially): the float's filter, smoother and association pass
-   (:func:`~rankmodels.tracking.pipeline.track_pass`) with the current shared values and its
+   (:func:`~rankmodels.tracking.passes.run_pass`) with the current shared values and its
    own clock and model, at the experiment's EM particles (``calibration_particles``,
    default :data:`~rankmodels.tracking.config.EXPERIMENT_EM_PARTICLES`) and the same seed
    every pass; from it the float's
@@ -22,18 +22,17 @@ Each pass of :func:`calibrate_experiment` is
    and one penalised Newton step for the shared and per-float geometry
    (:func:`~rankmodels.tracking.joint.joint_m_step`).
 
-As for one float (:func:`~rankmodels.tracking.pipeline.calibrate`): two annealing passes at
-``4 sigma`` and ``2 sigma`` first (the first at twice the factor while any float's filter
-ends away from its recovery fix, up to :data:`~rankmodels.tracking.pipeline.MAX_ANNEALING`,
-then down by halves), then the files' values and the annealed estimate at the
-configured noise, then M-steps until the experiment's penalised log-likelihood (the sum of
-the floats' particle log-likelihoods and every prior) rises by at most
-:data:`~rankmodels.tracking.pipeline.MIN_GAIN` nats or ``calibration_iterations`` M-steps
-were taken; the pass with the largest penalised log-likelihood is kept, after the same
-likelihood-ratio check (:func:`_check_groups`: the speed, the sources' corrections, the
-floats' clocks each put back to the file values unless the floats determine them). The
-geometry is fitted in one stage: pooled floats separate the speed from the offsets, which
-one float cannot.
+The search is one float's (:mod:`~rankmodels.tracking.em`, with the experiment as its
+:class:`ExperimentProblem`): two annealing passes at ``4 sigma`` and ``2 sigma`` first (the
+first at twice the factor while any float's filter ends away from its recovery fix, up to
+:data:`~rankmodels.tracking.em.MAX_ANNEALING`, then down by halves), then the files' values
+and the annealed estimate at the configured noise, then M-steps until the experiment's
+penalised log-likelihood (the sum of the floats' particle log-likelihoods and every prior)
+rises by at most :data:`~rankmodels.tracking.em.MIN_GAIN` nats or ``calibration_iterations``
+M-steps were taken; the pass with the largest penalised log-likelihood is kept, after the
+same likelihood-ratio check (the speed, the sources' corrections, the floats' clocks each
+put back to the file values unless the floats determine them). The geometry is fitted in
+one stage: pooled floats separate the speed from the offsets, which one float cannot.
 
 *Extrapolated steps.* Along the ridge where a faster speed, larger offsets and tracks moved
 outwards predict nearly the same arrivals, the smoothed tracks follow whatever speed the pass
@@ -41,8 +40,9 @@ ran with, so the Monte Carlo missing information (Louis) matches or exceeds the 
 information, and the Newton step goes only as far as the floor of the observed share
 allows (:data:`~rankmodels.tracking.joint.MIN_POOLED_SHARE`; at one float's 0.3 it went
 2.6 % of the way on a 20-float, 300-day DIMES replay). So when an M-step's proposal raises
-the penalised log-likelihood, the next candidate goes :data:`EXTRAPOLATION` times as far
-along the same step, and again while each rises, up to :data:`MAX_REACH` times; the
+the penalised log-likelihood, the next candidate goes
+:data:`~rankmodels.tracking.em.EXTRAPOLATION` times as far along the same step, and again
+while each rises, up to :data:`~rankmodels.tracking.em.MAX_REACH` times; the
 particle log-likelihoods (common random numbers) decide, as for every candidate.
 
 *Polish and Monte Carlo error.* The search judges candidates by particle log-likelihoods,
@@ -120,6 +120,7 @@ __all__ = [
     "experiment_sources",
     "float_e_step",
     "pass_settings",
+    "read_records",
     "shared_summary",
     "source_table",
     "write_sources",
@@ -189,7 +190,7 @@ class FloatPass:
     statistical ``model`` the pass ran with and ``fitted`` (its M-step; the same model when
     not fitted), ``start`` (the configured model, the priors' centre), and ``arrivals (s_f,)``
     the expected direct arrivals of each of its sources; ``lost``: its filter ended where the
-    recovery fix says the float was not (:func:`~rankmodels.tracking.pipeline.ended_lost`)."""
+    recovery fix says the float was not (:func:`~rankmodels.tracking.assessment.ended_lost`)."""
 
     statistics: ResidualStatistics
     loglik: float
@@ -458,6 +459,21 @@ def _e_steps(
     return results  # type: ignore[return-value]
 
 
+def read_records(paths: Sequence[str], labels_required: bool = False) -> dict[str, xr.Dataset]:
+    """The validated records of ``paths`` by float (:func:`~rankmodels.tracking.batch.
+    float_folders`). Raises :class:`~rankmodels.errors.InputError` naming the path of an
+    unreadable record (a file that cannot be read too)."""
+    records = {}
+    for name, path in zip(float_folders(paths), paths, strict=True):
+        try:
+            records[name] = read_record(path, labels_required=labels_required)[0]
+        except InputError as err:
+            raise err.with_path(path) from None
+        except OSError as err:
+            raise InputError(str(err.strerror or err), path=path) from None
+    return records
+
+
 def calibrate_experiment(
     files: Sequence[str | os.PathLike[str]],
     config: TrackConfig,
@@ -475,15 +491,8 @@ def calibrate_experiment(
     message; a file that cannot be read too) or sources placed differently by different
     floats."""
     paths = [os.fspath(f) for f in files]
-    names = tuple(float_folders(paths))
-    records = {}
-    for name, path in zip(names, paths, strict=True):
-        try:
-            records[name] = read_record(path, labels_required=config.engine == "labels")[0]
-        except InputError as err:
-            raise err.with_path(path) from None
-        except OSError as err:
-            raise InputError(str(err.strerror or err), path=path) from None
+    records = read_records(paths, labels_required=config.engine == "labels")
+    names = tuple(records)
     sources = experiment_sources(records)
     layout = JointLayout(len(sources.names), len(paths))
     nominal = config.sound_speed or float(
@@ -537,9 +546,7 @@ def calibrate_experiment(
                 pooled, noise, theta, nominal, clocks
             ),
         )  # fmt: skip
-    values, std = theta.vector()
-    monte_carlo_std = np.where(np.isfinite(std), np.sqrt(np.diag(monte_carlo)), math.nan)
-    total = JointParameters.from_vector(layout, values, np.hypot(std, monte_carlo_std))
+    total, monte_carlo_std = _with_monte_carlo(theta, monte_carlo)
     candidates[best] = (total, models)
     if progress:
         progress(max(experiment_passes(config) - ran[0], 0) * n)
@@ -547,6 +554,17 @@ def calibrate_experiment(
         candidates, pass_log, scores, best, stop, names, sources, layout, config,
         monte_carlo_std, reach,
     )  # fmt: skip
+
+
+def _with_monte_carlo(
+    theta: JointParameters, monte_carlo: np.ndarray
+) -> tuple[JointParameters, np.ndarray]:
+    """``theta`` with standard errors combining its statistical ones and the Monte Carlo
+    covariance's diagonal (``hypot``), and that Monte Carlo part (NaN where not estimated)."""
+    values, std = theta.vector()
+    monte_carlo_std = np.where(np.isfinite(std), np.sqrt(np.diag(monte_carlo)), math.nan)
+    total = JointParameters.from_vector(theta.layout, values, np.hypot(std, monte_carlo_std))
+    return total, monte_carlo_std
 
 
 def _result(

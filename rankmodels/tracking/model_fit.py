@@ -1,7 +1,7 @@
 """M-steps for the statistical model of a float record: TOA noise, detection, clutter,
 multipath and the float's random walk.
 
-The Monte Carlo EM of :func:`rankmodels.tracking.pipeline.calibrate` gives, for each pass,
+The Monte Carlo EM of :func:`rankmodels.tracking.float_calibration.calibrate` gives, for each pass,
 the association posterior ``a_tji = P(R_tj = i | data)`` of every recorded arrival (sources
 ``i``, then clutter ``C``), ``M`` smoothed trajectories ``X_m`` and the predicted TOAs at the
 posterior mean. Each parameter ``theta`` of :class:`~rankmodels.tracking.signal_model.
