@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -153,6 +154,48 @@ _FAST = {"contract", "reassoc", "nsz", "arcp"}  # no nnan/ninf: -inf entries are
 _SCALE_LIMIT = 1e100  # bound on the scaling vectors of the fast path
 
 
+class _Controls(NamedTuple):
+    """How the forward pass iterates: ``steps`` iterations exactly (``tol == 0``) or at most
+    (``tol > 0``: until the column-sum error is within ``tol``); ``record`` whether the
+    per-iteration vectors are kept for the backward pass; ``allow_scaled`` whether a matrix
+    may run in the scaling domain (else the log domain throughout)."""
+
+    steps: int
+    tol: float
+    record: bool
+    allow_scaled: bool
+
+
+class _Path(NamedTuple):
+    """A batch of ``B`` matrices, padded to ``n``, and how the forward pass went on each:
+    what the backward pass replays (:class:`SinkhornResult` describes each field).
+
+    ``log_a`` ``(B, n, n)`` the input; ``lengths`` ``(B,)`` int64 the matrices' sizes;
+    ``n_iter`` ``(B,)`` int64 iterations done; ``scaled`` ``(B,)`` bool, ran in the scaling
+    domain; ``top`` ``(B,)`` ``max log_a``; ``col_hist``, ``row_hist`` ``(B, T, n)`` the
+    per-iteration vectors (``(1, 1, 1)`` scratch when not recorded). The forward pass reads
+    ``log_a`` and ``lengths`` and fills the rest."""
+
+    log_a: np.ndarray
+    lengths: np.ndarray
+    n_iter: np.ndarray
+    scaled: np.ndarray
+    top: np.ndarray
+    col_hist: np.ndarray
+    row_hist: np.ndarray
+
+
+class _Output(NamedTuple):
+    """What the forward pass fills besides its :class:`_Path`: ``log_p``, ``p``
+    ``(B, n, n)`` the result and its log (``-inf`` / 0 on padding); ``ok`` ``(B,)`` bool,
+    every row and column had mass; ``col_error`` ``(B,)`` the final column-sum error."""
+
+    log_p: np.ndarray
+    p: np.ndarray
+    ok: np.ndarray
+    col_error: np.ndarray
+
+
 @numba.njit(cache=True)
 def _record(first_hist, second_hist, t, first, second):  # pragma: no cover - numba
     """Store the per-iteration vectors of iteration ``t`` for the backward pass."""
@@ -162,14 +205,16 @@ def _record(first_hist, second_hist, t, first, second):  # pragma: no cover - nu
 
 
 @numba.njit(cache=True)
-def _log_iterations(X, steps, tol, rec, C_hist, R_hist, C, R):  # pragma: no cover
-    """Pure log-domain iterations on ``X = log_a - C - R`` (updated in place).
+def _log_iterations(X, controls, C_hist, R_hist, C, R):  # pragma: no cover
+    """Pure log-domain iterations on ``X = log_a - C - R`` (updated in place), as
+    ``controls`` (:class:`_Controls`) say.
 
     Returns the number of iterations done, whether every row / column had mass, and the
     column-sum error ``max_k |sum_j exp(X[j, k]) - 1|`` of the final iterate (the
     stopping test of tolerance mode). ``C_hist[t], R_hist[t]`` receive the cumulative
-    normalisers after iteration ``t``.
+    normalisers after iteration ``t`` when ``controls.record``.
     """
+    steps, tol = controls.steps, controls.tol
     m = X.shape[0]
     mx = np.empty(m)
     acc = np.empty(m)
@@ -217,22 +262,24 @@ def _log_iterations(X, steps, tol, rec, C_hist, R_hist, C, R):  # pragma: no cov
             R[j] += r
             for k in range(m):
                 X[j, k] -= r
-        if rec:
+        if controls.record:
             _record(C_hist, R_hist, t, C, R)
         t += 1
     return t, ok, worst
 
 
 @numba.njit(fastmath=_FAST, cache=True)
-def _scaled_iterations(E, steps, tol, rec, V_hist, U_hist, u, v):  # pragma: no cover
-    """Iterations in the scaling domain: the iterate is ``diag(u) E diag(v)``.
+def _scaled_iterations(E, controls, V_hist, U_hist, u, v):  # pragma: no cover
+    """Iterations in the scaling domain, as ``controls`` (:class:`_Controls`) say: the
+    iterate is ``diag(u) E diag(v)``.
 
     ``E = exp(log_a - max log_a)`` has entries in [0, 1] with a 1 somewhere. No logarithm
     or exponential is taken per iteration; ``V_hist[t], U_hist[t]`` receive the scalings
-    after iteration ``t``. Returns the number of iterations done, False if a scaling left
-    ``[1/_SCALE_LIMIT, _SCALE_LIMIT]`` (the caller then redoes the matrix in the log
-    domain), and the column-sum error of the final iterate.
+    after iteration ``t`` when ``controls.record``. Returns the number of iterations done,
+    False if a scaling left ``[1/_SCALE_LIMIT, _SCALE_LIMIT]`` (the caller then redoes the
+    matrix in the log domain), and the column-sum error of the final iterate.
     """
+    steps, tol = controls.steps, controls.tol
     m = E.shape[0]
     sig = np.empty(m)
     t = 0
@@ -259,78 +306,72 @@ def _scaled_iterations(E, steps, tol, rec, V_hist, U_hist, u, v):  # pragma: no 
             if not (rho > 1.0 / _SCALE_LIMIT and rho < _SCALE_LIMIT):
                 return t, False, worst
             u[j] = 1.0 / rho
-        if rec:
+        if controls.record:
             _record(V_hist, U_hist, t, v, u)
         t += 1
     return t, True, worst
 
 
-@numba.njit(parallel=True, cache=True)
-def _sinkhorn_forward(
-    log_a,
-    lengths,
-    steps,
-    tol,
-    rec,
-    allow_scaled,
-    out,
-    p_out,
-    C_hist,
-    R_hist,
-    n_done,
-    ok,
-    fast,
-    tops,
-    col_error,
-):  # pragma: no cover - numba
-    for b in numba.prange(log_a.shape[0]):
-        m = lengths[b]
-        la = np.ascontiguousarray(log_a[b, :m, :m])
-        X = la.copy()
-        P = np.empty((m, m))
-        Ch = C_hist[b] if rec else C_hist[0]
-        Rh = R_hist[b] if rec else R_hist[0]
-        top = -np.inf
+@numba.njit(cache=True)
+def _normalise(path, controls, out, b):  # pragma: no cover - numba
+    """Matrix ``b`` of :func:`_sinkhorn_forward`."""
+    m = path.lengths[b]
+    la = np.ascontiguousarray(path.log_a[b, :m, :m])
+    X = la.copy()
+    P = np.empty((m, m))
+    Ch = path.col_hist[b] if controls.record else path.col_hist[0]
+    Rh = path.row_hist[b] if controls.record else path.row_hist[0]
+    top = -np.inf
+    for j in range(m):
+        for k in range(m):
+            top = max(top, la[j, k])
+    scaled = controls.allow_scaled and controls.steps > 0 and top > -np.inf
+    good = True
+    t = 0
+    worst = 0.0
+    if scaled:
+        # scaling domain on E = exp(log_a - top): one exponential per entry in all
         for j in range(m):
             for k in range(m):
-                top = max(top, la[j, k])
-        scaled = allow_scaled and steps > 0 and top > -np.inf
-        good = True
-        t = 0
-        worst = 0.0
+                P[j, k] = np.exp(la[j, k] - top)
+        u = np.ones(m)
+        v = np.ones(m)
+        t, scaled, worst = _scaled_iterations(P, controls, Ch, Rh, u, v)
         if scaled:
-            # scaling domain on E = exp(log_a - top): one exponential per entry in all
+            # iterate = exp(log_a - C - R) with C = top - log v, R = -log u
+            lv = np.log(v) - top
             for j in range(m):
+                lu = np.log(u[j])
                 for k in range(m):
-                    P[j, k] = np.exp(la[j, k] - top)
-            u = np.ones(m)
-            v = np.ones(m)
-            t, scaled, worst = _scaled_iterations(P, steps, tol, rec, Ch, Rh, u, v)
-            if scaled:
-                # iterate = exp(log_a - C - R) with C = top - log v, R = -log u
-                lv = np.log(v) - top
-                for j in range(m):
-                    lu = np.log(u[j])
-                    for k in range(m):
-                        X[j, k] = la[j, k] + lv[k] + lu
-                        P[j, k] *= u[j] * v[k]
-        if not scaled:
-            X[:, :] = la
-            C = np.zeros(m)
-            R = np.zeros(m)
-            t, good, worst = _log_iterations(X, steps, tol, rec, Ch, Rh, C, R)
-            for j in range(m):
-                for k in range(m):
-                    P[j, k] = np.exp(X[j, k])
-        out[b, :, :] = -np.inf
-        p_out[b, :, :] = 0.0
-        out[b, :m, :m] = X
-        p_out[b, :m, :m] = P
-        tops[b] = top
-        fast[b] = scaled
-        ok[b] = good
-        n_done[b] = t
-        col_error[b] = worst
+                    X[j, k] = la[j, k] + lv[k] + lu
+                    P[j, k] *= u[j] * v[k]
+    if not scaled:
+        X[:, :] = la
+        C = np.zeros(m)
+        R = np.zeros(m)
+        t, good, worst = _log_iterations(X, controls, Ch, Rh, C, R)
+        for j in range(m):
+            for k in range(m):
+                P[j, k] = np.exp(X[j, k])
+    out.log_p[b, :, :] = -np.inf
+    out.p[b, :, :] = 0.0
+    out.log_p[b, :m, :m] = X
+    out.p[b, :m, :m] = P
+    path.top[b] = top
+    path.scaled[b] = scaled
+    out.ok[b] = good
+    path.n_iter[b] = t
+    out.col_error[b] = worst
+
+
+@numba.njit(parallel=True, cache=True)
+def _sinkhorn_forward(path, controls, out):  # pragma: no cover - numba
+    """Normalise every matrix of ``path`` (:class:`_Path`) as ``controls`` (:class:`_Controls`)
+    say, filling the rest of ``path`` and ``out`` (:class:`_Output`). Each matrix is done by
+    a function of its own (:func:`_normalise`): numba drops what a parallel loop writes
+    through a namedtuple's field (numba issue 7135)."""
+    for b in numba.prange(path.log_a.shape[0]):
+        _normalise(path, controls, out, b)
 
 
 @numba.njit(fastmath=_FAST, cache=True)
@@ -363,41 +404,49 @@ def _adjoint_cols(G, K, a, bk, cs):  # pragma: no cover - numba
             G[j, k] -= K[j, k] * aj * cs[k]
 
 
-@numba.njit(parallel=True, cache=True)
-def _sinkhorn_backward(
-    log_a, lengths, n_done, fast, tops, C_hist, R_hist, grad_log_p, out
-):  # pragma: no cover - numba
-    for b in numba.prange(log_a.shape[0]):
-        m = lengths[b]
-        T = n_done[b]
-        G = np.ascontiguousarray(grad_log_p[b, :m, :m])
-        la = np.ascontiguousarray(log_a[b, :m, :m])
-        Ch, Rh = C_hist[b], R_hist[b]
-        K = np.empty((m, m))
-        ones = np.ones(m)
-        cs = np.empty(m)
-        if T > 0 and fast[b]:
-            # iterate t = diag(u_t) E diag(v_t), E = exp(log_a - top): no exp per step
+@numba.njit(cache=True)
+def _adjoint(path, grad_log_p, out, b):  # pragma: no cover - numba
+    """Matrix ``b`` of :func:`_sinkhorn_backward`."""
+    m = path.lengths[b]
+    T = path.n_iter[b]
+    G = np.ascontiguousarray(grad_log_p[b, :m, :m])
+    la = np.ascontiguousarray(path.log_a[b, :m, :m])
+    Ch, Rh = path.col_hist[b], path.row_hist[b]
+    K = np.empty((m, m))
+    ones = np.ones(m)
+    cs = np.empty(m)
+    if T > 0 and path.scaled[b]:
+        # iterate t = diag(u_t) E diag(v_t), E = exp(log_a - top): no exp per step
+        for j in range(m):
+            for k in range(m):
+                K[j, k] = np.exp(la[j, k] - path.top[b])
+        for t in range(T - 1, -1, -1):
+            _adjoint_rows(G, K, Rh[t], Ch[t])
+            _adjoint_cols(G, K, Rh[t - 1] if t > 0 else ones, Ch[t], cs)
+    else:
+        # log domain: rebuild each iterate from log_a and the log-normalisers
+        for t in range(T - 1, -1, -1):
             for j in range(m):
                 for k in range(m):
-                    K[j, k] = np.exp(la[j, k] - tops[b])
-            for t in range(T - 1, -1, -1):
-                _adjoint_rows(G, K, Rh[t], Ch[t])
-                _adjoint_cols(G, K, Rh[t - 1] if t > 0 else ones, Ch[t], cs)
-        else:
-            # log domain: rebuild each iterate from log_a and the log-normalisers
-            for t in range(T - 1, -1, -1):
-                for j in range(m):
-                    for k in range(m):
-                        K[j, k] = np.exp(la[j, k] - Ch[t, k] - Rh[t, j])
-                _adjoint_rows(G, K, ones, ones)
-                for j in range(m):
-                    rp = Rh[t - 1, j] if t > 0 else 0.0
-                    for k in range(m):
-                        K[j, k] = np.exp(la[j, k] - Ch[t, k] - rp)
-                _adjoint_cols(G, K, ones, ones, cs)
-        out[b, :, :] = 0.0
-        out[b, :m, :m] = G
+                    K[j, k] = np.exp(la[j, k] - Ch[t, k] - Rh[t, j])
+            _adjoint_rows(G, K, ones, ones)
+            for j in range(m):
+                rp = Rh[t - 1, j] if t > 0 else 0.0
+                for k in range(m):
+                    K[j, k] = np.exp(la[j, k] - Ch[t, k] - rp)
+            _adjoint_cols(G, K, ones, ones, cs)
+    out[b, :, :] = 0.0
+    out[b, :m, :m] = G
+
+
+@numba.njit(parallel=True, cache=True)
+def _sinkhorn_backward(path, grad_log_p, out):  # pragma: no cover - numba
+    """``out`` ``(B, n, n)`` <- the gradient with respect to ``path.log_a`` from
+    ``grad_log_p`` ``(B, n, n)``, the gradient with respect to the result's log, replaying
+    the forward pass of ``path`` (:class:`_Path`); zero on padding. Each matrix is done by
+    :func:`_adjoint` (as :func:`_sinkhorn_forward` does its own)."""
+    for b in numba.prange(path.log_a.shape[0]):
+        _adjoint(path, grad_log_p, out, b)
 
 
 def _square_stack(log_a: np.ndarray, lengths: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
@@ -491,35 +540,26 @@ def sinkhorn(
             raise ValueError("tol must be > 0 and max_iter >= 1 when n_iter is not given")
         steps, tol_used = int(max_iter), float(tol)
     B, n = arr.shape[0], arr.shape[1]
-    out = np.empty_like(arr)
-    p_out = np.empty_like(arr)
     shape = (B, steps, n) if record else (1, 1, 1)
-    col_hist = np.zeros(shape)
-    row_hist = np.zeros(shape)
-    n_done = np.zeros(B, dtype=np.int64)
-    ok = np.ones(B, dtype=np.bool_)
-    scaled = np.zeros(B, dtype=np.bool_)
-    tops = np.zeros(B)
-    col_error = np.zeros(B)
-    _sinkhorn_forward(
-        arr,
-        lens,
-        steps,
-        tol_used,
-        record,
-        domain == "auto",
-        out,
-        p_out,
-        col_hist,
-        row_hist,
-        n_done,
-        ok,
-        scaled,
-        tops,
-        col_error,
+    path = _Path(
+        log_a=arr,
+        lengths=lens,
+        n_iter=np.zeros(B, dtype=np.int64),
+        scaled=np.zeros(B, dtype=np.bool_),
+        top=np.zeros(B),
+        col_hist=np.zeros(shape),
+        row_hist=np.zeros(shape),
     )
-    if not ok.all():
-        bad = int(np.flatnonzero(~ok)[0])
+    out = _Output(
+        log_p=np.empty_like(arr),
+        p=np.empty_like(arr),
+        ok=np.ones(B, dtype=np.bool_),
+        col_error=np.zeros(B),
+    )
+    _sinkhorn_forward(path, _Controls(steps, tol_used, bool(record), domain == "auto"), out)
+    n_done, col_error = path.n_iter, out.col_error
+    if not out.ok.all():
+        bad = int(np.flatnonzero(~out.ok)[0])
         raise ValueError(f"matrix {bad} has a row or column without a positive entry")
     converged = col_error <= tol
     if warn and n_iter is None and not converged.all():
@@ -534,12 +574,12 @@ def sinkhorn(
         )
     if record:
         T = int(n_done.max(initial=0))
-        col_hist, row_hist = col_hist[:, :T], row_hist[:, :T]
+        col_hist, row_hist = path.col_hist[:, :T], path.row_hist[:, :T]
     else:
         col_hist = row_hist = None
     return SinkhornResult(
-        out[0] if single else out,
-        p_out[0] if single else p_out,
+        out.log_p[0] if single else out.log_p,
+        out.p[0] if single else out.p,
         n_done,
         col_error,
         converged,
@@ -547,8 +587,8 @@ def sinkhorn(
         arr,
         col_hist,
         row_hist,
-        tops,
-        scaled,
+        path.top,
+        path.scaled,
         single,
     )
 
@@ -574,8 +614,7 @@ def sinkhorn_vjp(result: SinkhornResult, grad_p: np.ndarray) -> np.ndarray:
         raise ValueError(f"grad_p must have shape {result.log_p.shape}, got {g.shape}")
     p = result.p[None] if result.single else result.p
     g_log_p = (g[None] if result.single else g) * p
-    out = np.empty_like(result.log_a)
-    _sinkhorn_backward(
+    path = _Path(
         result.log_a,
         result.lengths,
         result.n_iter,
@@ -583,9 +622,9 @@ def sinkhorn_vjp(result: SinkhornResult, grad_p: np.ndarray) -> np.ndarray:
         result.top,
         result.col_hist,
         result.row_hist,
-        np.ascontiguousarray(g_log_p),
-        out,
     )
+    out = np.empty_like(result.log_a)
+    _sinkhorn_backward(path, np.ascontiguousarray(g_log_p), out)
     return out[0] if result.single else out
 
 
