@@ -34,7 +34,8 @@ from rankmodels_app._common import (
     seed_option,
     status,
 )
-from rankmodels_app.sim_options import bad_setting, make_folder, signal_options, signal_spec
+from rankmodels_app.setting_options import bad_setting, setting_options
+from rankmodels_app.sim_options import make_folder, signal_options, signal_spec
 
 #: The truth summary files written beside the records.
 SUMMARY_FILES = ("experiment.json", "experiment_sources.csv", "experiment_floats.csv")
@@ -83,23 +84,8 @@ def _write_csv(path: Path, rows: list[dict[str, object]]) -> None:
     show_default=True,
     help="Sound speed (m/s) every record states (sound_speed).",
 )
-@click.option(
-    "--source-drift-true",
-    "source_drift",
-    type=float,
-    default=0.0,
-    show_default=True,
-    help="Every source's clock truly drifts this much (s/day since its deployment) more than "
-    "the records state  [-1<=x<=1].",
-)
-@click.option(
-    "--float-clock-drift",
-    type=NumberRange(min=-1.0, max=1.0),
-    default=None,
-    help="Every float clock drifts this much (s/day) instead of from the table's launch "
-    "offset to its recovery offset  [default: the table's].",
-)
-@signal_options
+@setting_options("simulate-experiment", "source_drift", "float_clock_drift")
+@signal_options("simulate-experiment")
 @seed_option(default=0)
 @quiet_option
 @reports_bad_input
@@ -135,7 +121,7 @@ def simulate_experiment(
     end, in whole seconds. All floats share the true
     sound speed (--true-sound-speed; the records state --file-sound-speed), the errors of the
     written source offsets (drawn once per source, std --offset-error) and the sources'
-    undeclared clock drift (--source-drift-true).
+    undeclared clock drift (--source-drift-error).
 
     Writes OUT/floatID.nc and OUT/floatID_truth.nc per float (track them all with
     'track-float OUT/'), and the truth of the experiment: OUT/experiment.json,
@@ -171,7 +157,7 @@ def simulate_experiment(
         if err.field == "float":
             raise BadInput(f"--float: {err.message}") from None
         if err.path is None:  # a setting (the metadata's errors name their file)
-            raise bad_setting(err) from None
+            raise bad_setting("simulate-experiment", err) from None
         raise
     make_folder(out)
     replays = []

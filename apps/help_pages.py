@@ -3,10 +3,12 @@
 A command's help page needs its options, and its options need its module, which loads
 numba, scipy, xarray or matplotlib (several seconds). So the pages are rendered once, by
 click from the real commands at 80 columns, and stored in ``help_pages.json`` beside this
-module with a digest of the command modules' sources. The entry points print a stored page
-when the command line is command names followed by a help flag, the program is called by
-its own name, the terminal has at least 80 columns and the digest still matches; otherwise
-click renders the page itself. Regenerate after changing a command:
+module with a digest of the command modules' sources and of the library's table of the
+tracking settings (:data:`LIBRARY_SOURCES`: the tracking commands' option names, help and
+ranges). The entry points print a stored page when the command line is command names
+followed by a help flag, the program is called by its own name, the terminal has at least
+80 columns and the digest still matches; otherwise click renders the page itself.
+Regenerate after changing a command or the table:
 ``python -m rankmodels_app.help_pages`` (a test checks the stored pages against click's).
 
 This module imports only the standard library.
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import importlib.util
 import json
 import os
 import shutil
@@ -38,11 +41,28 @@ COLUMNS = 80
 _FLAGS = ("--help", "-h")
 
 
+LIBRARY_SOURCES = ("tracking/settings.py",)
+"""Files of the ``rankmodels`` package that the pages show text of (the tracking commands'
+options are made from :data:`rankmodels.tracking.settings.SETTINGS`)."""
+
+
+def _library_folder() -> Path | None:
+    """The ``rankmodels`` package's folder, found without importing it."""
+    spec = importlib.util.find_spec("rankmodels")
+    return Path(spec.origin).parent if spec is not None and spec.origin else None
+
+
 def sources_digest() -> str:
-    """SHA-256 of the command modules (``*.py`` beside this one, by name)."""
+    """SHA-256 of the command modules (``*.py`` beside this one, by name) and of
+    :data:`LIBRARY_SOURCES`."""
     digest = hashlib.sha256()
     for path in sorted(Path(__file__).parent.glob("*.py")):
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    library = _library_folder()
+    for name in LIBRARY_SOURCES:
+        path = None if library is None else library / name
+        text = path.read_bytes() if path is not None and path.is_file() else b"missing"
+        digest.update(name.encode() + b"\0" + text + b"\0")
     return digest.hexdigest()
 
 

@@ -32,7 +32,8 @@ from rankmodels_app._common import (
     seed_option,
     status,
 )
-from rankmodels_app.sim_options import bad_setting, make_folder, signal_options, signal_spec
+from rankmodels_app.setting_options import bad_setting, setting_options
+from rankmodels_app.sim_options import make_folder, signal_options, signal_spec
 
 #: Longest ``--name`` (bytes): NAME_truth.nc and its temporary twin must fit in a file name.
 MAX_NAME_BYTES = 200
@@ -84,32 +85,9 @@ def _plain_name(ctx: click.Context, param: click.Parameter, value: str | None) -
     show_default=True,
     help=f"Days from launch to recovery (one cycle a day), 2 to {MAX_DAYS} (10 years).",
 )
-@click.option(
-    "--float-drift",
-    "clock_drift",
-    type=float,
-    default=0.0,
-    show_default=True,
-    help="Float clock drift (s/day): arrivals are recorded later by this much per day since "
-    "launch  [-1<=x<=1].",
-)
-@click.option(
-    "--float-clock-offset",
-    "clock_offset",
-    type=float,
-    default=0.0,
-    show_default=True,
-    help="Float clock ahead of true time at launch (s)  [-600<=x<=600].",
-)
-@signal_options
-@click.option(
-    "--source-drift",
-    type=float,
-    default=0.0,
-    show_default=True,
-    help="Clock drift (s/day) of every source since its deployment, stated in the record "
-    "(source_drift)  [-1<=x<=1].",
-)
+@setting_options("simulate-float", "clock_drift", "clock_offset")
+@signal_options("simulate-float")
+@setting_options("simulate-float", "source_drift")
 @click.option(
     "--fix-every",
     type=float,
@@ -165,15 +143,16 @@ def simulate_float(
     OUT/NAME_truth.nc (its true track). The mismatch options make the signals depart from
     what the record states (the truth file keeps the true values). The shipped
     data/float767.nc and data/float767_truth.nc are 'rankmodels simulate-float --out data
-    --name float767 --float-drift 0.02 --true-sound-speed 1470 --offset-error 1 --multipath
-    0.02'. --fix-every adds GPS fixes at surfacings, --lost leaves out the recovery fix,
-    --source-drift makes the sources' clocks drift (stated in the record). --sigma,
-    --p-detect, --p-detect-far and --clutter-rate set the signals (defaults: the sample's).
+    --name float767 --float-clock-drift 0.02 --true-sound-speed 1470 --offset-error 1
+    --multipath 0.02'. --fix-every adds GPS fixes at surfacings, --lost leaves out the
+    recovery fix, --source-drift makes the sources' clocks drift (stated in the record).
+    --sigma, --p-detect, --p-detect-far and --clutter-rate set the signals (defaults: the
+    sample's).
     """
     try:
         departure = Mismatch(**mismatch)
     except InputError as err:
-        raise bad_setting(err) from None
+        raise bad_setting("simulate-float", err) from None
     if not (math.isfinite(source_drift) and abs(source_drift) <= 1.0):
         raise BadInput(f"--source-drift: expected a number in [-1, 1] s/day, got {source_drift!r}")
     schedule = None

@@ -21,6 +21,7 @@ from rankmodels.studies.tracking_clutter import (
     tracking_clutter_study,
 )
 from rankmodels_app._common import (
+    AliasedOption,
     BadInput,
     NumberRange,
     OneLineGroup,
@@ -204,7 +205,11 @@ def study_group() -> None:
     help="Daily cycles per simulated track.",
 )
 @click.option(
+    "--clutter-rates",
     "--lambdas",
+    "lambdas",
+    cls=AliasedOption,
+    hidden_aliases=("--lambdas",),
     type=_CommaList(float),
     default=",".join(map(str, DEFAULT_LAMBDAS)),
     show_default=True,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import sys
 from pathlib import Path
 
@@ -14,19 +13,10 @@ from rankmodels.errors import InputError
 from rankmodels.plots.run_report import IMAGES, REPORT_FILE, write_run_report
 from rankmodels.threads import prepare_environment
 from rankmodels.tracking.batch import TRACK_FILE, read_record, track_file
-from rankmodels.tracking.calibration import CALIBRATION_PARAMS
-from rankmodels.tracking.config import (
-    COMMAND_MULTIPATH,
-    EXPERIMENT_EM_PARTICLES,
-    FLOAT_EM_PARTICLES,
-    LIMITS,
-    MAX_CALIBRATION_ITERATIONS,
-    MAX_PARTICLES,
-    TrackConfig,
-)
-from rankmodels.tracking.engines import ENGINES
+from rankmodels.tracking.config import TrackConfig
 from rankmodels.tracking.estimates import CANNOT_DETERMINE
 from rankmodels.tracking.pipeline import progress_steps
+from rankmodels.tracking.settings import settings_of
 from rankmodels.tracking.summary import TrackSummary
 from rankmodels_app._common import (
     BadInput,
@@ -35,55 +25,18 @@ from rankmodels_app._common import (
     out_option,
     progressbar,
     quiet_option,
-    range_text,
     refuse_to_overwrite,
     reports_bad_input,
-    seed_option,
     status,
     version_option,
 )
+from rankmodels_app.setting_options import setting_options
 from rankmodels_app.track_batch import run_batch
 
-_DEFAULTS = TrackConfig()
 #: Exit status of ``--strict`` when a track quality check failed.
 EXIT_QUALITY = 3
-#: TrackConfig field -> the option that sets it.
-_OPTIONS = {
-    "engine": "--engine",
-    "particles": "--particles",
-    "seed": "--seed",
-    "sigma": "--sigma",
-    "p_detect": "--pd",
-    "clutter_rate": "--clutter",
-    "multipath": "--multipath",
-    "process_noise": "--process-noise",
-    "sound_speed": "--sound-speed",
-    "calibrate_params": "--calibrate-params",
-    "calibration_iterations": "--calibration-iterations",
-    "calibration_particles": "--calibration-particles",
-}
-
-
-class _WholeNumber(click.ParamType):
-    """An integer, also written like ``1e4`` or ``10000.0``; its range is checked later."""
-
-    name = "integer"
-
-    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None):
-        if isinstance(value, int):
-            return value
-        try:
-            number = float(str(value))
-        except ValueError:
-            number = math.nan
-        if not (math.isfinite(number) and number == round(number)):
-            self.fail(f"{value!r} is not a whole number", param, ctx)
-        return int(number)
-
-
-def _help(text: str, name: str) -> str:
-    limit = LIMITS[name]
-    return f"{text}  [{range_text(limit.lo, limit.hi, limit.lo_open)}]"
+#: TrackConfig field -> the option that sets it (:data:`rankmodels.tracking.settings.SETTINGS`).
+_OPTIONS = {field: setting.option for field, setting in settings_of("track-float").items()}
 
 
 def _config(**settings: object) -> TrackConfig:
@@ -262,78 +215,10 @@ def _warnings(summary: TrackSummary) -> list[str]:
     help="Many floats: numba threads of each float's kernels  [default: the cores of a "
     "worker's machine divided among its Dask workers, at least 1]",
 )
-@click.option(
-    "--particles",
-    type=_WholeNumber(),
-    default=_DEFAULTS.particles,
-    show_default=True,
-    help=_help("Particles of the filter (with smoothing also limited by memory).", "particles"),
-)
-@seed_option()
-@click.option(
-    "--engine",
-    type=click.Choice(ENGINES),
-    default=_DEFAULTS.engine,
-    show_default=True,
-    help="Likelihood engine (labels: the record's hand labels).",
-)
-@click.option(
-    "--sigma",
-    type=float,
-    default=_DEFAULTS.sigma,
-    show_default=True,
-    help=_help("TOA noise standard deviation (s).", "sigma"),
-)
-@click.option(
-    "--pd",
-    "p_detect",
-    type=float,
-    default=_DEFAULTS.p_detect,
-    show_default=True,
-    help=_help("Detection probability P_D.", "p_detect"),
-)
-@click.option(
-    "--clutter",
-    "clutter_rate",
-    type=float,
-    default=_DEFAULTS.clutter_rate,
-    show_default=True,
-    help=_help(
-        "Mean clutter arrivals per listening window (P_C = LAMBDA / (1 + LAMBDA)).",
-        "clutter_rate",
-    ),
-)
-@click.option(
-    "--multipath",
-    type=float,
-    default=COMMAND_MULTIPATH,
-    show_default=True,
-    help=_help(
-        "Share of source arrivals delayed by multipath (exponential delay, mean 30 s).",
-        "multipath",
-    ),
-)
-@click.option(
-    "--process-noise",
-    type=float,
-    default=_DEFAULTS.process_noise,
-    show_default=True,
-    help=_help("Random-walk standard deviation per axis of a one-day step (km).", "process_noise"),
-)
-@click.option(
-    "--sound-speed",
-    type=float,
-    default=None,
-    help=_help("Sound speed (m/s); default: the record's sound_speed, else 1500.", "sound_speed"),
-)
-@click.option(
-    "--calibrate/--no-calibrate",
-    default=True,
-    show_default=True,
-    help="Estimate the float clock (offset, drift), the sound speed, the source offset "
-    "corrections and the statistical model (TOA noise, P_D, clutter, multipath, process "
-    "noise) with the track (Monte Carlo EM; see docs/tracking.md).",
-)
+@setting_options(
+    "track-float", "particles", "seed", "engine", "sigma", "p_detect", "clutter_rate",
+    "multipath", "process_noise", "sound_speed", "calibrate",
+)  # fmt: skip
 @click.option(
     "--calibrate-mode",
     type=click.Choice(["float", "experiment"]),
@@ -343,38 +228,10 @@ def _warnings(summary: TrackSummary) -> list[str]:
     "sound speed and per-source offset and clock-drift corrections shared by the floats, "
     "each float with its own clock and statistical model; EM on the Dask workers).",
 )
-@click.option(
-    "--calibrate-params",
-    default=",".join(CALIBRATION_PARAMS),
-    show_default=True,
-    help="What --calibrate estimates: a comma-separated subset of drift (clock offset and "
-    "drift), speed, offsets (source offset corrections), sigma, pd, clutter, multipath "
-    "(share and mean delay), process-noise. Each starts at the file's or the option's value "
-    "and is kept there when the record cannot determine it.",
-)
-@click.option(
-    "--calibration-iterations",
-    type=_WholeNumber(),
-    default=_DEFAULTS.calibration_iterations,
-    show_default=True,
-    help="Most M-steps of the calibration's EM (per stage for one float; a summary ending "
-    f"'iteration limit' says the EM was still rising)  [1<=x<={MAX_CALIBRATION_ITERATIONS}].",
-)
-@click.option(
-    "--calibration-particles",
-    type=_WholeNumber(),
-    default=None,
-    help="Particles of the calibration's EM passes (at most --particles): more make where "
-    "the EM ends depend less on its random numbers, for proportionally more time  "
-    f"[default: {FLOAT_EM_PARTICLES}; {EXPERIMENT_EM_PARTICLES} with --calibrate-mode "
-    f"experiment; 1<=x<={MAX_PARTICLES}].",
-)
-@click.option(
-    "--smooth/--no-smooth",
-    default=True,
-    show_default=True,
-    help="Smooth the track with the whole record and the recovery fix.",
-)
+@setting_options(
+    "track-float", "calibrate_params", "calibration_iterations", "calibration_particles",
+    "smooth",
+)  # fmt: skip
 @click.option(
     "--plots/--no-plots",
     default=True,

@@ -125,7 +125,7 @@ def _one_error_line(result) -> str:
         (["ltr", "train", "missing.txt"], "missing.txt: no such file"),
         (["track-float"], "Missing argument 'FILE...'"),
         (["aggregate", "--rule", "magic", "votes.csv"], "'magic' is not one of"),
-        (["study", "tracking-clutter", "--lambdas", "1,x"], "expected comma-separated numbers"),
+        (["study", "tracking-clutter", "--clutter-rates", "1,x"], "comma-separated numbers"),
         (["simulate-float", "--days", "1"], "'--days': 1 is not in the range"),
     ],
 )

@@ -242,7 +242,7 @@ CALLS: dict[tuple[str, ...], list[str]] = {
     ("study", "aggregation"): ["--weights", "0.6", "--voters", "5"]
     + ["--replicates", "1", "--trials", "1"],
     ("study", "surrogate-scale"): ["--betas", "1", "--replicates", "1", "--rounds", "2"],
-    ("study", "tracking-clutter"): ["--lambdas", "1", "--engines", "baseline"]
+    ("study", "tracking-clutter"): ["--clutter-rates", "1", "--engines", "baseline"]
     + ["--trajectories", "straight", "--replicates", "1", "--particles", "20", "--cycles", "2"],
     ("track-float",): ["{record}", "--particles", "50", "--no-plots", "--no-calibrate"],
 }
@@ -446,13 +446,22 @@ def _bad_values(option: click.Option) -> list[str]:
     return []
 
 
+def _shown(option: click.Option) -> list[str]:
+    """The names ``--help`` shows of ``option`` (not its hidden aliases)."""
+    hidden = getattr(option, "hidden_aliases", ())
+    return [name for name in option.opts if name not in hidden]
+
+
 BAD_VALUES = [
-    (path, max(option.opts, key=len), value)
+    (path, name, value)
     for path, command in sorted(LEAVES.items())
     for option in _options(command)
+    for name in [max(_shown(option), key=len), *getattr(option, "hidden_aliases", ())]
     for value in _bad_values(option)
     if not (isinstance(option.type, click.types.BoolParamType))
 ]
+"""(command, option, bad value): each option by its longest shown name and its old
+spellings."""
 
 
 @pytest.mark.parametrize(
@@ -466,7 +475,9 @@ def test_a_bad_value_is_refused_naming_the_option(
     result = _invoke(path, argv, tmp_path, monkeypatch)
     assert result.exit_code == 2, result.output
     (line,) = result.output.splitlines()
-    assert any(name in line for name in param.opts), line
+    assert any(re.search(rf"(?<![\w-]){name}(?![\w-])", line) for name in _shown(param)), line
+    for alias in getattr(param, "hidden_aliases", ()):  # an old spelling is not named
+        assert not re.search(rf"(?<![\w-]){alias}(?![\w-])", line), line
 
 
 def test_a_weight_above_one_is_refused_naming_the_option(tmp_path, monkeypatch):

@@ -457,7 +457,7 @@ def test_every_seed_is_the_shared_option():
 # --------------------------------------------------------------------------- the range edges
 CHEAP = {
     ("study", "aggregation"): ["--weights", "0.6", "--voters", "5"],
-    ("study", "tracking-clutter"): ["--lambdas", "1", "--engines", "baseline"],
+    ("study", "tracking-clutter"): ["--clutter-rates", "1", "--engines", "baseline"],
     ("mallows", "sample"): ["--centre", "A,B,C,D"],
 }
 """Grid options (comma lists) made small, and settings a call needs, for the edge sweep."""

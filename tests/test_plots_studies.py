@@ -198,8 +198,8 @@ def test_tracking_clutter_figures_are_figure_5_8_and_the_examples(tiny_run):
 def test_the_cli_writes_the_library_figures(tiny_run, tmp_path):
     args = [
         "study", "tracking-clutter", "--replicates", "2", "--particles", "60", "--cycles", "4",
-        "--lambdas", "0,1.5", "--engines", "exact,baseline", "--trajectories", "straight,spiral",
-        "--seed", "5", "--out", str(tmp_path), "--quiet",
+        "--clutter-rates", "0,1.5", "--engines", "exact,baseline",
+        "--trajectories", "straight,spiral", "--seed", "5", "--out", str(tmp_path), "--quiet",
     ]  # fmt: skip
     run = CliRunner().invoke(cli, args)
     assert run.exit_code == 0, run.output

@@ -135,7 +135,7 @@ def test_cli_tracking_clutter_end_to_end(tmp_path):
     out = tmp_path / "res"
     args = [
         "study", "tracking-clutter", "--replicates", "2", "--particles", "150", "--cycles", "5",
-        "--lambdas", "0,2", "--engines", "exact,baseline", "--seed", "3", "--out", str(out),
+        "--clutter-rates", "0,2", "--engines", "exact,baseline", "--seed", "3", "--out", str(out),
     ]  # fmt: skip
     run = CliRunner().invoke(cli, args)
     assert run.exit_code == 0, run.output
@@ -167,10 +167,10 @@ def test_cli_tracking_clutter_end_to_end(tmp_path):
 @pytest.mark.parametrize(
     "extra, message",
     [
-        (["--lambdas", "0,x"], "comma-separated numbers"),
-        (["--lambdas", "0,-1"], ">= 0"),
-        (["--lambdas", "1,1"], "repeated"),
-        (["--lambdas", "1,1.0"], "repeated"),  # the same rate spelled twice
+        (["--clutter-rates", "0,x"], "comma-separated numbers"),
+        (["--clutter-rates", "0,-1"], ">= 0"),
+        (["--clutter-rates", "1,1"], "repeated"),
+        (["--clutter-rates", "1,1.0"], "repeated"),  # the same rate spelled twice
         (["--cycles", "1"], "--cycles"),  # the path in one cycle: a 300 km/day walk
         (["--engines", "exact,nope"], "unknown"),
         (["--trajectories", "loop"], "unknown"),

@@ -120,7 +120,7 @@ def test_mismatch_settings_out_of_range_name_the_field(field, value):
     [
         (["--true-sound-speed", "0"], "--true-sound-speed: expected a number in [1400, 1600]"),
         (["--multipath", "1.5"], "--multipath: expected a number in [0, 1), got 1.5"),
-        (["--float-drift", "nan"], "--float-drift: expected a number in [-1, 1] s/day"),
+        (["--float-clock-drift", "nan"], "--float-clock-drift: expected a number in [-1, 1] s/day"),
         (["--float-clock-offset", "1e9"], "--float-clock-offset: expected a number in [-600"),
         (["--offset-error", "-2"], "--offset-error: expected a number in [0, 60] s"),
     ],
@@ -136,7 +136,7 @@ def test_mismatch_options_end_to_end(tmp_path):
     res = _simulate(
         tmp_path,
         "--days", "30", "--name", "m", "--seed", "4",
-        "--float-drift", "0.02", "--float-clock-offset", "-1", "--true-sound-speed", "1485",
+        "--float-clock-drift", "0.02", "--float-clock-offset", "-1", "--true-sound-speed", "1485",
         "--offset-error", "2", "--multipath", "0.05",
     )  # fmt: skip
     assert res.exit_code == 0, res.output

@@ -197,10 +197,10 @@ def test_console_script_bad_input_has_no_traceback(tmp_path):
 def test_bad_options_exit_2(small, tmp_path):
     res = CliRunner().invoke(track_float, [str(small), "--engine", "magic"])
     assert res.exit_code == 2 and "magic" in res.output
-    res = CliRunner().invoke(track_float, [str(small), "--pd", "0"])
+    res = CliRunner().invoke(track_float, [str(small), "--p-detect", "0"])
     assert res.exit_code == 2
     res = CliRunner().invoke(cli, ["track-float", "--help"])
-    assert res.exit_code == 0 and "--no-smooth" in res.output and "--clutter" in res.output
+    assert res.exit_code == 0 and "--no-smooth" in res.output and "--clutter-rate" in res.output
 
 
 def test_collapse_is_reported_not_fatal(small, tmp_path):
@@ -216,9 +216,9 @@ def test_collapse_is_reported_not_fatal(small, tmp_path):
             str(out),
             "--engine",
             "minfactor",
-            "--pd",
+            "--p-detect",
             "1",
-            "--clutter",
+            "--clutter-rate",
             "0",
             "--particles",
             "300",
@@ -251,7 +251,7 @@ def test_labels_engine_needs_labels(tmp_path):
 
 #: The command that made the shipped sample (simulate-float's help and docs/tracking.md say it)
 SAMPLE_COMMAND = (
-    "simulate-float --name float767 --float-drift 0.02 --true-sound-speed 1470 "
+    "simulate-float --name float767 --float-clock-drift 0.02 --true-sound-speed 1470 "
     "--offset-error 1 --multipath 0.02"
 )
 
@@ -292,10 +292,10 @@ BAD_OPTIONS = [
     ("--sigma", "nan", "sigma"),
     ("--sigma", "inf", "sigma"),
     ("--sigma", "601", "sigma"),
-    ("--clutter", "nan", "clutter_rate"),
-    ("--clutter", "inf", "clutter_rate"),
-    ("--pd", "nan", "p_detect"),
-    ("--pd", "inf", "p_detect"),
+    ("--clutter-rate", "nan", "clutter_rate"),
+    ("--clutter-rate", "inf", "clutter_rate"),
+    ("--p-detect", "nan", "p_detect"),
+    ("--p-detect", "inf", "p_detect"),
     ("--process-noise", "nan", "process_noise"),
     ("--process-noise", "1e9", "process_noise"),
     ("--sound-speed", "inf", "sound_speed"),

@@ -419,7 +419,7 @@ def test_same_seed_gives_identical_files(dimes, tmp_path):
         (["--floats", "2", "--float", "741"], "Error: --floats and --float: give one of them"),
         (["--true-sound-speed", "2000"], "Error: --true-sound-speed: expected a number in [1400"),
         (["--offset-error", "nan"], "Error: --offset-error: expected a number in [0, 60] s"),
-        (["--source-drift-true", "2"], "Error: --source-drift-true: expected a number in [-1, 1]"),
+        (["--source-drift-error", "2"], "Error: --source-drift-error: expected a number in [-1"),
         (["--max-days", "1"], "Error: Invalid value for '--max-days'"),
     ],
 )
