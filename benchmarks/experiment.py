@@ -49,7 +49,7 @@ from rankmodels.tracking.geometry import tangent_offsets
 
 TRUE_SPEED = 1485.0
 REPLAY = [
-    "--true-sound-speed", str(TRUE_SPEED), "--offset-error", "2", "--source-drift-true", "0.01",
+    "--true-sound-speed", str(TRUE_SPEED), "--offset-error", "2", "--source-drift-error", "0.01",
     "--float-clock-drift", "0.02", "--quiet",
 ]  # fmt: skip
 WORLDS = {

@@ -33,7 +33,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SIMULATE = "--float-drift 0.02 --true-sound-speed 1470 --offset-error 1 --multipath 0.02".split()
+SIMULATE = (
+    "--float-clock-drift 0.02 --true-sound-speed 1470 --offset-error 1 --multipath 0.02".split()
+)
 
 
 def reference_track(path: str, particles: int, seed: int = 0):

@@ -495,7 +495,7 @@ FLOAT767_DAYS = 729
 #: a float clock drifting 0.02 s/day (7 s a year), signals at 1470 m/s while the file says
 #: 1480, written source offsets off by ``N(0, 1)`` s, 2 % of source arrivals delayed by
 #: multipath. ``dimes_float767(mismatch=SAMPLE_MISMATCH)`` is the sample, as is
-#: ``rankmodels simulate-float --name float767 --float-drift 0.02 --true-sound-speed 1470
+#: ``rankmodels simulate-float --name float767 --float-clock-drift 0.02 --true-sound-speed 1470
 #: --offset-error 1 --multipath 0.02``.
 SAMPLE_MISMATCH = Mismatch(
     clock_drift=0.02, true_sound_speed=1470.0, offset_error=1.0, multipath=0.02
