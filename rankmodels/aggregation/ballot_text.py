@@ -9,12 +9,16 @@ two or more members is wrapped in ``group_open`` ... ``group_close``; the whole 
 wrapped in ``body_open`` ... ``body_close`` (a CSV quote). With ``drop_unranked`` a last
 group of two or more members after ranked ones is left out (the unranked candidates).
 Every separator is a short byte string; the writers of :mod:`.io` and :mod:`.abif` pick them.
+
+The compiled writer takes a block of ballots (:class:`_Block`) and the format as bytes
+(:class:`_Layout`), both namedtuples.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -48,6 +52,34 @@ class LineFormat:
 
 def _bytes(text: str) -> np.ndarray:
     return np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+
+
+class _Layout(NamedTuple):
+    """A :class:`LineFormat` as the compiled writer reads it: ``tok`` the UTF-8 bytes of the
+    ``n`` candidate tokens one after another, ``tok_off`` ``(n + 1,)`` where each starts;
+    ``seps`` the bytes of count_sep, group_sep, member_sep, group_open, group_close,
+    body_open and body_close (in that order), ``sep_off`` ``(8,)`` where each starts;
+    ``count_first`` and ``drop`` (``drop_unranked``) as in :class:`LineFormat`."""
+
+    tok: np.ndarray
+    tok_off: np.ndarray
+    seps: np.ndarray
+    sep_off: np.ndarray
+    count_first: bool
+    drop: bool
+
+
+class _Block(NamedTuple):
+    """A block of ballots to write: ``orders`` and ``levels`` ``(m, n)``, the profile's (see
+    :class:`~.profile.Profile`); ``rows`` ``(b,)`` int64 the ballots of the block, in
+    order; ``cnt`` the bytes of their counts' texts one after another, ``cnt_off``
+    ``(b + 1,)`` where the text of ``rows[r]``'s count starts (:func:`count_texts`)."""
+
+    orders: np.ndarray
+    levels: np.ndarray
+    rows: np.ndarray
+    cnt: np.ndarray
+    cnt_off: np.ndarray
 
 
 def _packed(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -99,24 +131,22 @@ def _put(out: np.ndarray, pos: int, src: np.ndarray, a: int, b: int, write: bool
 
 
 @numba.njit(cache=True)
-def _lines(
-    orders, levels, rows, tok, tok_off, cnt, cnt_off, seps, sep_off, count_first, drop, out
-) -> int:  # pragma: no cover - numba
-    """Write (``out.size > 0``) or measure (``out.size == 0``) the lines of ballots ``rows``
-    (with counts ``cnt[cnt_off[r]:cnt_off[r + 1]]`` for ``rows[r]``); return their length in
-    bytes. ``seps`` packs count_sep, group_sep, member_sep,
-    group_open, group_close, body_open, body_close (in that order, ``sep_off`` (8,))."""
+def _lines(block: _Block, layout: _Layout, out: np.ndarray) -> int:  # pragma: no cover - numba
+    """Write (``out.size > 0``) or measure (``out.size == 0``) the lines of the ballots of
+    ``block`` in ``layout``; return their length in bytes."""
+    orders, levels, cnt, cnt_off = block.orders, block.levels, block.cnt, block.cnt_off
+    tok, tok_off, seps, sep_off = layout.tok, layout.tok_off, layout.seps, layout.sep_off
     write = out.size > 0
     n = orders.shape[1]
     pos = 0
-    for r in range(rows.size):
-        j = rows[r]
-        if count_first:
+    for r in range(block.rows.size):
+        j = block.rows[r]
+        if layout.count_first:
             pos = _put(out, pos, cnt, cnt_off[r], cnt_off[r + 1], write)
             pos = _put(out, pos, seps, sep_off[0], sep_off[1], write)
         pos = _put(out, pos, seps, sep_off[5], sep_off[6], write)
         end = n
-        if drop and levels[j, n - 1] > 0 and levels[j, n - 2] == levels[j, n - 1]:
+        if layout.drop and levels[j, n - 1] > 0 and levels[j, n - 2] == levels[j, n - 1]:
             end = n - 1
             while levels[j, end - 1] == levels[j, n - 1]:
                 end -= 1
@@ -138,7 +168,7 @@ def _lines(
                 pos = _put(out, pos, seps, sep_off[4], sep_off[5], write)
             s = e
         pos = _put(out, pos, seps, sep_off[6], sep_off[7], write)
-        if not count_first:
+        if not layout.count_first:
             pos = _put(out, pos, seps, sep_off[0], sep_off[1], write)
             pos = _put(out, pos, cnt, cnt_off[r], cnt_off[r + 1], write)
         if write:
@@ -152,18 +182,16 @@ def ballot_lines(
 ) -> Iterator[str]:
     """The lines of the ballots ``rows`` (default: all, in order) of ``profile`` in blocks
     of ``chunk`` ballots, each block one string of whole lines."""
-    tok, tok_off = _packed(fmt.tokens)
-    seps, sep_off = _packed(
-        [fmt.count_sep, fmt.group_sep, fmt.member_sep, fmt.group_open, fmt.group_close]
-        + [fmt.body_open, fmt.body_close]
-    )
+    separators = [fmt.count_sep, fmt.group_sep, fmt.member_sep, fmt.group_open]
+    separators += [fmt.group_close, fmt.body_open, fmt.body_close]
+    layout = _Layout(*_packed(fmt.tokens), *_packed(separators), fmt.count_first, fmt.drop_unranked)
     total = profile.weights.size if rows is None else rows.size
     for start in range(0, total, chunk):
         stop = min(start + chunk, total)
-        block = np.arange(start, stop) if rows is None else rows[start:stop].astype(np.int64)
-        cnt, cnt_off = count_texts(profile.weights[block])
-        args = (profile.orders, profile.levels, block, tok, tok_off, cnt, cnt_off, seps, sep_off)
-        flags = (fmt.count_first, fmt.drop_unranked)
-        out = np.empty(_lines(*args, *flags, np.empty(0, np.uint8)), np.uint8)
-        _lines(*args, *flags, out)
+        picked = np.arange(start, stop) if rows is None else rows[start:stop].astype(np.int64)
+        block = _Block(
+            profile.orders, profile.levels, picked, *count_texts(profile.weights[picked])
+        )
+        out = np.empty(_lines(block, layout, np.empty(0, np.uint8)), np.uint8)
+        _lines(block, layout, out)
         yield out.tobytes().decode("utf-8")
