@@ -50,10 +50,6 @@ class LineFormat:
     drop_unranked: bool = False
 
 
-def _bytes(text: str) -> np.ndarray:
-    return np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
-
-
 class _Layout(NamedTuple):
     """A :class:`LineFormat` as the compiled writer reads it: ``tok`` the UTF-8 bytes of the
     ``n`` candidate tokens one after another, ``tok_off`` ``(n + 1,)`` where each starts;
