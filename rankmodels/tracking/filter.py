@@ -113,6 +113,53 @@ def _reweight(logw, ell, w):  # pragma: no cover - numba
     return lse, 1.0 / sq, status
 
 
+def _checked_steps(
+    x0: np.ndarray, dt: np.ndarray, n_particles: int, n_ensemble: int, ess_threshold: float
+) -> np.ndarray:
+    """The time steps ``dt`` (T,) as floats, once the filter's arguments are checked: raises
+    :class:`TypeError` for a count that is not an integer and :class:`ValueError` for fewer
+    than 1 particle, a negative ``n_ensemble``, ``ess_threshold`` outside ``[0, 1]``, a start
+    ``x0`` that is not a finite (2,) position, or ``dt`` not 1-D, finite and > 0."""
+    if isinstance(n_particles, bool) or not isinstance(n_particles, (int, np.integer)):
+        raise TypeError(f"n_particles must be an integer, got {type(n_particles).__name__}")
+    if n_particles < 1:
+        raise ValueError(f"n_particles must be >= 1, got {n_particles}")
+    if isinstance(n_ensemble, bool) or not isinstance(n_ensemble, (int, np.integer)):
+        raise TypeError(f"n_ensemble must be an integer, got {type(n_ensemble).__name__}")
+    if n_ensemble < 0:
+        raise ValueError(f"n_ensemble must be >= 0 (0 = no ensembles), got {n_ensemble}")
+    if not 0.0 <= ess_threshold <= 1.0:
+        raise ValueError(f"ess_threshold must be in [0, 1], got {ess_threshold}")
+    if np.shape(x0) != (2,) or not np.isfinite(x0).all():
+        raise ValueError(f"x0 must be a finite (2,) position, got {np.asarray(x0)!r}")
+    dt = np.asarray(dt, dtype=float)
+    if dt.ndim != 1 or not (np.isfinite(dt).all() and (dt > 0).all()):
+        raise ValueError("dt must be a 1-D array of finite time steps > 0 days")
+    return dt
+
+
+def _empty_result(n_cyc: int, n_particles: int, m: int, keep_history: bool) -> FilterResult:
+    """The :class:`FilterResult` of ``T = n_cyc`` cycles to fill in: ``mean (T, 2)``,
+    ``cov (T, 2, 2)``, ``ess (T,)`` uninitialised, ``loglik (T,)`` zero, ``collapsed`` and
+    ``resampled (T,)`` False, ``ensembles (T, m, 2)`` uninitialised and, with
+    ``keep_history``, ``history_x (T, N, 2)``, ``history_logw (T, N)`` and
+    ``history_parent (T, N)`` (int32) uninitialised for ``N = n_particles``."""
+    res = FilterResult(
+        mean=np.empty((n_cyc, 2)),
+        cov=np.empty((n_cyc, 2, 2)),
+        ess=np.empty(n_cyc),
+        loglik=np.zeros(n_cyc),
+        collapsed=np.zeros(n_cyc, dtype=bool),
+        resampled=np.zeros(n_cyc, dtype=bool),
+        ensembles=np.empty((n_cyc, m, 2)),
+    )
+    if keep_history:
+        res.history_x = np.empty((n_cyc, n_particles, 2))
+        res.history_logw = np.empty((n_cyc, n_particles))
+        res.history_parent = np.empty((n_cyc, n_particles), dtype=np.int32)
+    return res
+
+
 def particle_filter(
     x0: np.ndarray,
     dt: np.ndarray,
@@ -134,38 +181,12 @@ def particle_filter(
     size of the per-cycle equally weighted resample (0 = none). ``progress`` is called with 1
     after each cycle.
     """
-    if isinstance(n_particles, bool) or not isinstance(n_particles, (int, np.integer)):
-        raise TypeError(f"n_particles must be an integer, got {type(n_particles).__name__}")
-    if n_particles < 1:
-        raise ValueError(f"n_particles must be >= 1, got {n_particles}")
-    if isinstance(n_ensemble, bool) or not isinstance(n_ensemble, (int, np.integer)):
-        raise TypeError(f"n_ensemble must be an integer, got {type(n_ensemble).__name__}")
-    if n_ensemble < 0:
-        raise ValueError(f"n_ensemble must be >= 0 (0 = no ensembles), got {n_ensemble}")
-    if not 0.0 <= ess_threshold <= 1.0:
-        raise ValueError(f"ess_threshold must be in [0, 1], got {ess_threshold}")
-    if np.shape(x0) != (2,) or not np.isfinite(x0).all():
-        raise ValueError(f"x0 must be a finite (2,) position, got {np.asarray(x0)!r}")
-    dt = np.asarray(dt, dtype=float)
-    if dt.ndim != 1 or not (np.isfinite(dt).all() and (dt > 0).all()):
-        raise ValueError("dt must be a 1-D array of finite time steps > 0 days")
+    dt = _checked_steps(x0, dt, n_particles, n_ensemble, ess_threshold)
     n_cyc = dt.size
     m = min(n_ensemble, n_particles)
     x = np.tile(np.asarray(x0, dtype=float).reshape(1, 2), (n_particles, 1))
     logw = np.full(n_particles, -np.log(n_particles))
-    res = FilterResult(
-        mean=np.empty((n_cyc, 2)),
-        cov=np.empty((n_cyc, 2, 2)),
-        ess=np.empty(n_cyc),
-        loglik=np.zeros(n_cyc),
-        collapsed=np.zeros(n_cyc, dtype=bool),
-        resampled=np.zeros(n_cyc, dtype=bool),
-        ensembles=np.empty((n_cyc, m, 2)),
-    )
-    if keep_history:
-        res.history_x = np.empty((n_cyc, n_particles, 2))
-        res.history_logw = np.empty((n_cyc, n_particles))
-        res.history_parent = np.empty((n_cyc, n_particles), dtype=np.int32)
+    res = _empty_result(n_cyc, n_particles, m, keep_history)
     parent = np.full(n_particles, -1)
     w = np.empty(n_particles)
     no_data = np.zeros(n_particles)

@@ -37,6 +37,7 @@ import math
 import numbers
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import xarray as xr
@@ -332,6 +333,137 @@ def drifting_track(
 # --- signals -----------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class _SourceTable:
+    """The sources as arrays, each ``(S,)``: ``names``, positions ``lat``/``lon`` (degrees),
+    schedule ``offset`` (s), deployment ``start``/``end`` (datetime64[ns], NaT: unbounded) and
+    clock ``drift`` (s/day)."""
+
+    names: list[str]
+    lat: np.ndarray
+    lon: np.ndarray
+    offset: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    drift: np.ndarray
+
+
+def _source_table(sources: Sequence[Source]) -> _SourceTable:
+    """The ``S`` sources' settings as ``(S,)`` arrays (:class:`_SourceTable`)."""
+    return _SourceTable(
+        names=[s.name for s in sources],
+        lat=np.array([s.lat for s in sources]),
+        lon=np.array([s.lon for s in sources]),
+        offset=np.array([s.offset for s in sources]),
+        start=np.array([s.start or np.datetime64("NaT") for s in sources], dtype="datetime64[ns]"),
+        end=np.array([s.end or np.datetime64("NaT") for s in sources], dtype="datetime64[ns]"),
+        drift=np.array([s.drift for s in sources], dtype=float),
+    )
+
+
+@dataclass(frozen=True)
+class _Signals:
+    """The source signals of ``T`` cycles from ``S`` sources: ``arrival`` (T, S) times in the
+    listening window (s), ``heard`` (T, S) whether each is recorded, ``active`` (T, S) whether
+    the source transmits, ``speed`` the true sound speed (m/s), ``written_offset`` (S,) the
+    offsets the file states (s) and, with a mismatch, ``delay`` (T, S) the multipath delays
+    (s, 0 for a direct arrival; None without)."""
+
+    arrival: np.ndarray
+    heard: np.ndarray
+    active: np.ndarray
+    speed: float
+    written_offset: np.ndarray
+    delay: np.ndarray | None
+
+
+def _signals(
+    table: _SourceTable,
+    times: np.ndarray,
+    track: tuple[np.ndarray, np.ndarray],
+    launch_time: np.datetime64,
+    spec: SignalSpec,
+    rng: np.random.Generator,
+    mismatch: Mismatch,
+    mismatch_rng: np.random.Generator | None,
+) -> _Signals:
+    """The signals (:class:`_Signals`) of the sources ``table`` at the cycle ``times`` (T,)
+    (datetime64[ns]) heard from the true positions ``track = (lat, lon)`` (T,) each: the
+    arrival noise (T, S) then the detections (T, S) drawn from ``rng``, the mismatch from
+    ``mismatch_rng`` (:func:`_mismatch_draws`)."""
+    launch_time = np.datetime64(launch_time, "ns")
+    t = times[:, None]
+    start, stop = table.start, table.end
+    active = (np.isnat(start) | (start <= t)) & (np.isnat(stop) | (t <= stop))
+    lat, lon = track
+    dist = great_circle_km(lat[:, None], lon[:, None], table.lat[None, :], table.lon[None, :])
+    p_d = spec.p_detect(dist) if callable(spec.p_detect) else np.full(dist.shape, spec.p_detect)
+    speed = mismatch.true_sound_speed or spec.sound_speed
+    arrival = dist * 1000.0 / speed + table.offset + rng.normal(0.0, spec.sigma, dist.shape)
+    if table.drift.any():
+        reference = np.where(np.isnat(start), launch_time, start)
+        arrival = arrival + table.drift * ((t - reference) / DAY)
+    written_offset, delay = table.offset, None
+    if mismatch.any:
+        days = (times - launch_time) / DAY
+        clock, written_offset, delay = _mismatch_draws(
+            mismatch, mismatch_rng, days, table.offset, dist.shape
+        )
+        arrival = arrival + clock[:, None] + delay
+    heard = (
+        active & (rng.random(dist.shape) < p_d) & (arrival >= 0) & (arrival <= spec.window_length)
+    )
+    return _Signals(arrival, heard, active, speed, written_offset, delay)
+
+
+def _mismatch_draws(
+    mismatch: Mismatch,
+    rng: np.random.Generator,
+    days: np.ndarray,
+    offset: np.ndarray,
+    shape: tuple[int, int],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """What ``mismatch`` does to the signals at ``days`` (T,) since launch: the float clock's
+    lead (T,) (s), the written source offsets (S,) (the true ``offset`` (S,) plus their
+    errors) and the multipath delay of each arrival, ``shape = (T, S)`` (s, 0 for a direct
+    arrival); the offset errors, the multipath choices and the delays are drawn from ``rng``
+    in that order."""
+    clock = mismatch.clock_offset + mismatch.clock_drift * days  # (T,) float clock ahead
+    written_offset = offset + rng.normal(0.0, mismatch.offset_error, offset.shape)
+    delayed = rng.random(shape) < mismatch.multipath
+    delay = np.where(delayed, rng.uniform(*mismatch.multipath_delay, shape), 0.0)
+    return clock, written_offset, delay
+
+
+def _first_arrivals(
+    arrival: np.ndarray,
+    heard: np.ndarray,
+    spec: SignalSpec,
+    rng: np.random.Generator,
+    progress: Progress | None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The recorded TOAs ``toa`` (T, r) (s; NaN past the last arrival) and their labels
+    ``label`` (T, r) (source index, ``CLUTTER`` or ``NO_ARRIVAL``): per cycle the first
+    ``r = spec.ranks`` of the heard source ``arrival`` times (T, S; ``heard`` (T, S)) merged
+    with ``Poisson(spec.clutter_rate)`` clutter arrivals uniform on the window, the counts
+    (T,) then each cycle's clutter drawn from ``rng``. ``progress(n)`` as ``n`` more cycles are
+    done."""
+    n_cyc, r = arrival.shape[0], spec.ranks
+    toa = np.full((n_cyc, r), np.nan)
+    label = np.full((n_cyc, r), NO_ARRIVAL, dtype=np.int8)
+    n_clutter = rng.poisson(spec.clutter_rate, n_cyc)
+    for c in range(n_cyc):  # merge per cycle (a handful of arrivals each)
+        clutter = rng.uniform(0.0, spec.window_length, n_clutter[c])
+        times_c = np.concatenate([arrival[c, heard[c]], clutter])
+        labels_c = np.concatenate([np.flatnonzero(heard[c]), np.full(clutter.size, CLUTTER)])
+        order = np.argsort(times_c, kind="stable")[:r]
+        toa[c, : order.size] = times_c[order]
+        label[c, : order.size] = labels_c[order]
+        if progress is not None and ((c + 1) % _PROGRESS_CYCLES == 0 or c + 1 == n_cyc):
+            progress((c % _PROGRESS_CYCLES) + 1)
+    return toa, label
+
+
 def simulate_record(
     sources: Sequence[Source],
     times: np.ndarray,
@@ -371,56 +503,53 @@ def simulate_record(
     if mismatch.any and mismatch_rng is None:
         raise ValueError("a mismatch needs its own mismatch_rng")
     times = np.asarray(times).astype("datetime64[ns]")
-    n_cyc, r = times.size, spec.ranks
-    src_lat = np.array([s.lat for s in sources])
-    src_lon = np.array([s.lon for s in sources])
-    offset = np.array([s.offset for s in sources])
-    start = np.array([s.start or np.datetime64("NaT") for s in sources], dtype="datetime64[ns]")
-    stop = np.array([s.end or np.datetime64("NaT") for s in sources], dtype="datetime64[ns]")
-    t = times[:, None]
-    active = (np.isnat(start) | (start <= t)) & (np.isnat(stop) | (t <= stop))
-    dist = great_circle_km(lat[:, None], lon[:, None], src_lat[None, :], src_lon[None, :])
-    p_d = spec.p_detect(dist) if callable(spec.p_detect) else np.full(dist.shape, spec.p_detect)
-    speed = mismatch.true_sound_speed or spec.sound_speed
-    arrival = dist * 1000.0 / speed + offset + rng.normal(0.0, spec.sigma, dist.shape)
-    drift = np.array([s.drift for s in sources], dtype=float)
-    if drift.any():
-        reference = np.where(np.isnat(start), np.datetime64(launch[2], "ns"), start)
-        arrival = arrival + drift * ((t - reference) / DAY)
-    written_offset = offset
-    if mismatch.any:
-        days = (times - np.datetime64(launch[2], "ns")) / DAY
-        clock = mismatch.clock_offset + mismatch.clock_drift * days  # (T,) float clock ahead
-        written_offset = offset + mismatch_rng.normal(0.0, mismatch.offset_error, offset.shape)
-        delayed = mismatch_rng.random(dist.shape) < mismatch.multipath
-        delay = np.where(delayed, mismatch_rng.uniform(*mismatch.multipath_delay, dist.shape), 0.0)
-        arrival = arrival + clock[:, None] + delay
-    heard = (
-        active & (rng.random(dist.shape) < p_d) & (arrival >= 0) & (arrival <= spec.window_length)
+    table = _source_table(sources)
+    signals = _signals(table, times, (lat, lon), launch[2], spec, rng, mismatch, mismatch_rng)
+    toa, label = _first_arrivals(signals.arrival, signals.heard, spec, rng, progress)
+    record = _record_dataset(
+        table, times, toa, label, signals.written_offset, launch, spec, float_id
     )
+    if fixes is not None:
+        fix_time, fix_lat, fix_lon, fix_error = fixes
+        record["fix_time"] = ("fix", np.asarray(fix_time).astype("datetime64[ns]"))
+        record["fix_lat"] = ("fix", np.asarray(fix_lat, dtype=float))
+        record["fix_lon"] = ("fix", np.asarray(fix_lon, dtype=float))
+        record["fix_error"] = ("fix", np.full(np.size(fix_time), float(fix_error)))
+    if recovery is not None:
+        record["recovery_lat"] = ((), float(recovery[0]))
+        record["recovery_lon"] = ((), float(recovery[1]))
+        record["recovery_time"] = ((), np.datetime64(recovery[2], "ns"))
+    truth = _truth_dataset(table.names, times, lat, lon, label, float_id)
+    if mismatch.any:
+        truth.update(_mismatch_truth(mismatch, signals, table.offset))
+        truth.attrs["sim_mismatch"] = _mismatch_text(mismatch)
+        record.attrs["sim_mismatch"] = truth.attrs["sim_mismatch"]
+    return annotate(record, FLOAT_RECORD), annotate(truth, TRUTH)
 
-    toa = np.full((n_cyc, r), np.nan)
-    label = np.full((n_cyc, r), NO_ARRIVAL, dtype=np.int8)
-    n_clutter = rng.poisson(spec.clutter_rate, n_cyc)
-    for c in range(n_cyc):  # merge per cycle (a handful of arrivals each)
-        clutter = rng.uniform(0.0, spec.window_length, n_clutter[c])
-        times_c = np.concatenate([arrival[c, heard[c]], clutter])
-        labels_c = np.concatenate([np.flatnonzero(heard[c]), np.full(clutter.size, CLUTTER)])
-        order = np.argsort(times_c, kind="stable")[:r]
-        toa[c, : order.size] = times_c[order]
-        label[c, : order.size] = labels_c[order]
-        if progress is not None and ((c + 1) % _PROGRESS_CYCLES == 0 or c + 1 == n_cyc):
-            progress((c % _PROGRESS_CYCLES) + 1)
 
-    names = [s.name for s in sources]
+def _record_dataset(
+    table: _SourceTable,
+    times: np.ndarray,
+    toa: np.ndarray,
+    label: np.ndarray,
+    written_offset: np.ndarray,
+    launch: tuple[float, float, np.datetime64],
+    spec: SignalSpec,
+    float_id: str,
+) -> xr.Dataset:
+    """The float record of ``T`` cycles at ``times`` (T,) from the ``S`` sources of ``table``,
+    without its fixes and recovery: ``toa`` (T, r) (s) and their true ``label`` (T, r) as the
+    ``source_label``, the ``written_offset`` (S,) as ``source_offset``, the sources' drifts
+    (``source_drift`` (S,)) when some source drifts, the ``launch`` ``(lat, lon, time)`` and
+    the stated acoustics of ``spec``."""
     record = xr.Dataset(
         {
             "toa": (("cycle", "rank"), toa.astype(np.float32)),
-            "source_lat": ("source", src_lat),
-            "source_lon": ("source", src_lon),
+            "source_lat": ("source", table.lat),
+            "source_lon": ("source", table.lon),
             "source_offset": ("source", written_offset),
-            "source_start_time": ("source", start),
-            "source_end_time": ("source", stop),
+            "source_start_time": ("source", table.start),
+            "source_end_time": ("source", table.end),
             "source_label": (
                 ("cycle", "rank"),
                 label,
@@ -432,7 +561,7 @@ def simulate_record(
             "sound_speed": ((), float(spec.sound_speed)),
             "window_length": ((), float(spec.window_length)),
         },
-        coords={"time": ("cycle", times), "source": ("source", names)},
+        coords={"time": ("cycle", times), "source": ("source", table.names)},
         attrs={
             "float_id": float_id,
             "simulated": 1,
@@ -441,19 +570,23 @@ def simulate_record(
             "sim_clutter_rate": spec.clutter_rate,
         },
     )
-    if drift.any():
-        record["source_drift"] = ("source", drift)
-    if fixes is not None:
-        fix_time, fix_lat, fix_lon, fix_error = fixes
-        record["fix_time"] = ("fix", np.asarray(fix_time).astype("datetime64[ns]"))
-        record["fix_lat"] = ("fix", np.asarray(fix_lat, dtype=float))
-        record["fix_lon"] = ("fix", np.asarray(fix_lon, dtype=float))
-        record["fix_error"] = ("fix", np.full(np.size(fix_time), float(fix_error)))
-    if recovery is not None:
-        record["recovery_lat"] = ((), float(recovery[0]))
-        record["recovery_lon"] = ((), float(recovery[1]))
-        record["recovery_time"] = ((), np.datetime64(recovery[2], "ns"))
-    truth = xr.Dataset(
+    if table.drift.any():
+        record["source_drift"] = ("source", table.drift)
+    return record
+
+
+def _truth_dataset(
+    names: list[str],
+    times: np.ndarray,
+    lat: np.ndarray,
+    lon: np.ndarray,
+    label: np.ndarray,
+    float_id: str,
+) -> xr.Dataset:
+    """The truth of the record of ``float_id``: the true positions ``lat``/``lon`` (T,) at the
+    cycle ``times`` (T,) and the true ``label`` (T, r) of each recorded arrival (sources
+    ``names`` (S,) as the ``source`` coordinate)."""
+    return xr.Dataset(
         {
             "lat": ("cycle", lat),
             "lon": ("cycle", lon),
@@ -466,15 +599,25 @@ def simulate_record(
             "comment": "true track of the SIMULATED record",
         },
     )
-    if mismatch.any:
-        truth["clock_offset"] = ((), float(mismatch.clock_offset))
-        truth["clock_drift"] = ((), float(mismatch.clock_drift))
-        truth["sound_speed"] = ((), float(speed))
-        truth["source_offset"] = ("source", offset)
-        truth["multipath_delay"] = (("cycle", "source"), np.where(active, delay, np.nan))
-        truth.attrs["sim_mismatch"] = _mismatch_text(mismatch)
-        record.attrs["sim_mismatch"] = truth.attrs["sim_mismatch"]
-    return annotate(record, FLOAT_RECORD), annotate(truth, TRUTH)
+
+
+def _mismatch_truth(
+    mismatch: Mismatch, signals: _Signals, offset: np.ndarray
+) -> dict[str, tuple[Any, ...]]:
+    """The truth's variables of ``mismatch``: the float clock's ``clock_offset`` (s) and
+    ``clock_drift`` (s/day), the true ``sound_speed`` (m/s) and ``source_offset`` (the true
+    ``offset`` (S,), s), and the ``multipath_delay`` (T, S) of each arrival (s; NaN while the
+    source is inactive)."""
+    return {
+        "clock_offset": ((), float(mismatch.clock_offset)),
+        "clock_drift": ((), float(mismatch.clock_drift)),
+        "sound_speed": ((), float(signals.speed)),
+        "source_offset": ("source", offset),
+        "multipath_delay": (
+            ("cycle", "source"),
+            np.where(signals.active, signals.delay, np.nan),
+        ),
+    }
 
 
 def _mismatch_text(mismatch: Mismatch) -> str:
@@ -491,6 +634,9 @@ def _mismatch_text(mismatch: Mismatch) -> str:
 
 TRAJECTORIES = ("drift", "straight", "spiral")
 FLOAT767_DAYS = 729
+#: Where DIMES float 767 was launched and recovered (lat, lon in degrees).
+_FLOAT767_LAUNCH = (-56.326, -105.003)
+_FLOAT767_RECOVERY = (-60.225, -82.746)
 #: What the shipped sample ``data/float767.nc`` carries and its file does not state:
 #: a float clock drifting 0.02 s/day (7 s a year), signals at 1470 m/s while the file says
 #: 1480, written source offsets off by ``N(0, 1)`` s, 2 % of source arrivals delayed by
@@ -516,6 +662,84 @@ def simulation_steps(days: int, trajectory: str) -> int:
     drifting track over the ``days`` (none for the other trajectories), then the cycles."""
     passes = 1 + BRIDGE_ITERATIONS if trajectory == "drift" else 0
     return passes * days + days - 1
+
+
+def _dimes_sources(drift: float) -> list[Source]:
+    """The 12 :data:`DIMES_SOURCES` as deployed: US1-x from 2008-12-15, US2-x and UK1-x from
+    2009-12-20 on, 3 days apart, all until 2011-03-01; schedule offsets 0/20/40/60 s; clock
+    ``drift`` (s/day) each."""
+    start_us1 = np.datetime64("2008-12-15", "ns")
+    stop = np.datetime64("2011-03-01", "ns")
+    second = [np.datetime64("2009-12-20", "ns") + k * 3 * DAY for k in range(6)]
+    sources = []
+    for i, (name, la, lo) in enumerate(DIMES_SOURCES):
+        begin = start_us1 if name.startswith("US1") else second[i - 6]
+        sources.append(
+            Source(name, la, lo, offset=20.0 * (i % 4), start=begin, end=stop, drift=drift)
+        )
+    return sources
+
+
+def _float767_end(days: int) -> tuple[float, float]:
+    """Where a float of ``days`` days with float 767's mean velocity is recovered (lat, lon in
+    degrees): float 767's recovery after :data:`FLOAT767_DAYS`, otherwise the proportional part
+    of its launch-to-recovery displacement."""
+    start, end = _FLOAT767_LAUNCH, _FLOAT767_RECOVERY
+    if days == FLOAT767_DAYS:
+        return end
+    east, north = tangent_offsets(*start, *end)
+    lat_end, lon_end = tangent_step(
+        *start, east * days / FLOAT767_DAYS, north * days / FLOAT767_DAYS
+    )
+    return float(lat_end), float(lon_end)
+
+
+def _float767_track(
+    trajectory: str,
+    track_days: np.ndarray,
+    end: tuple[float, float],
+    rng: np.random.Generator,
+    progress: Progress | None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The true positions ``lat``/``lon`` (D,) of the ``trajectory`` float launched where
+    float 767 was, at ``track_days = 1 .. D`` days after its launch, ending at ``end`` (lat,
+    lon) unless a spiral: the drifting track (drawn from ``rng``, reporting ``progress``), the
+    straight one, or float 767's spiral cut short to ``D`` days."""
+    days = track_days.size
+    start = _FLOAT767_LAUNCH
+    if trajectory == "drift":
+        return drifting_track(track_days, start, end, rng, progress=progress)
+    if trajectory == "straight":
+        return straight_track(track_days, start, end, float(days))
+    frac = days / FLOAT767_DAYS  # the same spiral, cut short for shorter records
+    return spiral_track(track_days, start, (20.0, 20.0 + 280.0 * frac), 3.0 * frac, float(days))
+
+
+def _float767_fixes(
+    fixes: FixSchedule,
+    rng: np.random.Generator,
+    track_days: np.ndarray,
+    lat: np.ndarray,
+    lon: np.ndarray,
+    launch_time: np.datetime64,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """The GPS fixes of ``fixes`` as ``(time, lat, lon, error)``: the F fix times, latitudes and
+    longitudes (F,) each and their stated error (km). The fixes fall on the fix days of the
+    cycles (days ``1 .. D - 1`` of ``track_days = 1 .. D`` after ``launch_time``) at the true
+    positions ``lat``/``lon`` (D,) interpolated linearly (from the launch at day 0), moved by
+    east and north errors (2, F) (km) drawn from ``rng``."""
+    fix_days = fixes.days(float(track_days.size - 1))
+    east, north = rng.normal(0.0, fixes.error, (2, fix_days.size))
+    day = np.r_[0.0, track_days]
+    fix_lat, fix_lon = tangent_step(
+        np.interp(fix_days, day, np.r_[_FLOAT767_LAUNCH[0], lat]),
+        np.interp(fix_days, day, np.r_[_FLOAT767_LAUNCH[1], lon]),
+        east,
+        north,
+    )
+    step = np.timedelta64(1, "ns")
+    fix_time = launch_time + np.round(fix_days * 86_400e9).astype(np.int64) * step
+    return fix_time, fix_lat, fix_lon, fixes.error
 
 
 def dimes_float767(
@@ -563,54 +787,20 @@ def dimes_float767(
     rng = np.random.default_rng(seed)
     spec = spec or SignalSpec(p_detect=range_dependent_detection())
     launch_time = np.datetime64("2009-01-23T00:00", "ns")
-    start_us1 = np.datetime64("2008-12-15", "ns")
-    stop = np.datetime64("2011-03-01", "ns")
-    second = [np.datetime64("2009-12-20", "ns") + k * 3 * DAY for k in range(6)]
-    sources = []
-    for i, (name, la, lo) in enumerate(DIMES_SOURCES):
-        begin = start_us1 if name.startswith("US1") else second[i - 6]
-        sources.append(
-            Source(name, la, lo, offset=20.0 * (i % 4), start=begin, end=stop, drift=source_drift)
-        )
     track_days = np.arange(1, days + 1, dtype=float)  # the cycles, then the recovery
-    start, end = (-56.326, -105.003), (-60.225, -82.746)
-    if days != FLOAT767_DAYS:  # same mean drift: end where float 767 was after `days` days
-        east, north = tangent_offsets(*start, *end)
-        lat_end, lon_end = tangent_step(
-            *start, east * days / FLOAT767_DAYS, north * days / FLOAT767_DAYS
-        )
-        end = (float(lat_end), float(lon_end))
-    if trajectory == "drift":
-        lat, lon = drifting_track(track_days, start, end, rng, progress=progress)
-    elif trajectory == "straight":
-        lat, lon = straight_track(track_days, start, end, float(days))
-    else:
-        frac = days / FLOAT767_DAYS  # the same spiral, cut short for shorter records
-        lat, lon = spiral_track(
-            track_days, start, (20.0, 20.0 + 280.0 * frac), 3.0 * frac, float(days)
-        )
+    end = _float767_end(days)
+    lat, lon = _float767_track(trajectory, track_days, end, rng, progress)
     fix = end if trajectory != "spiral" else (float(lat[-1]), float(lon[-1]))
     surfacings = None
     if fixes is not None:
-        fix_days = fixes.days(float(days - 1))
         fix_rng = np.random.default_rng([seed, 2])
-        east, north = fix_rng.normal(0.0, fixes.error, (2, fix_days.size))
-        fix_lat, fix_lon = tangent_step(
-            np.interp(fix_days, np.r_[0.0, track_days], np.r_[start[0], lat]),
-            np.interp(fix_days, np.r_[0.0, track_days], np.r_[start[1], lon]),
-            east,
-            north,
-        )
-        fix_time = launch_time + np.round(fix_days * 86_400e9).astype(np.int64) * np.timedelta64(
-            1, "ns"
-        )
-        surfacings = (fix_time, fix_lat, fix_lon, fixes.error)
+        surfacings = _float767_fixes(fixes, fix_rng, track_days, lat, lon, launch_time)
     record, truth = simulate_record(
-        sources,
+        _dimes_sources(source_drift),
         launch_time + track_days[:-1].astype(np.int64) * DAY,
         lat[:-1],
         lon[:-1],
-        (start[0], start[1], launch_time),
+        (*_FLOAT767_LAUNCH, launch_time),
         spec,
         rng,
         recovery=(fix[0], fix[1], launch_time + days * DAY) if recovered else None,
