@@ -13,11 +13,11 @@ import xarray as xr
 from click.testing import CliRunner
 
 from rankmodels.errors import InputError
+from rankmodels.tracking.arrival_density import direct_path_share
 from rankmodels.tracking.calibration import (
     CALIBRATION_PARAMS,
     Calibration,
     ResidualStatistics,
-    direct_path_share,
     m_step,
     m_step_pairs,
     parse_calibrate_params,

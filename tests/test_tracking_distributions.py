@@ -11,19 +11,35 @@ import pytest
 from scipy import stats
 
 from rankmodels.tracking import distributions as d
+from rankmodels.tracking.arrival_density import direct_path_share, survival
+from rankmodels.tracking.signal_model import SignalModel
 
 
-def test_densities_equal_scipy_stats():
+@pytest.mark.parametrize(
+    ("sigma", "multipath", "delay"),
+    [(5.0, 0.02, 30.0), (0.5, 0.3, 60.0), (3.0, 0.05, 10.0), (8.0, 0.0, 30.0)],
+)
+def test_arrival_densities_equal_scipy_stats(sigma, multipath, delay):
+    """The direct path's share ``(1 - P_M) N / ((1 - P_M) N + P_M EMG)`` and the survival
+    ``(1 - P_M) Q + P_M EMG_sf`` from scipy's norm and exponnorm; the share is 1 without
+    multipath and 0 for a NaN residual (one convention for every caller)."""
+    model = SignalModel(sigma=sigma, p_detect=0.9, clutter_rate=1.0, window=1800.0,
+                        multipath=multipath, multipath_delay=delay)  # fmt: skip
     x = np.linspace(-40.0, 200.0, 97)
-    for scale in (0.5, 3.0, 8.0):
-        np.testing.assert_allclose(d.norm_logpdf(x, scale), stats.norm.logpdf(x, scale=scale))
-        for shape in (0.2, 1.0, 6.0, 60.0):
-            np.testing.assert_allclose(
-                d.exponnorm_logpdf(x, shape, scale),
-                stats.exponnorm.logpdf(x, shape, scale=scale),
-                rtol=1e-10,
-                atol=1e-10,
-            )
+    direct = (1 - multipath) * stats.norm.pdf(x, scale=sigma)
+    delayed = multipath * stats.exponnorm.pdf(x, delay / sigma, scale=sigma)
+    share = direct_path_share(x, model)
+    both = direct + delayed > 1e-290  # where scipy's densities do not underflow
+    want = direct[both] / (direct + delayed)[both]
+    np.testing.assert_allclose(share[both], want, rtol=1e-9, atol=1e-300)
+    assert np.all((share >= 0) & (share <= 1)) and both.sum() > 40
+    tail = (1 - multipath) * stats.norm.sf(x, scale=sigma) + multipath * stats.exponnorm.sf(
+        x, delay / sigma, scale=sigma
+    )
+    np.testing.assert_allclose(survival(x, model), tail, rtol=1e-9, atol=1e-300)
+    assert direct_path_share(np.array([np.nan]), model)[0] == 0.0
+    if multipath == 0:
+        assert (direct_path_share(x, model) == 1.0).all()
 
 
 @pytest.mark.parametrize("mu", [1e-3, 0.4, 1.0, 3.7, 25.0, 412.5])

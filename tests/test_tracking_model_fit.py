@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from scipy import optimize, stats
 
+from rankmodels.tracking.arrival_density import survival
 from rankmodels.tracking.calibration import Calibration, CalibrationResult
 from rankmodels.tracking.estimates import (
     CANNOT_DETERMINE,
@@ -23,7 +24,6 @@ from rankmodels.tracking.model_fit import (
     FitInputs,
     StatisticalModel,
     fit_statistics,
-    survival,
 )
 from rankmodels.tracking.signal_model import SignalModel
 

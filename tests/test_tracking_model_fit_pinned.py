@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from rankmodels.tracking.calibration import direct_path_share
+from rankmodels.tracking.arrival_density import direct_path_share
 from rankmodels.tracking.model_fit import PRIORS, FitInputs, StatisticalModel, fit_statistics
 from rankmodels.tracking.signal_model import SignalModel
 

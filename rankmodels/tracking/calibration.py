@@ -39,8 +39,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from rankmodels.tracking.arrival_density import direct_path_share
 from rankmodels.tracking.clock_readings import ClockReadings
-from rankmodels.tracking.distributions import exponnorm_logpdf, norm_logpdf
 from rankmodels.tracking.model_fit import STATISTICAL_PARAMS, StatisticalModel, pair_members
 from rankmodels.tracking.signal_model import SignalModel
 
@@ -58,7 +58,6 @@ __all__ = [
     "calibration_stages",
     "m_step",
     "m_step_pairs",
-    "direct_path_share",
     "clock_statistics",
     "geometry_log_prior",
     "parse_calibrate_params",
@@ -722,7 +721,7 @@ def m_step_pairs(
         if predicted_toa is None:
             raise ValueError("multipath in the model needs predicted_toa")
         resid = np.asarray(toa, dtype=float)[:, :, None] - np.asarray(predicted_toa)[:, None, :]
-        direct = np.nan_to_num(direct_path_share(resid, model), nan=0.0)
+        direct = direct_path_share(resid, model)
     dist = np.asarray(distance_km, dtype=float)
     keep = (weight * direct >= MIN_PAIR_WEIGHT) & np.isfinite(dist[0])[:, None, :]
     t, j, i = np.nonzero(keep)
@@ -738,19 +737,6 @@ def m_step_pairs(
         - np.broadcast_to(np.asarray(offset, dtype=float), weight.shape[::2])[t, i],
         "weight": np.clip(pair_weight, 0.0, 1.0),
     }
-
-
-def direct_path_share(residual: np.ndarray, model: SignalModel) -> np.ndarray:
-    """``P(direct | residual)``: the direct path's share of the arrival density at
-    ``residual = T - pred`` (s), ``(1 - P_M) N(r; 0, sigma^2) / p(r)`` with ``p`` the
-    multipath mixture of :mod:`~rankmodels.tracking.signal_model` (exponentially modified
-    Gaussian delays of mean ``mu_D``); NaN where both densities vanish (and for NaN)."""
-    r = np.asarray(residual, dtype=float)
-    direct = np.log1p(-model.multipath) + norm_logpdf(r, model.sigma)
-    shape = model.multipath_delay / model.sigma
-    delayed = np.log(model.multipath) + exponnorm_logpdf(r, shape, model.sigma)
-    with np.errstate(invalid="ignore"):  # both densities 0 far out: NaN, as for NaN input
-        return np.exp(direct - np.logaddexp(direct, delayed))
 
 
 @dataclass(frozen=True)

@@ -2,10 +2,6 @@
 import costs a fraction of :mod:`scipy.stats`'s half second at every start-up). Each equals
 its :mod:`scipy.stats` counterpart (checked in the tests).
 
-* ``norm_logpdf(x, s) = -x^2 / (2 s^2) - log s - log(2 pi) / 2``;
-* ``exponnorm_logpdf(x, K, s)``: the exponentially modified Gaussian (a ``N(0, s^2)`` plus an
-  ``Exp`` of mean ``K s``), ``log(1/K) + y' + log Phi(y - 1/K) - log s`` with ``y = x / s``
-  and ``y' = (1/(2K) - y) / K``;
 * ``poisson_cdf(k, mu) = Q(k + 1, mu)`` (regularised upper incomplete gamma) for ``k >= 0``;
 * ``poisson_ppf(q, mu)``: the smallest ``k`` with ``poisson_cdf(k, mu) >= q``;
 * ``chi2_ppf(q, df) = 2 P^-1(df / 2, q)`` (inverse regularised lower incomplete gamma).
@@ -18,23 +14,7 @@ import math
 import numpy as np
 from scipy import special
 
-__all__ = ["chi2_ppf", "exponnorm_logpdf", "norm_logpdf", "poisson_cdf", "poisson_ppf"]
-
-_LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
-
-
-def norm_logpdf(x: np.ndarray, scale: float) -> np.ndarray:
-    """``log N(x; 0, scale^2)``."""
-    y = np.asarray(x, dtype=float) / scale
-    return -0.5 * y * y - math.log(scale) - _LOG_SQRT_2PI
-
-
-def exponnorm_logpdf(x: np.ndarray, shape: float, scale: float) -> np.ndarray:
-    """Log density of ``scale * (Z + shape * E)``, ``Z ~ N(0, 1)``, ``E ~ Exp(1)``
-    (``scipy.stats.exponnorm.logpdf(x, shape, scale=scale)``)."""
-    y = np.asarray(x, dtype=float) / scale
-    inv = 1.0 / shape
-    return inv * (0.5 * inv - y) + special.log_ndtr(y - inv) - math.log(shape) - math.log(scale)
+__all__ = ["chi2_ppf", "poisson_cdf", "poisson_ppf"]
 
 
 def poisson_cdf(k: np.ndarray | int, mu: np.ndarray | float) -> np.ndarray:

@@ -59,6 +59,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from scipy import special
 
+from rankmodels.tracking.arrival_density import direct_path_share, survival
 from rankmodels.tracking.signal_model import SignalModel
 
 __all__ = [
@@ -74,7 +75,6 @@ __all__ = [
     "fit_statistics",
     "off_the_model",
     "pair_members",
-    "survival",
 ]
 
 #: What ``--calibrate-params`` may name of the statistical model, and the parameters each
@@ -193,38 +193,6 @@ class FitInputs:
     members: np.ndarray | None = None
 
 
-def survival(excess: np.ndarray, model: SignalModel) -> np.ndarray:
-    """``P(t_i - pred_i > excess)`` under the arrival model of
-    :mod:`~rankmodels.tracking.signal_model`: ``(1 - P_M) Q(x / sigma) + P_M (Q(x / sigma) +
-    exp(a^2 / 2 - x / mu_D) Phi(x / sigma - a))``, ``a = sigma / mu_D`` (the exponentially
-    modified Gaussian's survival)."""
-    z = np.asarray(excess, dtype=float) / model.sigma
-    direct = special.ndtr(-z)
-    if model.multipath == 0:
-        return direct
-    a = model.sigma / model.multipath_delay
-    delayed = np.exp(0.5 * a * a - a * z + special.log_ndtr(z - a))
-    return direct + model.multipath * delayed
-
-
-def _direct_share(resid: np.ndarray, model: SignalModel) -> np.ndarray:
-    """``P(direct | residual)`` (1 without multipath); 0 where both densities vanish."""
-    if model.multipath == 0:
-        return np.ones_like(resid)
-    a = model.sigma / model.multipath_delay
-    z = resid / model.sigma
-    log_direct = math.log1p(-model.multipath) - 0.5 * z * z
-    # EMG density in units of the Gaussian's: a sqrt(pi/2) exp(a^2/2 - a z) erfc((a - z)/sqrt2)
-    log_delayed = (
-        math.log(model.multipath * a * math.sqrt(0.5 * math.pi))
-        - 0.5 * z * z
-        + np.log(special.erfcx((a - z) / math.sqrt(2.0)))
-    )
-    with np.errstate(invalid="ignore"):
-        share = np.exp(log_direct - np.logaddexp(log_direct, log_delayed))
-    return np.nan_to_num(share, nan=0.0)
-
-
 def _newton(
     name: str,
     current: float,
@@ -334,7 +302,7 @@ def _multipath_steps(
 ) -> tuple[Estimate, Estimate]:
     share = np.clip(model.multipath, 1e-4, 0.5)
     probe = replace(model, multipath=share)
-    delayed = weight * (1.0 - _direct_share(resid_mean, probe))
+    delayed = weight * (1.0 - direct_path_share(resid_mean, probe))
     total = float(weight.sum())
     score = float(delayed.sum()) - share * total
     share_est = _newton("multipath", share, max(start.multipath, 1e-4), np.array([score]),
@@ -398,7 +366,7 @@ def fit_statistics(
     params -= off_the_model(start)
     model = current.signal
     weight, member, resid, resid_mean = _pairs(inputs, model)
-    direct = _direct_share(resid, model)
+    direct = direct_path_share(resid, model)
     out: dict[str, Estimate] = {}
     if "sigma" in params:
         out["sigma"] = _sigma_step(inputs, model, start.signal, member, resid, direct)

@@ -53,7 +53,7 @@ quality checks"):
     Root mean square of the normalised innovations ``z = (T_j - mu_i) / sqrt(sigma^2 + v_i)``
     of the arrivals, each (arrival, source) pair weighted by ``w_ji = P(R_j = i | data) P(direct
     | T_j - pred_i)``: the association posterior times the direct path's share of the arrival
-    density (:func:`~rankmodels.tracking.calibration.direct_path_share`, at the TOA
+    density (:func:`~rankmodels.tracking.arrival_density.direct_path_share`, at the TOA
     ``pred_i`` predicted from the posterior mean position). ``mu_i``, ``v_i`` are the mean and
     variance of source ``i``'s noiseless TOA predicted from the data before the arrival's cycle.
     For direct arrivals ``z ~ N(0, 1)`` and a posterior-weighted sum has the expectation of
@@ -88,7 +88,7 @@ import numpy as np
 import xarray as xr
 from scipy.special import gammainc, ndtr
 
-from rankmodels.tracking.calibration import direct_path_share
+from rankmodels.tracking.arrival_density import direct_path_share
 from rankmodels.tracking.distributions import chi2_ppf, poisson_cdf, poisson_ppf
 from rankmodels.tracking.geometry import tangent_offsets
 from rankmodels.tracking.launch import WINDOW_DAYS
@@ -555,7 +555,7 @@ def innovation_weights(inputs: QualityInputs) -> np.ndarray:
     if inputs.model.multipath == 0:
         return post
     resid = inputs.toa[..., None] - inputs.smoothed_toa[:, None, :]
-    return post * np.nan_to_num(direct_path_share(resid, inputs.model), nan=0.0)
+    return post * direct_path_share(resid, inputs.model)
 
 
 def innovation_check(inputs: QualityInputs, spec: CheckSpec | None = None) -> QualityCheck:
