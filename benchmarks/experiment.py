@@ -1,6 +1,6 @@
 """Joint calibration of a replayed DIMES experiment across seeds and worlds: how often the
 shared estimates land where the truth is, and whether their standard errors say so
-(``docs/tracking.md``, "Across seeds and worlds").
+(``docs/validation.md``, "Across seeds and worlds").
 
 Each run is two whole commands: ``rankmodels simulate-experiment`` (the first ``--floats``
 DIMES floats, cut at ``--max-days``; true sound speed 1485 m/s where the files say 1500

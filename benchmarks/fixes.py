@@ -1,5 +1,5 @@
-"""What position fixes and source clock drift do to a track (``docs/tracking.md``, "Position
-fixes" and "Source clock drift").
+"""What position fixes and source clock drift do to a track (``docs/validation.md``,
+"Position fixes and source clock drift").
 
 Fixes: a 300-day drifting float (``dimes_float767``) that surfaces every 10 days for the first
 100 days (``--fix-every 10 --fix-until 100``, fix error 0.5 km) and then stays under the ice,

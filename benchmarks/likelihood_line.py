@@ -1,6 +1,6 @@
 """Where the joint calibration ends, against the likelihood: the derivative of the penalised
 log-likelihood along the line from the estimate to the true parameters of a replay
-(``docs/tracking.md``, "Across seeds and worlds").
+(``docs/validation.md``, "Across seeds and worlds").
 
 The experiment in ``REPLAY`` (``rankmodels simulate-experiment``, which writes the truth to
 ``experiment.json``) is calibrated jointly (:func:`~rankmodels.tracking.experiment.

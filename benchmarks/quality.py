@@ -3,7 +3,7 @@
 Intact floats are drawn by :func:`rankmodels.tracking.worlds.draw_world` across the ranges
 real records span (length 10-730 days, sigma 2-8 s, P_D 0.6-0.97 constant or falling with
 range and per source, clutter 0.3-3 per window, multipath 0-8 %, with and without the
-sample's geometric mismatch; ``docs/tracking.md``, "Measuring the quality checks"). Broken
+sample's geometric mismatch; ``docs/validation.md``, "Quality checks on varied worlds"). Broken
 floats are drawn the same way and then broken by
 :func:`rankmodels.tracking.worlds.break_record` (a 120-cycle gap, the file's sound speed 10 %
 wrong tracked with ``--no-calibrate``, shuffled source positions, the launch position 100 km

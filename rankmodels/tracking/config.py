@@ -63,7 +63,7 @@ MAX_CALIBRATION_ITERATIONS = 50
 #: whose shared estimates are precise enough for the passes' Monte Carlo error to matter (on
 #: replayed DIMES experiments of 20 floats cut at 300 days, 2,000 instead of 1,000 took the
 #: sound speed from 1.1-5.2 m/s off the truth (8 of 12 runs within 2 standard errors) to
-#: 0.3-3.6 m/s (every run within 2 standard errors); ``docs/tracking.md``).
+#: 0.3-3.6 m/s (every run within 2 standard errors)).
 FLOAT_EM_PARTICLES = 1_000
 EXPERIMENT_EM_PARTICLES = 2_000
 #: ``track-float``'s ``--multipath`` default (``TrackConfig()`` keeps the paper's ``P_M = 0``):

@@ -7,8 +7,8 @@ threshold is derived for the record at hand from that model and the amount of da
 ``1 - alpha`` quantile of the statistic's sampling law under the model (``alpha`` the check's
 stated false-alarm probability, :attr:`CheckSpec.false_alarm`), with the model's expected
 spread widened by a stated allowance for model error (:attr:`CheckSpec.allowance`). A check
-passes when ``value <= threshold`` (reasoning and measurements in ``docs/tracking.md``, "Track
-quality checks"):
+passes when ``value <= threshold`` (reasoning in ``docs/tracking.md``, "Track quality checks";
+measurements in ``docs/validation.md``):
 
 ``recovery_distance``
     Mahalanobis distance ``d = sqrt(D^T S^-1 D)`` between the recovery fix and the forward
@@ -130,7 +130,8 @@ MIN_LAUNCH_CYCLES = 5
 #: (not a white walk), one cycle's mis-associated arrivals move the edge of a filter, and the
 #: simulator's spiral floats start 20 km from their launch fix. Without it 4 of 100 intact
 #: simulated floats failed (up to 5.75), with it none (up to 3.72) while all 40 with the
-#: launch 100 km off still fail (from 4.39; ``docs/tracking.md``, "Track quality checks").
+#: launch 100 km off still fail (from 4.39; ``docs/validation.md``, "Quality checks on varied
+#: worlds").
 LAUNCH_ALLOWANCE_KM = 10.0
 #: Fewest model-expected clutter arrivals in the record for ``clutter_excess`` and
 #: ``clutter_window`` (below, a count has no power: ``P(Poisson(1) >= 5) = 0.4 %``).
