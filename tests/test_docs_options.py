@@ -53,8 +53,8 @@ def option_tables(text: str) -> dict[str, list[tuple[int, str, str]]]:
         header = HEADER.match(line)
         if header is None:
             if re.match(r"^\|[^|]*\boption\s*\|", line):
-                raise AssertionError(f"line {index + 1}: an option table not in the form "
-                                     f"| `COMMAND` option | default | meaning |: {line}")  # fmt: skip
+                form = "| `COMMAND` option | default | meaning |"
+                raise AssertionError(f"line {index + 1}: an option table not in the form {form}: {line}")
             continue
         command = header.group(1)
         assert command in COMMANDS, f"line {index + 1}: unknown command {command!r}"
