@@ -54,7 +54,7 @@ def option_tables(text: str) -> dict[str, list[tuple[int, str, str]]]:
         if header is None:
             if re.match(r"^\|[^|]*\boption\s*\|", line):
                 form = "| `COMMAND` option | default | meaning |"
-                raise AssertionError(f"line {index + 1}: an option table not in the form {form}: {line}")
+                raise AssertionError(f"line {index + 1}: not an option table {form}: {line}")
             continue
         command = header.group(1)
         assert command in COMMANDS, f"line {index + 1}: unknown command {command!r}"
