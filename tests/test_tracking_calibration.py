@@ -384,6 +384,10 @@ def test_calibration_with_the_full_count_only_in_the_final_pass(drifting):
     direct = run_pass(run, Parameters(kept.calibration, kept.statistical_model), config)
     assert np.array_equal(track["lat"], direct.mean[:, 0])
     assert np.array_equal(track["loglik"], direct.filt.loglik[: run.n_cycles])
+    model = kept.statistical_model  # the track states the model it ran with
+    assert track.attrs["sigma"] == model.signal.sigma != config.sigma
+    assert track.attrs["process_noise_km"] == model.process_noise
+    assert track.attrs["multipath"] == model.signal.multipath
 
 
 def _cli_track(path, out, *args):

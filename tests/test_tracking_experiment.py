@@ -559,6 +559,8 @@ def test_search_extrapolates_a_step_that_helps_until_it_no_longer_does():
     for j in (2, 3, 4):
         assert u[j] - u[0] == pytest.approx(EXTRAPOLATION ** (j - 1) * step, rel=1e-9)
     assert EXTRAPOLATION**3 == MAX_REACH and scores[4] > scores[3]  # no 256x: the limit
+    u_star = 1000.0 / 1485.0  # the next candidate is the next M-step's, from the 64x one
+    assert u[5] - u[4] == pytest.approx(0.02 * (u_star - u[4]), rel=1e-9)
     assert abs(candidates[best][0].sound_speed - 1485.0) < 0.5
     assert scores[best] == max(scores) and len(scores) == len(candidates) == len(seen)
     # without extrapolation the same EM crawls: five M-steps leave it ~13.6 m/s away
@@ -859,3 +861,25 @@ def test_summary_and_fleet_page_say_what_the_source_errors_leave_out_when_estima
          "em_passes": 2, "stop": "no longer rising", "sources": sources}
     )  # fmt: skip
     assert ("leave out how far all the tracks can move together" in page) is estimated
+
+
+def test_the_experiment_m_step_hands_each_float_its_fitted_model():
+    """The pooled M-step moves the shared geometry when the groups hold geometry and hands
+    every float the model its own E-step fitted when they hold a statistical parameter;
+    otherwise each part stays."""
+    from types import SimpleNamespace
+
+    layout = JointLayout(n_sources=2, n_floats=2)
+    files = JointParameters.nominal(layout, NOMINAL)
+    moved = replace(files, sound_speed=1490.0)
+    problem = ExperimentProblem(
+        e_steps=None, m_step=lambda theta, passes: moved, geometry=frozenset({"speed"}),
+        files=files, nominal=NOMINAL, clocks=[],
+    )  # fmt: skip
+    passes = [SimpleNamespace(fitted="model 0"), SimpleNamespace(fitted="model 1")]
+    start = (files, [None, None])
+    assert problem.propose(start, passes, frozenset({"speed", "sigma"})) == (
+        moved, ["model 0", "model 1"]
+    )  # fmt: skip
+    assert problem.propose(start, passes, frozenset({"speed"})) == (moved, [None, None])
+    assert problem.propose(start, passes, frozenset({"sigma"}))[0] is files
