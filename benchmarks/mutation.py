@@ -14,8 +14,8 @@ cannot make (``any`` for ``all``, a tolerance dropped, a grid tried in the other
 unit's divisor, a count off by one), in these modules and in the float export and the batch
 summary.
 
-Targets and their focused tests are :data:`TARGETS`; ``pipeline.py`` is restricted to the
-calibration EM (the rest of it is the tracker, covered by the tracking tests at large).
+Targets and their focused tests are :data:`TARGETS`; the calibration's EM is its search
+(``em.py``) and one float's problem (``float_calibration.py``).
 
     python benchmarks/mutation.py [--only irv,boost] [--list] [--out /tmp/mutants.jsonl]
         [--timeout 300] [--retry]
@@ -62,10 +62,15 @@ TARGETS: dict[str, tuple[str, tuple[str, ...] | None, tuple[str, ...]]] = {
             "tests/test_tracking_calibration.py::test_m_step_pairs_drop_delayed_arrivals_only_with_multipath_in_the_model",
         ),
     ),
-    "pipeline": (
-        "rankmodels/tracking/pipeline.py",
-        ("em_passes", "_em_step", "calibrate"),
-        ("tests/test_tracking_em_pinned.py",),
+    "em": (
+        "rankmodels/tracking/em.py",
+        None,
+        ("tests/test_tracking_em_pinned.py", "tests/test_tracking_experiment.py"),
+    ),
+    "float_calibration": (
+        "rankmodels/tracking/float_calibration.py",
+        None,
+        ("tests/test_tracking_stages.py", "tests/test_tracking_em_pinned.py"),
     ),
     "quality": (
         "rankmodels/tracking/quality.py",
@@ -144,9 +149,13 @@ PLANTED: tuple[tuple[str, str, str], ...] = (
     ("boost", "step /= 2", "step /= 3"),
     ("rerank", "sorted(l2_grid, reverse=True)", "sorted(l2_grid, reverse=False)"),
     ("rerank", "key=lambda r: tried[r.l2])", "key=lambda r: (tried[r.l2], -r.l2))"),
-    ("calibration", "grad = score.mean(axis=0) - prior[estimated]",
-     "grad = score.mean(axis=0) + prior[estimated]"),
-    ("pipeline", "for g in TESTED_GROUPS if", "for g in reversed(TESTED_GROUPS) if"),
+    ("em", "    for group in TESTED_GROUPS:", "    for group in reversed(TESTED_GROUPS):"),
+    ("em", "if gain > 0 and 1.0 <= reach < MAX_REACH:",
+     "if gain > 0 and 1.0 <= reach <= MAX_REACH:"),
+    ("float_calibration", "candidate.inflated(factor),", "candidate,"),
+    ("float_calibration", "return float_m_step(evidence, candidate, groups, self.start)",
+     "return float_m_step(evidence, candidate, groups)"),
+    ("float_calibration", "sigma=signal.sigma,", "sigma=candidate.signal.sigma,"),
     ("tables", '("ms", 10**6)', '("ms", 10**5)'),
     ("tables", '("us", 10**3)', '("us", 10**2)'),
     ("tables", "if (ns % step == 0).all()", "if (ns % step == 0).any()"),
