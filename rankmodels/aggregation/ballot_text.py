@@ -130,13 +130,15 @@ def _put(out: np.ndarray, pos: int, src: np.ndarray, a: int, b: int, write: bool
 def _lines(block: _Block, layout: _Layout, out: np.ndarray) -> int:  # pragma: no cover - numba
     """Write (``out.size > 0``) or measure (``out.size == 0``) the lines of the ballots of
     ``block`` in ``layout``; return their length in bytes."""
-    orders, levels, cnt, cnt_off = block.orders, block.levels, block.cnt, block.cnt_off
+    # the loop reads local names: reading the arrays through the namedtuples there is slower
+    orders, levels, rows = block.orders, block.levels, block.rows
+    cnt, cnt_off = block.cnt, block.cnt_off
     tok, tok_off, seps, sep_off = layout.tok, layout.tok_off, layout.seps, layout.sep_off
     write = out.size > 0
     n = orders.shape[1]
     pos = 0
-    for r in range(block.rows.size):
-        j = block.rows[r]
+    for r in range(rows.size):
+        j = rows[r]
         if layout.count_first:
             pos = _put(out, pos, cnt, cnt_off[r], cnt_off[r + 1], write)
             pos = _put(out, pos, seps, sep_off[0], sep_off[1], write)

@@ -187,35 +187,41 @@ def _tally(packed, states, continuing, reading, count_over, out):  # pragma: no 
     """One round over every ballot into ``out`` (a zeroed :class:`Tally`), updating
     ``states`` (see :meth:`BallotStates.tally`). Returns ``-1``, or the first ballot whose
     unnamed overvote meets exhaust-if-multiple."""
+    # the loop reads local names: reading the arrays through the namedtuples there is slower
     counts = packed.counts
+    recipient, status = states.recipient, states.status
+    value, touched = states.value, states.touched
+    votes, votes_touched = out.votes, out.votes_touched
+    inactive, inactive_touched = out.inactive, out.inactive_touched
+    moves, moves_touched = out.moves, out.moves_touched
     n = continuing.shape[0]
     seen = np.zeros(n + 1, dtype=np.int64)
     for j in range(counts.shape[0]):
-        weight = counts[j] * states.value[j]
-        if states.status[j] != _ACTIVE:
-            out.inactive[states.status[j]] += weight
-            out.inactive_touched[states.status[j]] |= states.touched[j]
+        weight = counts[j] * value[j]
+        if status[j] != _ACTIVE:
+            inactive[status[j]] += weight
+            inactive_touched[status[j]] |= touched[j]
             continue
-        current = states.recipient[j]
+        current = recipient[j]
         if current >= 0 and continuing[current]:
-            out.votes[current] += weight
-            out.votes_touched[current] |= states.touched[j]
+            votes[current] += weight
+            votes_touched[current] |= touched[j]
             continue
         chosen, state = _read(packed, j, continuing, reading, count_over, seen)
         if state < 0:
             return j
         if weight > 0 and current >= 0:
             to = n if chosen < 0 else chosen
-            out.moves[current, to] += weight
-            out.moves_touched[current, to] |= states.touched[j]
-        states.recipient[j] = chosen
+            moves[current, to] += weight
+            moves_touched[current, to] |= touched[j]
+        recipient[j] = chosen
         if chosen < 0:
-            states.status[j] = state
-            out.inactive[state] += weight
-            out.inactive_touched[state] |= states.touched[j]
+            status[j] = state
+            inactive[state] += weight
+            inactive_touched[state] |= touched[j]
         else:
-            out.votes[chosen] += weight
-            out.votes_touched[chosen] |= states.touched[j]
+            votes[chosen] += weight
+            votes_touched[chosen] |= touched[j]
     return -1
 
 
@@ -223,14 +229,16 @@ def _tally(packed, states, continuing, reading, count_over, out):  # pragma: no 
 def _surplus(counts, states, winner, fraction, scale):  # pragma: no cover
     """Move ``fraction / scale`` of each of ``winner``'s active ballots on (``counts``
     ``(m,)``, ``states`` updated): see :meth:`BallotStates.surplus`."""
+    recipient, status = states.recipient, states.status
+    value, touched = states.value, states.touched
     kept = 0
     found = False
     for j in range(counts.shape[0]):
-        if states.recipient[j] == winner and states.status[j] == _ACTIVE:
-            moved = states.value[j] * fraction // scale
-            kept += counts[j] * (states.value[j] - moved)
-            states.value[j] = moved
-            states.touched[j] = True
+        if recipient[j] == winner and status[j] == _ACTIVE:
+            moved = value[j] * fraction // scale
+            kept += counts[j] * (value[j] - moved)
+            value[j] = moved
+            touched[j] = True
             found = True
     return kept, found
 
