@@ -417,9 +417,10 @@ def _adjoint(path, grad_log_p, out, b):  # pragma: no cover - numba
     cs = np.empty(m)
     if T > 0 and path.scaled[b]:
         # iterate t = diag(u_t) E diag(v_t), E = exp(log_a - top): no exp per step
+        top = path.top[b]
         for j in range(m):
             for k in range(m):
-                K[j, k] = np.exp(la[j, k] - path.top[b])
+                K[j, k] = np.exp(la[j, k] - top)
         for t in range(T - 1, -1, -1):
             _adjoint_rows(G, K, Rh[t], Ch[t])
             _adjoint_cols(G, K, Rh[t - 1] if t > 0 else ones, Ch[t], cs)
