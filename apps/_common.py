@@ -65,6 +65,16 @@ class OneLineErrors:
         kwargs["context_settings"] = settings
         super().__init__(*args, **kwargs)  # type: ignore[call-arg]
 
+    def get_help_option_names(self, ctx: click.Context) -> list[str]:
+        """``-h`` and ``--help`` (this command's ``help_option_names``) and the context's,
+        less the names another parameter takes: the same whichever context first asks."""
+        own = self.context_settings.get("help_option_names", ())  # type: ignore[attr-defined]
+        names = dict.fromkeys([*own, *ctx.help_option_names])
+        for param in self.params:  # type: ignore[attr-defined]
+            for name in (*param.opts, *param.secondary_opts):
+                names.pop(name, None)
+        return list(names)
+
     def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
         with _one_line_usage_errors():
             return super().make_context(*args, **kwargs)  # type: ignore[misc]
@@ -81,7 +91,10 @@ class OneLineCommand(OneLineErrors, click.Command):
 class OneLineGroup(OneLineErrors, click.Group):
     """A :class:`click.Group` with one-line usage errors, its subcommands' included, that
     suggests the nearest subcommand for a mistyped one (``agregate``: "Did you mean
-    'aggregate'?")."""
+    'aggregate'?"). Its subcommands are one-line commands (:class:`OneLineCommand`) unless
+    they say otherwise."""
+
+    command_class = OneLineCommand
 
     def resolve_command(
         self, ctx: click.Context, args: list[str]
