@@ -15,6 +15,9 @@ class PlanarWalk:
 
     q: float
 
+    def start(self, x0, n, rng):
+        return np.tile(np.asarray(x0, dtype=float), (n, 1))
+
     def propagate(self, x, dt, rng):
         return x + rng.normal(0.0, self.q * math.sqrt(dt), size=x.shape)
 

@@ -33,8 +33,11 @@ def one_step_predictions(predictor: Predictor, filt: FilterResult) -> tuple[np.n
     """Mean ``(T, s)`` and covariance ``(T, s, s)`` of the active sources' noiseless TOAs
     predicted from the data before cycle ``t`` (NaN for inactive sources), linearised: the
     position predicted from the filter step before cycle ``t``'s (cycle ``t - 1`` or a fix) is
-    ``N(m, P)``, ``P = C + q^2 dt I_2`` (filtered mean and covariance, the launch position
-    with ``C = 0`` before the first step; eq. 5.1, ``q`` the filter's process noise), so the
+    ``N(m + d, C + D)`` with ``m``, ``C`` the filtered mean and covariance (the launch position
+    with ``C = 0`` before the first step) and ``d``, ``D`` the step's mean and added covariance
+    under the filter's dynamics (``0`` and ``q^2 dt I_2`` for the random walk, eq. 5.1; from
+    the filtered velocity for the Lagrangian motion:
+    :meth:`~rankmodels.tracking.dynamics.LagrangianMotion.predicted_step`), so the
     TOAs have mean ``pred_i(m)`` and covariance ``g_i^T P g_k`` with ``g_i`` the gradient of
     ``pred_i`` in s per km east and north (finite differences over 1 km). The linearisation
     matches the particle cloud's predictive variance to within 5 % (5-95 % range over a
@@ -46,12 +49,15 @@ def one_step_predictions(predictor: Predictor, filt: FilterResult) -> tuple[np.n
     before = prepared.cycle_steps - 1  # the step before each cycle's; -1: the launch
     prior_mean = np.vstack([prepared.x0, filt.mean])[before + 1]
     prior_cov = np.concatenate([np.zeros((1, 2, 2)), filt.cov])[before + 1]
-    q2 = predictor.params.model.process_noise**2
-    prior_cov = prior_cov + (q2 * prepared.dt[prepared.cycle_steps])[:, None, None] * np.eye(2)
+    dynamics = predictor.params.dynamics
     for t in range(prepared.n_cycles):
+        velocity = None if before[t] < 0 else filt.velocity_at(before[t])
+        step, added = dynamics.predicted_step(velocity, prepared.dt[prepared.cycle_steps[t]])
+        prior_cov[t] += added
         lat, lon = tangent_step(
-            np.full(3, prior_mean[t, 0]), np.full(3, prior_mean[t, 1]), _STEP_E, _STEP_N
-        )
+            np.full(3, prior_mean[t, 0]), np.full(3, prior_mean[t, 1]), _STEP_E + step[0],
+            _STEP_N + step[1],
+        )  # fmt: skip
         pred = predictor.predicted(t, np.column_stack([lat, lon]))  # (3, s_active)
         grad = (pred[1:] - pred[0]).T  # (s_active, 2): s per km east, north
         act = np.flatnonzero(prepared.active[t])
@@ -65,14 +71,15 @@ def start_point(predictor: Predictor, seed: int) -> StartPoint:
     :data:`~rankmodels.tracking.launch.WINDOW_DAYS` of the launch, filtered backwards from a
     diffuse start about the launch fix (:func:`~rankmodels.tracking.launch.first_position`,
     seeded ``(seed, 1)``), and the launch fix it should predict over the first step ``dt_0``
-    (``q^2 dt_0 + s_r^2``, the fix's error taken as the recovery fix's)."""
+    (``q^2 dt_0 + s_r^2``, the fix's error taken as the recovery fix's; the Lagrangian
+    motion's by its diffusive limit, the random walk of ``q^2 = 2 K + q_0^2``)."""
     prepared = predictor.prepared
     k = window_cycles(prepared.day)
     with_arrivals = int(prepared.has_data[:k].sum())
     if k == 0:
         return StartPoint(0, 0, None)
     rng = np.random.default_rng([seed, _LAUNCH_STREAM])
-    dynamics = predictor.params.dynamics
+    dynamics = predictor.params.dynamics.diffusive()
     mean, cov = first_position(
         prepared.x0, prepared.cycle_dt[:k], predictor.cycle_loglik, dynamics, rng
     )
@@ -86,16 +93,21 @@ def start_point(predictor: Predictor, seed: int) -> StartPoint:
 
 
 def end_point(prepared: Prepared, params: Parameters, filt: FilterResult) -> EndPoint | None:
-    """The filter's last cycle and the recovery fix it should predict (None without one)."""
+    """The filter's last cycle moved on to the surfacing (the step's mean and variance under
+    the filter's dynamics, the largest eigenvalue of its covariance as the added variance)
+    and the recovery fix it should predict (None without one)."""
     if prepared.recovery is None:
         return None
     last = prepared.cycle_steps[-1]
-    q2 = params.model.process_noise**2
+    step, added = params.dynamics.predicted_step(filt.velocity_at(last), prepared.days_to_recovery)
+    mean = filt.mean[last]
+    if step.any():
+        mean = np.array(tangent_step(mean[0], mean[1], step[0], step[1]), dtype=float)
     return EndPoint(
-        mean=filt.mean[last],
+        mean=mean,
         cov=filt.cov[last],
         fix=prepared.recovery,
-        extra_var=q2 * prepared.days_to_recovery + prepared.recovery_sigma**2,
+        extra_var=float(np.linalg.eigvalsh(added)[-1]) + prepared.recovery_sigma**2,
     )
 
 

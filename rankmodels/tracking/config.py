@@ -14,6 +14,10 @@ parameter's name (the command line maps it to its option). The ranges:
 * ``process_noise`` 0.01 <= q <= 200 km per day and axis (10 m a day is still; a smaller
   variance underflows the random walk's density): ocean currents move floats at most a few
   tens of km per day (2 m/s is 173 km/day);
+* the Lagrangian motion (``motion = "lagrangian"``): ``eddy_speed`` 0.01 <= s <= 200 km/day
+  (the process noise's range), ``time_scale`` 0.05 <= tau <= 365 days (from faster than the
+  daily cycles, where the motion is a random walk, to a year), ``position_noise`` 0 <= q_0 <=
+  200 km/day;
 * ``sound_speed`` 1400 <= v_s <= 1600 m/s: the speed of sound in sea water at any depth,
   temperature and salinity a float meets;
 * ``particles`` and ``ensemble`` 1 .. :data:`MAX_PARTICLES`; with smoothing the particle
@@ -45,6 +49,8 @@ __all__ = [
     "LIMITS",
     "MAX_CALIBRATION_ITERATIONS",
     "MAX_PARTICLES",
+    "MOTIONS",
+    "VELOCITY_BYTES_PER_PARTICLE",
     "Limit",
     "TrackConfig",
     "check_memory",
@@ -54,8 +60,13 @@ __all__ = [
 #: Largest particle (and ensemble) count: the per-cycle work arrays (predicted TOAs of 12
 #: sources, distances, weights, ~200 bytes a particle) stay near 2 GB.
 MAX_PARTICLES = 10_000_000
-#: Bytes the smoother keeps per particle and step: position (16), log weight (8), parent (4).
+#: Bytes the smoother keeps per particle and step: position (16), log weight (8), parent (4);
+#: the Lagrangian motion's velocity adds :data:`VELOCITY_BYTES_PER_PARTICLE`.
 HISTORY_BYTES_PER_PARTICLE = 28
+VELOCITY_BYTES_PER_PARTICLE = 16
+#: The motion models (:mod:`~rankmodels.tracking.dynamics`): a random walk of the position,
+#: or the Lagrangian motion (a position and an Ornstein-Uhlenbeck velocity).
+MOTIONS = ("random-walk", "lagrangian")
 #: Most EM iterations of the calibration (each a filter and smoother run).
 MAX_CALIBRATION_ITERATIONS = 50
 #: Particles of the calibration's EM passes unless ``calibration_particles`` says otherwise:
@@ -108,6 +119,9 @@ LIMITS: dict[str, Limit] = {
     "clutter_rate": Limit(0.0, 100.0, "per window"),
     "multipath": Limit(0.0, 0.5),
     "process_noise": Limit(0.01, 200.0, "km/day"),
+    "eddy_speed": Limit(0.01, 200.0, "km/day"),
+    "time_scale": Limit(0.05, 365.0, "days"),
+    "position_noise": Limit(0.0, 200.0, "km/day"),
     "sound_speed": Limit(1400.0, 1600.0, "m/s"),
     "recovery_sigma": Limit(0.0, 1000.0, "km", lo_open=True),
     "ess_threshold": Limit(0.0, 1.0),
@@ -134,7 +148,10 @@ def _check(name: str, value: object) -> None:
 class TrackConfig:
     """Tracker settings. Defaults are the paper's (sigma = 5 s, P_D = 0.9, P_C = 0.5).
 
-    ``process_noise``: random-walk std per axis of a one-day step (km); ``smooth``: FFBSi with the
+    ``process_noise``: random-walk std per axis of a one-day step (km); ``motion``: the motion
+    model (:data:`MOTIONS`), with the Lagrangian motion's starting ``eddy_speed`` (km/day per
+    axis), ``time_scale`` (days) and ``position_noise`` (km/day per axis); its mean velocity
+    starts at the launch-to-recovery drift (0 without a recovery fix); ``smooth``: FFBSi with the
     recovery fix; ``multipath``: ``P_M`` of the signal model; ``ensemble``: size ``M`` of the
     smoothed-trajectory / association ensemble; ``recovery_sigma``: std (km) of the recovery fix;
     ``sound_speed``: m/s, ``None`` = the record's ``sound_speed``; ``ess_threshold``: resample when
@@ -162,6 +179,10 @@ class TrackConfig:
     clutter_rate: float = 1.0
     multipath: float = 0.0
     process_noise: float = 8.0
+    motion: str = "random-walk"
+    eddy_speed: float = 4.0
+    time_scale: float = 3.0
+    position_noise: float = 0.5
     smooth: bool = True
     ensemble: int = 500
     recovery_sigma: float = 1.0
@@ -177,6 +198,11 @@ class TrackConfig:
             raise InputError(
                 f"unknown engine {self.engine!r}; expected one of {', '.join(ENGINES)}",
                 field="engine",
+            )
+        if self.motion not in MOTIONS:
+            raise InputError(
+                f"unknown motion {self.motion!r}; expected one of {', '.join(MOTIONS)}",
+                field="motion",
             )
         if not isinstance(self.seed, numbers.Integral) or self.seed < 0:
             raise InputError(f"expected a whole number >= 0, got {self.seed!r}", field="seed")
@@ -235,9 +261,12 @@ def check_memory(n_steps: int, config: TrackConfig, budget: int | None = None) -
     if not config.smooth:
         return
     budget = memory_budget_bytes() if budget is None else budget
-    need = n_steps * config.particles * HISTORY_BYTES_PER_PARTICLE
+    per_particle = HISTORY_BYTES_PER_PARTICLE + (
+        VELOCITY_BYTES_PER_PARTICLE if config.motion == "lagrangian" else 0
+    )
+    need = n_steps * config.particles * per_particle
     if need > budget:
-        most = max(budget // (n_steps * HISTORY_BYTES_PER_PARTICLE), 1)
+        most = max(budget // (n_steps * per_particle), 1)
         raise InputError(
             f"smoothing {n_steps} steps with {config.particles} particles keeps "
             f"{need / 1e9:.1f} GB of particle history, more than the {budget / 1e9:.1f} GB "

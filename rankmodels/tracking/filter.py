@@ -16,10 +16,14 @@ it is flagged in :attr:`FilterResult.collapsed`, its predictive log-likelihood i
 the weights are left as they were (the cycle is treated as uninformative) -- nothing is divided
 by zero.
 
-Arrays: particles ``(N, 2)``, ``mean (T, 2)``, ``cov (T, 2, 2)``, per-cycle ``(T,)`` vectors,
-``ensembles (T, M, 2)`` (an equally weighted resample of each cycle's weighted particles, used
+Arrays: particle states ``(N, d)`` (``d = dynamics.state_dim``: position ``(lat, lon)``, then
+the velocity when the dynamics has one), ``mean (T, 2)`` and ``cov (T, 2, 2)`` of the position,
+with a velocity its moments ``velocity (T, 2)``, ``velocity_cov (T, 2, 2)`` and
+``velocity_cross (T, 2, 2)`` (:func:`~rankmodels.tracking.dynamics.velocity_moments`),
+per-cycle ``(T,)`` vectors,
+``ensembles (T, M, d)`` (an equally weighted resample of each cycle's weighted particles, used
 for association posteriors), and with ``keep_history`` the weighted particle sets
-``history_x (T, N, 2)``, ``history_logw (T, N)`` and ``history_parent (T, N)`` (index in the
+``history_x (T, N, d)``, ``history_logw (T, N)`` and ``history_parent (T, N)`` (index in the
 weighted set of step ``t - 1`` that particle ``i`` of step ``t`` descends from; ``-1`` at
 ``t = 0``) that the smoother needs.
 """
@@ -33,6 +37,8 @@ from typing import Any
 
 import numba
 import numpy as np
+
+from rankmodels.tracking.dynamics import Velocity, velocity_moments
 
 __all__ = ["FilterResult", "particle_filter", "systematic_resample"]
 
@@ -53,6 +59,15 @@ class FilterResult:
     history_x: np.ndarray | None = None
     history_logw: np.ndarray | None = None
     history_parent: np.ndarray | None = None
+    velocity: np.ndarray | None = None
+    velocity_cov: np.ndarray | None = None
+    velocity_cross: np.ndarray | None = None
+
+    def velocity_at(self, t: int) -> Velocity | None:
+        """The velocity moments of step ``t`` (None without a velocity in the state)."""
+        if self.velocity is None:
+            return None
+        return Velocity(self.velocity[t], self.velocity_cov[t], self.velocity_cross[t])
 
 
 def systematic_resample(weights: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -138,12 +153,15 @@ def _checked_steps(
     return dt
 
 
-def _empty_result(n_cyc: int, n_particles: int, m: int, keep_history: bool) -> FilterResult:
+def _empty_result(
+    n_cyc: int, n_particles: int, m: int, keep_history: bool, dim: int = 2
+) -> FilterResult:
     """The :class:`FilterResult` of ``T = n_cyc`` cycles to fill in: ``mean (T, 2)``,
     ``cov (T, 2, 2)``, ``ess (T,)`` uninitialised, ``loglik (T,)`` zero, ``collapsed`` and
-    ``resampled (T,)`` False, ``ensembles (T, m, 2)`` uninitialised and, with
-    ``keep_history``, ``history_x (T, N, 2)``, ``history_logw (T, N)`` and
-    ``history_parent (T, N)`` (int32) uninitialised for ``N = n_particles``."""
+    ``resampled (T,)`` False, ``ensembles (T, m, d)`` uninitialised and, with
+    ``keep_history``, ``history_x (T, N, d)``, ``history_logw (T, N)`` and
+    ``history_parent (T, N)`` (int32) uninitialised for ``N = n_particles`` and states of
+    ``d = dim`` columns (``velocity (T, 2)`` and ``velocity_cov (T, 2, 2)`` when ``d = 4``)."""
     res = FilterResult(
         mean=np.empty((n_cyc, 2)),
         cov=np.empty((n_cyc, 2, 2)),
@@ -151,10 +169,13 @@ def _empty_result(n_cyc: int, n_particles: int, m: int, keep_history: bool) -> F
         loglik=np.zeros(n_cyc),
         collapsed=np.zeros(n_cyc, dtype=bool),
         resampled=np.zeros(n_cyc, dtype=bool),
-        ensembles=np.empty((n_cyc, m, 2)),
+        ensembles=np.empty((n_cyc, m, dim)),
     )
+    if dim == 4:
+        res.velocity, res.velocity_cov = np.empty((n_cyc, 2)), np.empty((n_cyc, 2, 2))
+        res.velocity_cross = np.empty((n_cyc, 2, 2))
     if keep_history:
-        res.history_x = np.empty((n_cyc, n_particles, 2))
+        res.history_x = np.empty((n_cyc, n_particles, dim))
         res.history_logw = np.empty((n_cyc, n_particles))
         res.history_parent = np.empty((n_cyc, n_particles), dtype=np.int32)
     return res
@@ -176,17 +197,18 @@ def particle_filter(
     """Run the filter from the known start ``x0`` (2,) over ``T = len(dt)`` cycles.
 
     ``dt[t]`` is the time (days) from the previous cycle (or from launch, for ``t = 0``) to
-    cycle ``t``. ``loglik(t, particles)`` returns ``(N,)`` log-likelihoods or ``None`` for a
-    cycle without data. ``dynamics``: see :mod:`rankmodels.tracking.dynamics`. ``n_ensemble``:
-    size of the per-cycle equally weighted resample (0 = none). ``progress`` is called with 1
-    after each cycle.
+    cycle ``t``; the particles start at ``dynamics.start(x0, N, rng)``. ``loglik(t,
+    particles)`` returns ``(N,)`` log-likelihoods or ``None`` for a cycle without data (it
+    reads the positions, the first two columns of the states). ``dynamics``: see
+    :mod:`rankmodels.tracking.dynamics`. ``n_ensemble``: size of the per-cycle equally weighted
+    resample (0 = none). ``progress`` is called with 1 after each cycle.
     """
     dt = _checked_steps(x0, dt, n_particles, n_ensemble, ess_threshold)
     n_cyc = dt.size
     m = min(n_ensemble, n_particles)
-    x = np.tile(np.asarray(x0, dtype=float).reshape(1, 2), (n_particles, 1))
+    x = dynamics.start(x0, n_particles, rng)
     logw = np.full(n_particles, -np.log(n_particles))
-    res = _empty_result(n_cyc, n_particles, m, keep_history)
+    res = _empty_result(n_cyc, n_particles, m, keep_history, x.shape[1])
     parent = np.full(n_particles, -1)
     w = np.empty(n_particles)
     no_data = np.zeros(n_particles)
@@ -203,6 +225,8 @@ def particle_filter(
         res.collapsed[t] = status == 1
         res.loglik[t] = lse if has_data else 0.0
         res.mean[t], res.cov[t] = dynamics.moments(x, w)
+        if res.velocity is not None:
+            res.velocity[t], res.velocity_cov[t], res.velocity_cross[t] = velocity_moments(x, w)
         if m:
             res.ensembles[t] = x[systematic_resample(w, m, rng)]
         if keep_history:

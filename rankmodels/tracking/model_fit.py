@@ -60,6 +60,7 @@ import numpy as np
 from scipy import special
 
 from rankmodels.tracking.arrival_density import direct_path_share, survival
+from rankmodels.tracking.dynamics import LagrangianMotion
 from rankmodels.tracking.signal_model import SignalModel
 
 __all__ = [
@@ -148,12 +149,13 @@ class Estimate:
 @dataclass(frozen=True)
 class StatisticalModel:
     """The signal model and the random walk's step ``process_noise`` (km per axis, 1 day)
-    with one :class:`Estimate` per fitted parameter (``estimates``; empty for the starting
-    values)."""
+    or, when ``motion`` is given, the Lagrangian motion instead of the walk, with one
+    :class:`Estimate` per fitted parameter (``estimates``; empty for the starting values)."""
 
     signal: SignalModel
     process_noise: float
     estimates: tuple[tuple[str, Estimate], ...] = ()
+    motion: LagrangianMotion | None = None
 
     def value(self, name: str) -> float:
         return self.process_noise if name == "process_noise" else getattr(self.signal, name)
@@ -384,4 +386,4 @@ def fit_statistics(
         )
     values = {name: est.value for name, est in out.items()}
     q = values.pop("process_noise", current.process_noise)
-    return StatisticalModel(replace(model, **values), q, tuple(out.items()))
+    return StatisticalModel(replace(model, **values), q, tuple(out.items()), current.motion)

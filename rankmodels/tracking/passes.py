@@ -139,9 +139,10 @@ def run_filter(
 def smooth(
     predictor: Predictor, filt: FilterResult, config: TrackConfig, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``ensembles (T, M, 2)``, ``mean (T, 2)`` and ``cov (T, 2, 2)`` km^2 of the smoothed
-    trajectories at the cycles (the filter's, without smoothing); the trajectories pass
-    through every filter step, so every fix shapes them. Frees the filter's history."""
+    """``ensembles (T, M, d)`` (the states: positions, then velocities when the dynamics has
+    them), ``mean (T, 2)`` and ``cov (T, 2, 2)`` km^2 of the smoothed trajectories' positions
+    at the cycles (the filter's, without smoothing); the trajectories pass through every
+    filter step, so every fix shapes them. Frees the filter's history."""
     prepared = predictor.prepared
     at = prepared.cycle_steps
     if not config.smooth:
@@ -220,11 +221,15 @@ class Pass:
         self._pending: tuple | None = (predictor, config, keep_members, rng, progress)
         self._stages: tuple[np.ndarray, np.ndarray, np.ndarray, Association] | None = None
         self._distances: np.ndarray | None = None
+        self._velocities: np.ndarray | None = None
 
     def _complete(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, Association]:
         if self._stages is None:
             predictor, config, keep_members, rng, progress = self._pending  # type: ignore[misc]
-            ensembles, mean, cov = smooth(predictor, self.filt, config, rng)
+            states, mean, cov = smooth(predictor, self.filt, config, rng)
+            ensembles = np.ascontiguousarray(states[..., :2])
+            if states.shape[2] > 2:
+                self._velocities = np.ascontiguousarray(states[..., 2:])
             assoc = associate(predictor, ensembles, mean, keep_members, progress)
             self._stages = (ensembles, mean, cov, assoc)
             self._pending = None
@@ -232,7 +237,15 @@ class Pass:
 
     @property
     def ensembles(self) -> np.ndarray:
+        """``(T, M, 2)`` the smoothed trajectories' positions (lat, lon) at the cycles."""
         return self._complete()[0]
+
+    @property
+    def velocities(self) -> np.ndarray | None:
+        """``(T, M, 2)`` their velocities (east, north km/day) at the cycles; None when the
+        dynamics has no velocity."""
+        self._complete()
+        return self._velocities
 
     @property
     def mean(self) -> np.ndarray:

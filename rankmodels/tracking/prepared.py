@@ -29,14 +29,21 @@ from rankmodels.errors import InputError
 from rankmodels.tracking.calibration import Calibration
 from rankmodels.tracking.clock_readings import ClockReadings
 from rankmodels.tracking.config import TrackConfig, check_memory
-from rankmodels.tracking.dynamics import RandomWalk
+from rankmodels.tracking.dynamics import LagrangianMotion, RandomWalk
 from rankmodels.tracking.fixes import MIN_STEP_DAYS, Fixes, Steps, filter_steps
-from rankmodels.tracking.geometry import pairwise_distance_km, unit_vectors
+from rankmodels.tracking.geometry import pairwise_distance_km, tangent_offsets, unit_vectors
 from rankmodels.tracking.model_fit import StatisticalModel
 from rankmodels.tracking.records import active_sources, written_offsets
 from rankmodels.tracking.signal_model import SignalModel
 
-__all__ = ["Parameters", "Prepared", "days_between", "prepare", "start_parameters"]
+__all__ = [
+    "Parameters",
+    "Prepared",
+    "days_between",
+    "prepare",
+    "start_drift",
+    "start_parameters",
+]
 
 _DAY = np.timedelta64(86_400_000_000_000, "ns")
 
@@ -58,9 +65,10 @@ class Parameters:
         return self.model.signal
 
     @property
-    def dynamics(self) -> RandomWalk:
-        """The random walk of the model's ``process_noise`` (eq. 5.1)."""
-        return RandomWalk(self.model.process_noise)
+    def dynamics(self) -> RandomWalk | LagrangianMotion:
+        """The model's Lagrangian motion, else the random walk of its ``process_noise``
+        (eq. 5.1)."""
+        return self.model.motion or RandomWalk(self.model.process_noise)
 
     def inflated(self, factor: float) -> Parameters:
         """These parameters assuming ``factor`` times the TOA noise (the EM's annealing)."""
@@ -215,8 +223,8 @@ def prepare(record: xr.Dataset, config: TrackConfig) -> Prepared:
 def start_parameters(prepared: Prepared, config: TrackConfig) -> Parameters:
     """The file's geometry (:meth:`~rankmodels.tracking.calibration.Calibration.nominal`: the
     nominal sound speed, the clock through the measured offsets, no corrections) and the
-    configured statistical model: where a calibration starts and what an uncalibrated run
-    uses."""
+    configured statistical model (with the Lagrangian motion, its mean velocity from
+    :func:`start_drift`): where a calibration starts and what an uncalibrated run uses."""
     signal = SignalModel(
         sigma=config.sigma,
         p_detect=config.p_detect,
@@ -224,7 +232,23 @@ def start_parameters(prepared: Prepared, config: TrackConfig) -> Parameters:
         window=prepared.window,
         multipath=config.multipath,
     )
+    motion = None
+    if config.motion == "lagrangian":
+        motion = LagrangianMotion(
+            start_drift(prepared), config.eddy_speed, config.time_scale, config.position_noise
+        )
     return Parameters(
         Calibration.nominal(prepared.n_sources, prepared.nominal_speed, prepared.clock),
-        StatisticalModel(signal, config.process_noise),
+        StatisticalModel(signal, config.process_noise, motion=motion),
     )
+
+
+def start_drift(prepared: Prepared) -> tuple[float, float]:
+    """The Lagrangian motion's starting mean velocity (east, north km/day): the displacement
+    from the launch to the recovery fix over the days between them, ``(0, 0)`` without a
+    recovery fix."""
+    if prepared.recovery is None:
+        return (0.0, 0.0)
+    east, north = tangent_offsets(*prepared.x0, *prepared.recovery)
+    days = float(prepared.day[-1]) + float(prepared.days_to_recovery)
+    return (float(east) / days, float(north) / days)

@@ -9,7 +9,8 @@ weighted particle sets ``{(x_t^i, w_t^i)}``, a smoothed trajectory is drawn back
     x_T ~ sum_i w_T^i delta(x_T^i),
     x_t | x_t+1 ~ b_t(i | x_t+1) = w_t^i f(x_t^i, x_t+1) / sum_j w_t^j f(x_t^j, x_t+1),
 
-with ``f`` the random-walk density (eq. 5.1). Sampling ``b_t`` exactly costs ``O(N)`` per
+with ``f`` the dynamics' transition density (the random walk of eq. 5.1, or the Lagrangian
+motion, whose states are position and velocity). Sampling ``b_t`` exactly costs ``O(N)`` per
 trajectory and step. We use the hybrid scheme of Dau & Chopin (2022, "On backward smoothing
 algorithms"):
 
@@ -54,9 +55,9 @@ def backward_simulate(
     max_rounds: int = 8,
     mcmc_steps: int = 10,
 ) -> np.ndarray:
-    """Draw ``M = n_trajectories`` smoothed trajectories, ``(T, M, 2)``.
+    """Draw ``M = n_trajectories`` smoothed trajectories of states, ``(T, M, d)``.
 
-    ``history_x (T, N, 2)``, normalised ``history_logw (T, N)`` and ``history_parent (T, N)``:
+    ``history_x (T, N, d)``, normalised ``history_logw (T, N)`` and ``history_parent (T, N)``:
     the filter's weighted particles at every step (before resampling) and their ancestors
     (:class:`rankmodels.tracking.filter.FilterResult`); ``dt (T,)``: ``dt[t]`` days from step
     ``t - 1`` to ``t`` (as given to the filter). ``dynamics``: see
@@ -66,12 +67,13 @@ def backward_simulate(
     """
     n_steps, n_part = history_logw.shape
     if (
-        history_x.shape != (n_steps, n_part, 2)
+        history_x.shape[:2] != (n_steps, n_part)
+        or history_x.ndim != 3
         or history_parent.shape != (n_steps, n_part)
         or np.shape(dt) != (n_steps,)
     ):
         raise ValueError(
-            "history_x must be (T, N, 2), history_logw and history_parent (T, N), dt (T,)"
+            "history_x must be (T, N, d), history_logw and history_parent (T, N), dt (T,)"
         )
     for name, value, low in (
         ("n_trajectories", n_trajectories, 1),
@@ -81,7 +83,7 @@ def backward_simulate(
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
             raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
     m = int(n_trajectories)
-    out = np.empty((n_steps, m, 2))
+    out = np.empty((n_steps, m, history_x.shape[2]))
     idx = _draw(_cdf(history_logw[-1]), m, rng)
     out[-1] = history_x[-1, idx]
     for t in range(n_steps - 2, -1, -1):
