@@ -217,7 +217,8 @@ def _warnings(summary: TrackSummary) -> list[str]:
 )
 @setting_options(
     "track-float", "particles", "seed", "engine", "sigma", "p_detect", "clutter_rate",
-    "multipath", "process_noise", "sound_speed", "calibrate",
+    "multipath", "process_noise", "motion", "eddy_speed", "time_scale", "position_noise",
+    "sound_speed", "calibrate",
 )  # fmt: skip
 @click.option(
     "--calibrate-mode",
@@ -262,6 +263,10 @@ def track_float(
     clutter_rate: float,
     multipath: float,
     process_noise: float,
+    motion: str,
+    eddy_speed: float,
+    time_scale: float,
+    position_noise: float,
     sound_speed: float | None,
     calibrate: bool,
     calibrate_mode: str,
@@ -291,6 +296,10 @@ def track_float(
         clutter_rate=clutter_rate,
         multipath=multipath,
         process_noise=process_noise,
+        motion=motion,
+        eddy_speed=eddy_speed,
+        time_scale=time_scale,
+        position_noise=position_noise,
         smooth=smooth,
         sound_speed=sound_speed,
         calibrate=calibrate,

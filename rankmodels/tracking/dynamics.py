@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numba
 import numpy as np
@@ -164,21 +164,35 @@ class LagrangianMotion:
         ``q^2 = 2 K + q_0^2``."""
         return RandomWalk(math.sqrt(2.0 * self.diffusivity + self.position_noise**2))
 
-    def transition(self, dt: float) -> tuple[float, float, float, float, float]:
-        """Per axis over ``dt`` days: ``(phi, a, Vxx, Vxu, Vuu)`` with ``phi = exp(-dt /
-        tau)``, ``a = tau (1 - phi)`` the gain of the eddy velocity into the step, and the
-        noise covariance of the module docstring (cancellation-free for small ``dt / tau``)."""
-        if not dt > 0:
+    def transition(self, dt: float | np.ndarray) -> tuple[Any, Any, Any, Any, Any]:
+        """Per axis over ``dt`` days (a number or an array of them): ``(phi, a, Vxx, Vxu,
+        Vuu)`` with ``phi = exp(-dt / tau)``, ``a = tau (1 - phi)`` the gain of the eddy
+        velocity into the step, and the noise covariance of the module docstring
+        (cancellation-free for small ``dt / tau``)."""
+        if not np.all(np.asarray(dt) > 0):
             raise ValueError(f"time step must be > 0 days, got {dt}")
         tau, s2 = self.time_scale, self.eddy_speed**2
-        r = dt / tau
-        em1 = math.expm1(-r)  # phi - 1
-        phi = 1.0 + em1
+        r = np.asarray(dt, dtype=float) / tau
+        em1 = np.expm1(-r)  # phi - 1
         # 2 r - 3 + 4 phi - phi^2 = 2 (r + em1) - em1^2
         vxx = s2 * tau * tau * (2.0 * (r + em1) - em1 * em1) + self.position_noise**2 * dt
-        vxu = s2 * tau * em1 * em1
-        vuu = -s2 * math.expm1(-2.0 * r)
-        return phi, -tau * em1, vxx, vxu, vuu
+        return 1.0 + em1, -tau * em1, vxx, s2 * tau * em1 * em1, -s2 * np.expm1(-2.0 * r)
+
+    def step_loglik(
+        self, steps: np.ndarray, u_from: np.ndarray, u_to: np.ndarray, dt: np.ndarray
+    ) -> np.ndarray:
+        """``(..., K)`` log density of each step's (east, north) displacement ``steps (..., K,
+        2)`` km and velocity ``u_to (..., K, 2)`` given the velocity ``u_from (..., K, 2)``
+        (km/day) over ``dt (K,)`` days, in the tangent plane (no Jacobian): the Gaussian of
+        the module docstring, both axes."""
+        phi, a, vxx, vxu, vuu = self.transition(dt)
+        mu = np.asarray(self.mean_velocity, dtype=float)
+        dev = u_from - mu
+        rx = steps - mu * dt[:, None] - a[:, None] * dev
+        ru = u_to - mu - phi[:, None] * dev
+        det = vxx * vuu - vxu * vxu
+        quad = (vuu[:, None] * rx * rx - 2.0 * vxu[:, None] * rx * ru + vxx[:, None] * ru * ru)
+        return -0.5 * quad.sum(axis=-1) / det - 2.0 * math.log(2.0 * math.pi) - np.log(det)
 
     def start(self, x0: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
         """``n`` particles at the launch position ``x0`` with velocities from the stationary

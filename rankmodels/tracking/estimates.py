@@ -47,7 +47,14 @@ _PARAMETERS: dict[str, tuple[str, str, str, int]] = {
     "multipath": ("multipath", "multipath share", "", 3),
     "multipath_delay": ("multipath", "mean multipath delay", "s", 1),
     "process_noise": ("process-noise", "process noise", "km/day", 2),
+    "mean_velocity_east": ("process-noise", "mean velocity east", "km/day", 2),
+    "mean_velocity_north": ("process-noise", "mean velocity north", "km/day", 2),
+    "eddy_speed": ("process-noise", "eddy speed", "km/day", 2),
+    "time_scale": ("process-noise", "Lagrangian time scale", "days", 1),
 }
+#: The parameters of each motion model (the others are not reported).
+_RANDOM_WALK = ("process_noise",)
+_LAGRANGIAN = ("mean_velocity_east", "mean_velocity_north", "eddy_speed", "time_scale")
 _GEOMETRY = ("sound_speed", "clock_offset", "clock_drift")
 
 
@@ -96,7 +103,7 @@ class ParameterReport:
         return f"{self.label} at {self._start_text()}"
 
 
-_SIGNED = ("clock_offset", "clock_drift")
+_SIGNED = ("clock_offset", "clock_drift", "mean_velocity_east", "mean_velocity_north")
 
 
 def _status(
@@ -120,13 +127,17 @@ def parameter_reports(
     result: CalibrationResult | None,
     nominal_speed: float,
 ) -> tuple[ParameterReport, ...]:
-    """One report per parameter of :data:`_PARAMETERS`, in that order: ``used`` and
-    ``model`` are what the track used, ``start_model`` the configured statistical model,
-    ``result`` the EM (None: not calibrated), ``nominal_speed`` the file's sound speed."""
+    """One report per parameter of :data:`_PARAMETERS` in that order, those of the motion
+    model the track used only: ``used`` and ``model`` are what the track used,
+    ``start_model`` the configured statistical model, ``result`` the EM (None: not
+    calibrated), ``nominal_speed`` the file's sound speed."""
     reports = []
     params = result.params if result is not None else frozenset()
     off = off_the_model(start_model)
+    other_motion = _RANDOM_WALK if model.motion is not None else _LAGRANGIAN
     for name, (group, label, unit, digits) in _PARAMETERS.items():
+        if name in other_motion:
+            continue
         if name in _GEOMETRY:
             value, std = getattr(used, name), getattr(used, f"{name}_std")
             start = nominal_speed if name == "sound_speed" else 0.0

@@ -48,6 +48,7 @@ from rankmodels.tracking.calibration import (
 )
 from rankmodels.tracking.config import TrackConfig
 from rankmodels.tracking.model_fit import STATISTICAL_PARAMS, FitInputs, fit_statistics
+from rankmodels.tracking.motion_fit import fit_model_motion
 from rankmodels.tracking.passes import Pass, run_pass
 from rankmodels.tracking.prepared import Parameters, Prepared
 
@@ -104,7 +105,12 @@ def float_m_step(
         dt=prepared.cycle_dt,
         members=this.assoc.members,
     )
-    return Parameters(cal, fit_statistics(inputs, candidate.model, start.model, statistical))
+    model = fit_statistics(inputs, candidate.model, start.model, statistical)
+    if "process-noise" in statistical and model.motion is not None:
+        model = fit_model_motion(
+            model, start.model, inputs.steps_km, this.velocities.transpose(1, 0, 2), inputs.dt
+        )
+    return Parameters(cal, model)
 
 
 @dataclass

@@ -34,7 +34,9 @@ SignalModel` and of the random walk is updated from them by one Newton step on i
     sum a (1 - pi) E[D | e] / sum a (1 - pi)``.
 ``process_noise`` (``log q``)
     the increments of each trajectory are ``N(0, q^2 dt I_2)`` (eq. 5.1): ``q^2 = sum |dX|^2
-    / (2 sum dt)``, information ``4 n`` for ``n`` steps.
+    / (2 sum dt)``, information ``4 n`` for ``n`` steps. With the Lagrangian motion the same
+    name (``process-noise``) fits its mean velocity, eddy speed and time scale instead
+    (:mod:`~rankmodels.tracking.motion_fit`).
 
 Every parameter has a prior ``phi ~ N(phi_0, w^2)`` centred on its starting value (the
 file's or the command line's; widths :data:`PRIORS`), so a record that says little leaves
@@ -100,8 +102,9 @@ MIN_DATA_TO_PRIOR = 1.0
 
 @dataclass(frozen=True)
 class Prior:
-    """``phi ~ N(phi_0, width^2)`` on ``phi = log theta`` (``scale="log"``) or ``logit
-    theta`` (``"logit"``), ``phi_0`` the starting value's; ``unit`` and ``label`` for text."""
+    """``phi ~ N(phi_0, width^2)`` on ``phi = log theta`` (``scale="log"``), ``logit theta``
+    (``"logit"``) or ``theta`` itself (``"linear"``), ``phi_0`` the starting value's; ``unit``
+    and ``label`` for text."""
 
     scale: str
     width: float
@@ -109,20 +112,29 @@ class Prior:
     unit: str
 
     def to_phi(self, value: float) -> float:
+        if self.scale == "linear":
+            return value
         return math.log(value) if self.scale == "log" else math.log(value / (1.0 - value))
 
     def from_phi(self, phi: float) -> float:
+        if self.scale == "linear":
+            return phi
         return math.exp(phi) if self.scale == "log" else 1.0 / (1.0 + math.exp(-phi))
 
     def derivative(self, value: float) -> float:
         """``d theta / d phi`` at ``value`` (for standard errors by the delta method)."""
+        if self.scale == "linear":
+            return 1.0
         return value if self.scale == "log" else value * (1.0 - value)
 
 
 #: The priors. Widths: the TOA noise and the random walk's step are known to a factor of
 #: about 1.6 (one ``w``) before the record is read; detection and clutter vary by more
 #: (``P_D`` 0.6-0.97, ``lambda`` 0.3-3 per window across floats and sources); the multipath
-#: share is a few per cent, its delay tens of seconds.
+#: share is a few per cent, its delay tens of seconds. The Lagrangian motion: the mean
+#: velocity to 5 km/day about the launch-to-recovery drift (a float's mean flow is a few
+#: km/day), the eddy speed and time scale to a factor of 2 (floats' eddy speeds are 2-10
+#: km/day, their time scales 1-10 days).
 PRIORS: dict[str, Prior] = {
     "sigma": Prior("log", 0.5, "TOA noise sigma", "s"),
     "p_detect": Prior("logit", 1.0, "detection probability P_D", ""),
@@ -130,6 +142,10 @@ PRIORS: dict[str, Prior] = {
     "multipath": Prior("logit", 1.0, "multipath share P_M", ""),
     "multipath_delay": Prior("log", 0.5, "mean multipath delay mu_D", "s"),
     "process_noise": Prior("log", 0.5, "process noise q", "km/day"),
+    "mean_velocity_east": Prior("linear", 5.0, "mean velocity east", "km/day"),
+    "mean_velocity_north": Prior("linear", 5.0, "mean velocity north", "km/day"),
+    "eddy_speed": Prior("log", 0.7, "eddy speed s", "km/day"),
+    "time_scale": Prior("log", 0.7, "Lagrangian time scale tau", "days"),
 }
 
 
@@ -146,6 +162,15 @@ class Estimate:
     information: float
 
 
+#: The Lagrangian motion's parameters by name (:mod:`~rankmodels.tracking.motion_fit`).
+MOTION_VALUES = {
+    "mean_velocity_east": lambda m: m.mean_velocity[0],
+    "mean_velocity_north": lambda m: m.mean_velocity[1],
+    "eddy_speed": lambda m: m.eddy_speed,
+    "time_scale": lambda m: m.time_scale,
+}
+
+
 @dataclass(frozen=True)
 class StatisticalModel:
     """The signal model and the random walk's step ``process_noise`` (km per axis, 1 day)
@@ -156,9 +181,14 @@ class StatisticalModel:
     process_noise: float
     estimates: tuple[tuple[str, Estimate], ...] = ()
     motion: LagrangianMotion | None = None
+    motion_cov: tuple[tuple[float, ...], ...] | None = None
 
     def value(self, name: str) -> float:
-        return self.process_noise if name == "process_noise" else getattr(self.signal, name)
+        if name == "process_noise":
+            return self.process_noise
+        if self.motion is not None and name in MOTION_VALUES:
+            return MOTION_VALUES[name](self.motion)
+        return getattr(self.signal, name)
 
     def estimate(self, name: str) -> Estimate | None:
         return dict(self.estimates).get(name)
@@ -360,7 +390,9 @@ def fit_statistics(
     :data:`STATISTICAL_PARAMS`) from ``current``, with priors centred on ``start``'s values;
     the others keep ``current``'s values, and so do those :func:`off_the_model` leaves out.
     Returns the new model with an :class:`Estimate` per parameter fitted (``estimated``
-    False and the start value where the record cannot determine it)."""
+    False and the start value where the record cannot determine it). With the Lagrangian
+    motion (``current.motion``) ``process-noise`` names its parameters, which
+    :func:`~rankmodels.tracking.motion_fit.fit_model_motion` fits."""
     params = set(params)
     unknown = params - set(STATISTICAL_PARAMS)
     if unknown:
@@ -380,10 +412,11 @@ def fit_statistics(
         out["multipath"], out["multipath_delay"] = _multipath_steps(
             model, start.signal, weight, resid_mean
         )
-    if "process-noise" in params:
+    if "process-noise" in params and current.motion is None:
         out["process_noise"] = _process_noise_step(
             inputs, current.process_noise, start.process_noise
         )
     values = {name: est.value for name, est in out.items()}
     q = values.pop("process_noise", current.process_noise)
-    return StatisticalModel(replace(model, **values), q, tuple(out.items()), current.motion)
+    return replace(current, signal=replace(model, **values), process_noise=q,
+                   estimates=tuple(out.items()))  # fmt: skip

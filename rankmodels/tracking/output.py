@@ -19,6 +19,7 @@ from rankmodels import __version__
 from rankmodels.tracking.calibration import Calibration, CalibrationResult
 from rankmodels.tracking.estimates import ParameterReport, calibrated_names
 from rankmodels.tracking.geometry import KM_PER_DEGREE
+from rankmodels.tracking.motion_fit import LagrangianStatistics
 from rankmodels.tracking.netcdf import write_netcdf
 from rankmodels.tracking.quality import QualityCheck, quality_variables
 from rankmodels.tracking.records import compressed_encoding
@@ -38,7 +39,9 @@ class TrackEstimate:
     ``mean (T, 2)`` (lat, lon) posterior mean (smoothed when smoothing), ``cov (T, 2, 2)`` km^2
     (east, north), ``filtered_mean (T, 2)``, ``association_posterior (T, r, s + 1)`` (NaN where
     no arrival), ``predicted_toa (T, s)`` at the mean (NaN for inactive sources), ``ess``,
-    ``loglik`` (log p(y_t | y_<t)) and ``collapsed`` ``(T,)``.
+    ``loglik`` (log p(y_t | y_<t)) and ``collapsed`` ``(T,)``; with a velocity in the motion
+    model ``velocity (T, 2)`` (east, north km/day) and ``velocity_std (T, 2)``, the smoothed
+    trajectories' mean and standard deviation, and the float's ``lagrangian`` statistics.
     """
 
     mean: np.ndarray
@@ -49,6 +52,9 @@ class TrackEstimate:
     ess: np.ndarray
     loglik: np.ndarray
     collapsed: np.ndarray
+    velocity: np.ndarray | None = None
+    velocity_std: np.ndarray | None = None
+    lagrangian: LagrangianStatistics | None = None
 
 
 def calibration_variables(
@@ -172,10 +178,35 @@ def build_track(
         variables, calibration_attrs = calibration_variables(calibration, trace, reports)
         ds = ds.assign(variables)
         ds.attrs.update(calibration_attrs)
+    if est.velocity is not None:
+        ds = ds.assign(velocity_variables(est))
     if quality:
         ds = ds.merge(quality_variables(quality), combine_attrs="drop_conflicts")
         ds.attrs["quality_failed"] = sum(c.passed is False for c in quality)
     return annotate(ds, TRACK)
+
+
+#: m/s per km/day.
+_M_PER_S = 1000.0 / 86_400.0
+
+
+def velocity_variables(est: TrackEstimate) -> dict[str, tuple]:
+    """``velocity_east``/``_north`` and their ``_std`` (cycle, m/s) and, when the float's
+    Lagrangian statistics were estimated, ``eddy_kinetic_energy`` (m^2/s^2) and
+    ``diffusivity`` (m^2/s) with their ``_std``."""
+    out: dict[str, tuple] = {}
+    for k, axis in enumerate(("east", "north")):
+        out[f"velocity_{axis}"] = ("cycle", est.velocity[:, k] * _M_PER_S)
+        out[f"velocity_{axis}_std"] = ("cycle", est.velocity_std[:, k] * _M_PER_S)
+    stats = est.lagrangian
+    if stats is not None:
+        for name, value, std, scale in (
+            ("eddy_kinetic_energy", stats.eke, stats.eke_std, _M_PER_S**2),
+            ("diffusivity", stats.diffusivity, stats.diffusivity_std, 1e6 / 86_400.0),
+        ):
+            out[name] = ((), value * scale)
+            out[f"{name}_std"] = ((), std * scale)
+    return out
 
 
 def write_track(track: xr.Dataset, path: str | os.PathLike[str]) -> None:

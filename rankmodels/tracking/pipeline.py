@@ -32,6 +32,7 @@ from rankmodels.tracking.calibration import CalibrationResult
 from rankmodels.tracking.config import TrackConfig
 from rankmodels.tracking.estimates import parameter_reports
 from rankmodels.tracking.float_calibration import calibrate, em_passes
+from rankmodels.tracking.motion_fit import lagrangian_statistics
 from rankmodels.tracking.output import TrackEstimate, build_track
 from rankmodels.tracking.passes import Pass, run_pass
 from rankmodels.tracking.prepared import Parameters, prepare, start_parameters
@@ -55,6 +56,7 @@ def progress_steps(record: xr.Dataset, config: TrackConfig) -> int:
 
 def _estimate(final: Pass) -> TrackEstimate:
     filt, assoc, at = final.filt, final.assoc, final.prepared.cycle_steps
+    velocities = final.velocities  # (T, M, 2) or None
     return TrackEstimate(
         mean=final.mean,
         cov=final.cov,
@@ -64,6 +66,9 @@ def _estimate(final: Pass) -> TrackEstimate:
         ess=filt.ess[at],
         loglik=filt.loglik[at],
         collapsed=filt.collapsed[at],
+        velocity=None if velocities is None else velocities.mean(axis=1),
+        velocity_std=None if velocities is None else velocities.std(axis=1),
+        lagrangian=lagrangian_statistics(final.params.model),
     )
 
 

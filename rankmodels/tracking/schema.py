@@ -456,6 +456,17 @@ _STATISTICAL = (
 _TRACE = "one value per EM iteration (the first: the file's values); only when calibrated"
 
 
+_MOTION = "with --motion lagrangian only"
+_MOTION_QUANTITIES = (
+    "mean_velocity_east",
+    "mean_velocity_north",
+    "eddy_speed",
+    "time_scale",
+    "eddy_kinetic_energy",
+    "diffusivity",
+)
+
+
 def _calibration_variables() -> tuple[Variable, ...]:
     """The calibration's variables of the track (``rankmodels.tracking.calibration``)."""
     used = "the value the predictions used"
@@ -475,6 +486,12 @@ def _calibration_variables() -> tuple[Variable, ...]:
         ("multipath", (), "share of source arrivals delayed by multipath", "1", _STATISTICAL),
         ("multipath_delay", (), "mean multipath delay", "s", _STATISTICAL),
         ("process_noise", (), "random-walk std per axis of a 1-day step", "km", _STATISTICAL),
+        ("mean_velocity_east", (), "mean velocity east", "km day-1", _MOTION),
+        ("mean_velocity_north", (), "mean velocity north", "km day-1", _MOTION),
+        ("eddy_speed", (), "eddy velocity std per axis", "km day-1", _MOTION),
+        ("time_scale", (), "Lagrangian time scale of the eddy velocity", "day", _MOTION),
+        ("eddy_kinetic_energy", (), "eddy kinetic energy (u'^2 + v'^2) / 2", "m2 s-2", _MOTION),
+        ("diffusivity", (), "single-particle diffusivity per axis", "m2 s-1", _MOTION),
         (
             "source_offset_correction",
             ("source",),
@@ -523,7 +540,8 @@ def _calibration_variables() -> tuple[Variable, ...]:
         )
     )
     # calibration_sigma: above; the drift correction is shared, its trace is the experiment's
-    traced = [q for q in quantities if q[0] not in ("sigma", "source_drift_correction")]
+    untraced = ("sigma", "source_drift_correction", *_MOTION_QUANTITIES)
+    traced = [q for q in quantities if q[0] not in untraced]
     for name, dims, _, units, _ in traced:
         out.append(
             Variable(
@@ -574,6 +592,18 @@ TRACK = FileFormat(
             "real",
             "posterior covariance of the (east, north) offset",
             units="km2",
+        ),
+        *(
+            Variable(
+                f"velocity_{axis}{suffix}",
+                ("cycle",),
+                "real",
+                f"{what} {axis}ward velocity (sea water at the float)",
+                _MOTION,
+                units="m s-1",
+            )
+            for axis in ("east", "north")
+            for suffix, what in (("", "posterior mean"), ("_std", "posterior std of the"))
         ),
         _lat(
             "lat_filtered", "forward-filter mean latitude", notes="always present", dims=("cycle",)

@@ -33,6 +33,7 @@ from rankmodels.tracking.config import (
     LIMITS,
     MAX_CALIBRATION_ITERATIONS,
     MAX_PARTICLES,
+    MOTIONS,
     TrackConfig,
 )
 from rankmodels.tracking.engines import ENGINES
@@ -148,6 +149,31 @@ SETTINGS: tuple[Setting, ...] = (
         TRACK, "process_noise", "--process-noise",
         "Random-walk standard deviation per axis of a one-day step (km).  [{range}]",
         default=_TRACK.process_noise, **_limit("process_noise"),
+    ),
+    Setting(
+        TRACK, "motion", "--motion",
+        "Motion model: lagrangian (a position and a velocity that persists over the "
+        "Lagrangian time scale: mean flow plus Ornstein-Uhlenbeck eddies) or random-walk "
+        "(the position alone, --process-noise).",
+        kind="choice", default=_TRACK.motion, choices=MOTIONS,
+    ),
+    Setting(
+        TRACK, "eddy_speed", "--eddy-speed",
+        "Lagrangian motion: starting eddy speed, the velocity's standard deviation per axis "
+        "(km/day).  [{range}]",
+        default=_TRACK.eddy_speed, **_limit("eddy_speed"),
+    ),
+    Setting(
+        TRACK, "time_scale", "--time-scale",
+        "Lagrangian motion: starting Lagrangian time scale of the eddy velocity (days).  "
+        "[{range}]",
+        default=_TRACK.time_scale, **_limit("time_scale"),
+    ),
+    Setting(
+        TRACK, "position_noise", "--position-noise",
+        "Lagrangian motion: white position diffusion beside the velocity, standard deviation "
+        "per axis of a one-day step (km).  [{range}]",
+        default=_TRACK.position_noise, **_limit("position_noise"),
     ),
     Setting(
         TRACK, "sound_speed", "--sound-speed",
