@@ -16,11 +16,18 @@ from scipy import linalg, optimize, stats
 
 from rankmodels.tracking.calibration import Calibration
 from rankmodels.tracking.clock_readings import ClockReadings
+from rankmodels.tracking.config import TrackConfig
 from rankmodels.tracking.dynamics import LagrangianMotion, RandomWalk, Velocity, velocity_moments
 from rankmodels.tracking.estimates import parameter_reports
 from rankmodels.tracking.geometry import tangent_offsets
 from rankmodels.tracking.model_fit import PRIORS, StatisticalModel
-from rankmodels.tracking.motion_fit import MOTION_NAMES, fit_motion
+from rankmodels.tracking.motion_fit import (
+    MOTION_NAMES,
+    fit_motion,
+    lagrangian_statistics,
+    step_scores,
+)
+from rankmodels.tracking.prepared import prepare, start_drift
 from rankmodels.tracking.records import write_float
 from rankmodels.tracking.signal_model import SignalModel
 from rankmodels.tracking.simulate import SignalSpec, dimes_float767
@@ -251,3 +258,45 @@ def test_reports_name_the_motion_the_track_used():
         r.name for r in lag
     }
     assert {r.name: r.value for r in lag}["mean_velocity_north"] == -1.0
+
+
+def test_disagreeing_trajectories_take_information_away():
+    """Louis: identical trajectories state the complete-data errors, trajectories that
+    disagree about the velocities larger ones."""
+    steps, velocities, dt = _trajectory(MOTION, 300, seed=8)
+    width = np.array([PRIORS[n].width for n in MOTION_NAMES])
+    same = fit_motion(MOTION, MOTION, np.repeat(steps, 20, 0), np.repeat(velocities, 20, 0), dt)
+    scores = step_scores(MOTION, steps, velocities, dt)[0]  # (K, 4)
+    complete_only = np.linalg.inv(scores.T @ scores + np.diag(1.0 / width**2))
+    np.testing.assert_allclose(np.diag(same.phi_cov), np.diag(complete_only), rtol=1e-6)
+    draws = [_trajectory(MOTION, 300, seed=900 + m) for m in range(20)]
+    apart_steps = np.concatenate([d[0] for d in draws])
+    noisy = np.concatenate([d[1] for d in draws])
+    apart = fit_motion(MOTION, MOTION, apart_steps, noisy, dt)
+    own = step_scores(MOTION, apart_steps, noisy, dt)
+    complete = np.einsum("mki,mkj->ij", own, own) / 20
+    without_louis = np.linalg.inv(complete + np.diag(1.0 / width**2))
+    assert (np.diag(apart.phi_cov) > 1.2 * np.diag(without_louis)).all()
+
+
+def test_the_diffusivity_error_is_that_of_s_squared_tau_under_the_joint_covariance():
+    steps, velocities, dt = _trajectory(MOTION, 300, seed=10)
+    fit = _fixed_point(MOTION, steps, velocities, dt, iterations=10)
+    model = StatisticalModel(SignalModel(5.0, 0.9, 1.0, 1800.0), 8.0, fit.estimates,
+                             fit.motion, tuple(map(tuple, fit.phi_cov.tolist())))  # fmt: skip
+    stats_ = lagrangian_statistics(model)
+    rng = np.random.default_rng(11)
+    phi = rng.multivariate_normal(np.zeros(2), fit.phi_cov[2:, 2:], 400_000)
+    log_k = 2.0 * phi[:, 0] + phi[:, 1]
+    assert stats_.diffusivity_std / stats_.diffusivity == pytest.approx(log_k.std(), rel=0.01)
+    assert stats_.eke_std / stats_.eke == pytest.approx(2.0 * phi[:, 0].std(), rel=0.01)
+
+
+def test_the_mean_velocity_starts_at_the_launch_to_recovery_drift():
+    record, truth = dimes_float767(22, days=120, trajectory="straight")
+    prepared = prepare(record, TrackConfig())
+    east, north = tangent_offsets(truth.lat.values[:-1], truth.lon.values[:-1],
+                                  truth.lat.values[1:], truth.lon.values[1:])  # fmt: skip
+    drift = start_drift(prepared)
+    np.testing.assert_allclose(drift, [east.mean(), north.mean()], rtol=0.03)
+    assert drift[0] > 0 > drift[1]  # float 767 drifts east and south
