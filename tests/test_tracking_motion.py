@@ -300,3 +300,19 @@ def test_the_mean_velocity_starts_at_the_launch_to_recovery_drift():
     drift = start_drift(prepared)
     np.testing.assert_allclose(drift, [east.mean(), north.mean()], rtol=0.03)
     assert drift[0] > 0 > drift[1]  # float 767 drifts east and south
+
+
+def test_velocity_moments_are_the_weighted_moments_of_the_cloud():
+    rng = np.random.default_rng(12)
+    x = MOTION.start(START, 3000, rng)
+    for _ in range(5):
+        x = MOTION.propagate(x, 1.0, rng)
+    w = rng.random(3000)
+    mean, cov, cross = velocity_moments(x, w)
+    w = w / w.sum()
+    v = x[:, 2:]
+    np.testing.assert_allclose(mean, w @ v, atol=1e-12)
+    np.testing.assert_allclose(cov, np.cov(v.T, aweights=w, bias=True), atol=1e-9)
+    east, north = tangent_offsets(*(w @ x[:, :2]), x[:, 0], x[:, 1])
+    offsets = np.column_stack([east - w @ east, north - w @ north])
+    np.testing.assert_allclose(cross, (offsets * w[:, None]).T @ (v - w @ v), rtol=1e-3)

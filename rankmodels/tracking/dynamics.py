@@ -285,16 +285,13 @@ def velocity_moments(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Weighted mean ``(2,)`` and covariance ``(2, 2)`` of the velocities (columns 2, 3: east,
     north km/day) of the states ``x`` (N, 4), and the cross-covariance ``(2, 2)`` (km^2/day)
-    of the (east, north) position offsets (rows, tangent plane at the mean position) with the
-    velocities (columns)."""
+    of the (east, north) position offsets (rows; equirectangular about the mean position, as
+    :func:`position_moments`) with the velocities (columns)."""
     w = np.full(x.shape[0], 1.0 / x.shape[0]) if weights is None else weights / np.sum(weights)
-    mean_x, _ = position_moments(x, w)
-    east, north = tangent_offsets(mean_x[0], mean_x[1], x[:, 0], x[:, 1])
-    v = x[:, 2:4]
-    mean = w @ v
-    d = (v - mean) * w[:, None]
-    p = np.column_stack([east - w @ east, north - w @ north])
-    return mean, d.T @ (v - mean), p.T @ d
+    mean, cov, cross = np.empty(2), np.empty((2, 2)), np.empty((2, 2))
+    _velocity_moments(np.ascontiguousarray(x, dtype=np.float64), w, KM_PER_DEGREE, mean, cov,
+                      cross)  # fmt: skip
+    return mean, cov, cross
 
 
 @numba.njit(cache=True)
@@ -356,3 +353,37 @@ def _lagrangian_step(x, z, mu, dt, phi, a, vxx, vxu, vuu, out):  # pragma: no co
         lon = x[i, 1] + east * to_deg / math.cos(math.radians(lat))
         out[i, 0] = min(max(new_lat, -89.999), 89.999)
         out[i, 1] = (lon + 180.0) % 360.0 - 180.0
+
+
+@numba.njit(cache=True)
+def _velocity_moments(x, w, km_per_deg, mean, cov, cross):  # pragma: no cover - numba
+    """Weighted velocity mean and covariance, and the position-velocity cross-covariance
+    (longitudes unwrapped about ``x[0]``), two passes."""
+    ref = x[0, 1]
+    m_lat = 0.0
+    m_dlon = 0.0
+    m_u = 0.0
+    m_v = 0.0
+    for i in range(x.shape[0]):
+        m_lat += w[i] * x[i, 0]
+        m_dlon += w[i] * ((x[i, 1] - ref + 180.0) % 360.0 - 180.0)
+        m_u += w[i] * x[i, 2]
+        m_v += w[i] * x[i, 3]
+    kx = km_per_deg * math.cos(math.radians(m_lat))
+    cov[:, :] = 0.0
+    cross[:, :] = 0.0
+    for i in range(x.shape[0]):
+        e = (((x[i, 1] - ref + 180.0) % 360.0 - 180.0) - m_dlon) * kx
+        n = (x[i, 0] - m_lat) * km_per_deg
+        du = x[i, 2] - m_u
+        dv = x[i, 3] - m_v
+        cov[0, 0] += w[i] * du * du
+        cov[0, 1] += w[i] * du * dv
+        cov[1, 1] += w[i] * dv * dv
+        cross[0, 0] += w[i] * e * du
+        cross[0, 1] += w[i] * e * dv
+        cross[1, 0] += w[i] * n * du
+        cross[1, 1] += w[i] * n * dv
+    cov[1, 0] = cov[0, 1]
+    mean[0] = m_u
+    mean[1] = m_v
