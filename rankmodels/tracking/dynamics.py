@@ -212,29 +212,21 @@ class LagrangianMotion:
                          vxx, vxu, vuu, out)  # fmt: skip
         return out
 
-    def _residuals(self, x_from: np.ndarray, x_to: np.ndarray, dt: float):
-        phi, a, vxx, vxu, vuu = self.transition(dt)
-        east, north = tangent_offsets(x_from[..., 0], x_from[..., 1], x_to[..., 0], x_to[..., 1])
-        mu_e, mu_n = self.mean_velocity
-        dev_e, dev_n = x_from[..., 2] - mu_e, x_from[..., 3] - mu_n
-        rx = (east - mu_e * dt - a * dev_e, north - mu_n * dt - a * dev_n)
-        ru = (x_to[..., 2] - mu_e - phi * dev_e, x_to[..., 3] - mu_n - phi * dev_n)
-        return rx, ru, vxx, vxu, vuu
-
     def log_density(self, x_from: np.ndarray, x_to: np.ndarray, dt: float) -> np.ndarray:
         """``log f(x_from, x_to)`` with respect to ``d lat d lon du_e du_n`` (degrees, km/day),
         broadcasting ``(..., 4)`` arrays; the Jacobian ``R^2 cos(lat_from) (pi/180)^2`` is
-        included."""
-        rx, ru, vxx, vxu, vuu = self._residuals(x_from, x_to, dt)
-        det = vxx * vuu - vxu * vxu
-        quad = sum((vuu * px * px - 2.0 * vxu * px * pu + vxx * pu * pu) / det
-                   for px, pu in zip(rx, ru, strict=True))  # fmt: skip
-        return (
-            -0.5 * quad
-            - 2.0 * math.log(2.0 * math.pi)
-            - math.log(det)
-            + np.log(_AREA_PER_DEG2 * np.cos(np.radians(x_from[..., 0])))
-        )
+        included (the step in the tangent plane at ``x_from``, as
+        :func:`~rankmodels.tracking.geometry.tangent_offsets` takes it)."""
+        phi, a, vxx, vxu, vuu = self.transition(dt)
+        x_from, x_to = np.broadcast_arrays(np.asarray(x_from, float), np.asarray(x_to, float))
+        shape = x_from.shape[:-1]
+        out = np.empty(int(np.prod(shape)))
+        mu = np.asarray(self.mean_velocity, dtype=float)
+        _lagrangian_log_density(np.ascontiguousarray(x_from.reshape(-1, 4)),
+                                np.ascontiguousarray(x_to.reshape(-1, 4)), mu, float(dt),
+                                float(phi), float(a), float(vxx), float(vxu), float(vuu),
+                                _AREA_PER_DEG2, out)  # fmt: skip
+        return out.reshape(shape)
 
     def log_density_bound(self, x_from: np.ndarray, dt: float) -> float:
         """An upper bound of ``log f(x, y)`` over ``x`` in ``x_from`` (N, 4) and all ``y``."""
@@ -387,3 +379,24 @@ def _velocity_moments(x, w, km_per_deg, mean, cov, cross):  # pragma: no cover -
     cov[1, 0] = cov[0, 1]
     mean[0] = m_u
     mean[1] = m_v
+
+
+@numba.njit(cache=True)
+def _lagrangian_log_density(x0, x1, mu, dt, phi, a, vxx, vxu, vuu, area, out):  # pragma: no cover
+    """``out[i] = log f(x0[i], x1[i])`` of :meth:`LagrangianMotion.log_density`."""
+    det = vxx * vuu - vxu * vxu
+    const = -2.0 * math.log(2.0 * math.pi) - math.log(det)
+    km_per_rad = EARTH_RADIUS_KM
+    for i in range(x0.shape[0]):
+        cos0 = math.cos(math.radians(x0[i, 0]))
+        dlon = (x1[i, 1] - x0[i, 1] + 180.0) % 360.0 - 180.0
+        east = math.radians(dlon) * km_per_rad * cos0
+        north = math.radians(x1[i, 0] - x0[i, 0]) * km_per_rad
+        quad = 0.0
+        for axis in range(2):
+            dev = x0[i, 2 + axis] - mu[axis]
+            step = east if axis == 0 else north
+            px = step - mu[axis] * dt - a * dev
+            pu = x1[i, 2 + axis] - mu[axis] - phi * dev
+            quad += (vuu * px * px - 2.0 * vxu * px * pu + vxx * pu * pu) / det
+        out[i] = -0.5 * quad + const + math.log(area * cos0)
