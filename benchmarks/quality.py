@@ -25,6 +25,7 @@ one and the same with ``--workers`` (a dask ``LocalCluster``) as serially.
 
     python benchmarks/quality.py [--n 100] [--broken 25] [--seed 0] [--particles 10000]
         [--workers K] [--out /tmp/rankmodels-quality] [--quick] [--calibration-particles N]
+        [--motion lagrangian]
     python benchmarks/quality.py --short [--seeds 5] [--particles 10000]
 """
 
@@ -43,7 +44,7 @@ import pandas as pd
 import xarray as xr
 
 from rankmodels.tracking.calibration import CALIBRATION_PARAMS
-from rankmodels.tracking.config import COMMAND_MULTIPATH, TrackConfig
+from rankmodels.tracking.config import COMMAND_MULTIPATH, MOTIONS, TrackConfig
 from rankmodels.tracking.evaluate import score_track
 from rankmodels.tracking.pipeline import track_float
 from rankmodels.tracking.records import validate_float
@@ -89,6 +90,7 @@ class Task:
     calibrate_params: str = ",".join(CALIBRATION_PARAMS)
     uncalibrated: bool = True
     calibration_particles: int | None = None
+    motion: str = TrackConfig().motion
 
 
 def command_config(
@@ -96,10 +98,11 @@ def command_config(
     seed: int,
     calibrate_params: str = ",".join(CALIBRATION_PARAMS),
     calibration_particles: int | None = None,
+    motion: str = TrackConfig().motion,
 ) -> TrackConfig:
     """``track-float``'s settings (calibrated, ``--multipath`` ``COMMAND_MULTIPATH``), with
-    ``--calibrate-params`` ``calibrate_params`` and ``--calibration-particles``
-    ``calibration_particles`` (None: the command's default)."""
+    ``--calibrate-params`` ``calibrate_params``, ``--calibration-particles``
+    ``calibration_particles`` (None: the command's default) and ``--motion`` ``motion``."""
     return TrackConfig(
         particles=particles,
         seed=seed,
@@ -107,6 +110,7 @@ def command_config(
         multipath=COMMAND_MULTIPATH,
         calibrate_params=calibrate_params,
         calibration_particles=calibration_particles,
+        motion=motion,
     )
 
 
@@ -206,7 +210,7 @@ def run_task(task: Task) -> dict[str, object]:
     """The row of one :class:`Task` (its world drawn from :func:`task_rng`), ``index`` added."""
     rng = task_rng(task)
     config = command_config(
-        task.particles, task.seed, task.calibrate_params, task.calibration_particles
+        task.particles, task.seed, task.calibrate_params, task.calibration_particles, task.motion
     )
     if task.kind == SHORT:
         row = short_row(int(rng.integers(2**31)), task.days, config)
@@ -219,19 +223,22 @@ def run_task(task: Task) -> dict[str, object]:
 
 def tasks_for(args: argparse.Namespace) -> list[Task]:
     """The floats the arguments ask for."""
-    params, em = args.calibrate_params, args.calibration_particles
+    params, em, motion = args.calibrate_params, args.calibration_particles, args.motion
     if args.short:
         return [
-            Task(SHORT, i, args.seed, args.particles, days, params, calibration_particles=em)
+            Task(SHORT, i, args.seed, args.particles, days, params, calibration_particles=em,
+                 motion=motion)  # fmt: skip
             for days in SHORT_DAYS
             for i in range(args.seeds)
         ]
     nocal = not args.calibrated_only
     intact = [
-        Task(INTACT, i, args.seed, args.particles, 0, params, nocal, em) for i in range(args.n)
+        Task(INTACT, i, args.seed, args.particles, 0, params, nocal, em, motion)
+        for i in range(args.n)
     ]
     broken = [
-        Task(kind, i, args.seed, args.particles, 0, params, calibration_particles=em)
+        Task(kind, i, args.seed, args.particles, 0, params, calibration_particles=em,
+             motion=motion)  # fmt: skip
         for kind in BROKEN_KINDS
         for i in range(args.broken)
     ]
@@ -435,6 +442,12 @@ def main(argv: list[str] | None = None) -> None:
         type=int,
         default=None,
         help="the EM's particles (track-float --calibration-particles) [default: the command's]",
+    )
+    parser.add_argument(
+        "--motion",
+        choices=MOTIONS,
+        default=TrackConfig().motion,
+        help="track-float --motion",
     )
     parser.add_argument(
         "--calibrated-only",
