@@ -21,7 +21,7 @@ statistics.
     python benchmarks/oracle.py [--floats 6] [--days 200 400] [--particles 10000]
 
 prints per float the oracle's and track-float's (random walk and Lagrangian motion) median and
-p90 errors, and the ratios.
+p90 errors and daily velocity rms errors, and the ratios.
 """
 
 from __future__ import annotations
@@ -166,8 +166,9 @@ class Oracle:
             fix.append(chained[0] / _RECOVERY_KM)
         return np.vstack([jac_toa, prior, np.array(fix)])
 
-    def solve(self, iterations: int = 20) -> tuple[np.ndarray, np.ndarray]:
-        """The MAP track ``(lat, lon)`` at the cycles, by Gauss-Newton with halving."""
+    def solve(self, iterations: int = 20) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The MAP track ``(lat, lon)`` at the cycles and the velocity ``(T, 2)`` (east, north
+        km/day) of the day into each, by Gauss-Newton with halving."""
         n = self.dt.size
         east, north = tangent_offsets(*self.start, *self.fix)
         z = np.zeros(2 * n + 2)
@@ -189,12 +190,21 @@ class Oracle:
                 z = z + step if new_cost <= cost else z
                 break
             z, cost = z + step, new_cost
-        lat, lon = positions(self.start, *split(z), self.dt)
-        return lat[:-1], lon[:-1]
+        u, mu = split(z)
+        lat, lon = positions(self.start, u, mu, self.dt)
+        return lat[:-1], lon[:-1], (u + mu)[:-1]
 
 
 def errors(lat: np.ndarray, lon: np.ndarray, truth: xr.Dataset) -> np.ndarray:
     return great_circle_km(lat, lon, truth["lat"].values, truth["lon"].values)
+
+
+def velocity_rms(velocity: np.ndarray, truth: xr.Dataset) -> float:
+    """rms error (km/day) of the velocities ``(T, 2)`` at cycles ``1 ..`` against the true
+    velocity of the day into each (the simulator's day-long velocity)."""
+    lat, lon = truth["lat"].values, truth["lon"].values
+    east, north = tangent_offsets(lat[:-1], lon[:-1], lat[1:], lon[1:])
+    return float(np.sqrt(np.mean((velocity[1:] - np.stack([east, north], 1)) ** 2)))
 
 
 def main() -> None:
@@ -205,30 +215,39 @@ def main() -> None:
     parser.add_argument("--sigma", type=float, nargs="+", default=[3.0, 5.0])
     args = parser.parse_args()
     rng = np.random.default_rng(0)
-    ratios: dict[str, list[tuple[float, float]]] = {"random-walk": [], "lagrangian": []}
+    ratios: dict[str, list[tuple[float, float, float]]] = {"random-walk": [], "lagrangian": []}
     for k in range(args.floats):
         seed = 300 + k
         days = int(rng.integers(args.days[0], args.days[1] + 1))
         sigma = args.sigma[k % len(args.sigma)]
         spec = SignalSpec(sigma=sigma, p_detect=range_dependent_detection(), clutter_rate=1.0)
         record, truth = dimes_float767(seed, days=days, spec=spec)
-        oracle = errors(*Oracle(record, truth, sigma).solve(), truth)
+        lat, lon, velocity = Oracle(record, truth, sigma).solve()
+        oracle, oracle_v = errors(lat, lon, truth), velocity_rms(velocity, truth)
         line = (f"float {seed} {days} d sigma {sigma:g}: oracle {np.median(oracle):.2f} / "
-                f"{np.percentile(oracle, 90):.2f} km")  # fmt: skip
+                f"{np.percentile(oracle, 90):.2f} km, {oracle_v:.2f} km/day")  # fmt: skip
         for motion in ratios:
             config = TrackConfig(calibrate=True, multipath=COMMAND_MULTIPATH, motion=motion,
                                  particles=args.particles)  # fmt: skip
             track, _ = track_float(record, config)
             err = errors(track["lat"].values, track["lon"].values, truth)
+            if "velocity_east" in track:
+                v = np.stack([track.velocity_east.values, track.velocity_north.values], 1) * 86.4
+            else:  # the random walk's differenced positions, into each cycle
+                la, lo = track["lat"].values, track["lon"].values
+                east, north = tangent_offsets(la[:-1], lo[:-1], la[1:], lo[1:])
+                v = np.vstack([[np.nan, np.nan], np.stack([east, north], 1)])
             ratio = (np.median(err) / np.median(oracle),
-                     np.percentile(err, 90) / np.percentile(oracle, 90))  # fmt: skip
+                     np.percentile(err, 90) / np.percentile(oracle, 90),
+                     velocity_rms(v, truth) / oracle_v)  # fmt: skip
             ratios[motion].append(ratio)
             line += (f"; {motion} {np.median(err):.2f} / {np.percentile(err, 90):.2f} km "
-                     f"({ratio[0]:.2f}x / {ratio[1]:.2f}x)")  # fmt: skip
+                     f"({ratio[0]:.2f}x / {ratio[1]:.2f}x, velocity {ratio[2]:.2f}x)")  # fmt: skip
         print(line, flush=True)
     for motion, values in ratios.items():
-        med, p90 = np.mean(values, axis=0)
-        print(f"{motion}: median {med:.2f}x the oracle's on average, p90 {p90:.2f}x")
+        med, p90, vel = np.mean(values, axis=0)
+        print(f"{motion}: median {med:.2f}x the oracle's on average, p90 {p90:.2f}x, daily "
+              f"velocity rms {vel:.2f}x")  # fmt: skip
 
 
 if __name__ == "__main__":
