@@ -72,6 +72,13 @@ def test_the_step_is_clipped_to_one_in_log_sigma_on_either_side():
     assert up.value == pytest.approx(5.0 * math.e**-2, rel=1e-12)
 
 
+def test_sigma_stays_within_its_accepted_range():
+    """From 1.2 ms at its prior's centre, residuals of 0: the step ``-4 / 12`` would give
+    0.86 ms, below the accepted 1 ms."""
+    assert 1.2e-3 * math.exp(-4.0 / 12.0) < 1e-3
+    assert _sigma(_inputs([0.0] * 4), 1.2e-3, 1.2e-3).value == 1e-3
+
+
 def test_louis_missing_information_of_the_clutter_association():
     """Four cycles (whole window observed each, lambda = 1 = the prior's centre), clutter
     posteriors 0.5, 0.5, 0.5, 1: complete information ``lambda sum e = 4``, missing
