@@ -12,13 +12,18 @@ never modified), and the mutant is *caught* when they fail (or exceed the timeou
 Besides these, :data:`PLANTED` lists hand-written one-line bugs of the kinds a token swap
 cannot make (``any`` for ``all``, a tolerance dropped, a grid tried in the other order, a
 unit's divisor, a count off by one), in these modules and in the float export and the batch
-summary.
+summary, and -- planted only, no token swaps -- the kinds a run of them over the newest code
+found the suite missing (a term dropped, a range's clip, a gate over several trajectories,
+a wrong label) in the track's estimates, the experiment's EM and pooled M-step, the recovery
+end point, the CDF and Dominion readers and the Bregman surrogates' cut-off.
 
 Targets and their focused tests are :data:`TARGETS`; the calibration's EM is its search
 (``em.py``) and one float's problem (``float_calibration.py``).
 
     python benchmarks/mutation.py [--only irv,boost] [--list] [--out /tmp/mutants.jsonl]
-        [--timeout 300] [--retry]
+        [--timeout 300] [--retry] [--planted]
+
+``--planted`` runs the hand-written bugs only (their ``col`` is negative in ``--out``).
 
 Results are appended one JSON line per mutant to ``--out`` (a rerun skips the mutants
 already there; ``--retry`` runs the survivors again, e.g. after adding tests); the summary
@@ -44,6 +49,14 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
+#: The experiment's tests that run no float (the end-to-end ones take a minute a mutant).
+_EXPERIMENT_UNITS = (
+    "tests/test_tracking_experiment.py",
+    "-k",
+    "not cli and not recovers and not moves_the_written and not lost_in_the_first and not "
+    "polished_end_point and not summary_and_fleet",
+)
+
 #: name -> (module path, functions to mutate (None: all code; () none: planted bugs only),
 #: focused pytest arguments).
 TARGETS: dict[str, tuple[str, tuple[str, ...] | None, tuple[str, ...]]] = {
@@ -52,6 +65,7 @@ TARGETS: dict[str, tuple[str, tuple[str, ...] | None, tuple[str, ...]]] = {
         None,
         (
             "tests/test_tracking_em_pinned.py",
+            "tests/test_pinned_experiment.py",
             "tests/test_tracking_calibration.py::test_m_step_recovers_noise_free_parameters_up_to_the_stated_confounding",
             "tests/test_tracking_calibration.py::test_m_step_keeps_what_it_does_not_estimate_and_ignores_zero_weights",
             "tests/test_tracking_calibration.py::test_m_step_refuses_the_unidentifiable_and_the_malformed",
@@ -121,7 +135,46 @@ TARGETS: dict[str, tuple[str, tuple[str, ...] | None, tuple[str, ...]]] = {
     "model_fit": (
         "rankmodels/tracking/model_fit.py",
         None,
-        ("tests/test_tracking_model_fit_pinned.py", "tests/test_tracking_model_fit.py"),
+        (
+            "tests/test_pinned_model_fit.py",
+            "tests/test_tracking_model_fit_pinned.py",
+            "tests/test_tracking_model_fit.py",
+        ),
+    ),
+    "estimates": (
+        "rankmodels/tracking/estimates.py",
+        (),
+        ("tests/test_pinned_estimates.py", "tests/test_tracking_model_fit.py"),
+    ),
+    "experiment": (
+        "rankmodels/tracking/experiment.py",
+        (),
+        ("tests/test_pinned_experiment.py", *_EXPERIMENT_UNITS),
+    ),
+    "joint": (
+        "rankmodels/tracking/joint.py",
+        (),
+        ("tests/test_pinned_experiment.py", *_EXPERIMENT_UNITS),
+    ),
+    "assessment": (
+        "rankmodels/tracking/assessment.py",
+        (),
+        ("tests/test_pinned_assessment.py", "tests/test_tracking_stages.py"),
+    ),
+    "cdf": (
+        "rankmodels/aggregation/elections/cdf.py",
+        (),
+        ("tests/test_pinned_elections_readers.py", "tests/test_elections_formats.py"),
+    ),
+    "dominion": (
+        "rankmodels/aggregation/elections/dominion.py",
+        (),
+        ("tests/test_pinned_elections_readers.py", "tests/test_elections_vendors.py"),
+    ),
+    "bregman": (
+        "rankmodels/ltr/bregman.py",
+        (),
+        ("tests/test_pinned_ltr_bregman.py", "tests/test_ltr_bregman_cutoff.py"),
     ),
     "tables": (
         "rankmodels/tracking/tables.py",
@@ -135,7 +188,19 @@ TARGETS: dict[str, tuple[str, tuple[str, ...] | None, tuple[str, ...]]] = {
     ),
 }
 
-#: Hand-written one-line bugs: (target, text on one line, its replacement).
+#: The Bregman surrogates' cut-off and the lines after it (each function's own signature end
+#: follows, to tell them apart).
+_K10 = "\n".join(
+    (
+        "    k: int | None = 10,",
+        '    gain: str = "exp2m1",',
+        '    discount: str | np.ndarray = "log2",',
+        "",
+    )
+)
+
+#: Hand-written one-line bugs: (target, text on one line, its replacement; a text of several
+#: lines changes its first, the others are the context that makes it unique).
 PLANTED: tuple[tuple[str, str, str], ...] = (
     ("quality", "clutter, total = _expected_clutter(inputs, recorded.any(axis=1))",
      "clutter, total = _expected_clutter(inputs, recorded.all(axis=1))"),
@@ -145,8 +210,8 @@ PLANTED: tuple[tuple[str, str, str], ...] = (
      "confident = (source_prob >= CONFIDENT).all(axis=(1, 2))"),
     ("irv", "self.tol = _RTOL * profile.total", "self.tol = 0.0"),
     ("irv", "votes[out[-1][0]] - votes[x] <= tol", "votes[out[-1][0]] - votes[x] <= 0.0"),
-    ("boost", "if new_value <= value - ARMIJO", "if new_value >= value - ARMIJO"),
-    ("boost", "step /= 2", "step /= 3"),
+    ("boost", "judged <= value - ARMIJO", "judged >= value - ARMIJO"),
+    ("boost", "alpha /= 2", "alpha /= 3"),
     ("rerank", "sorted(l2_grid, reverse=True)", "sorted(l2_grid, reverse=False)"),
     ("rerank", "key=lambda r: tried[r.l2])", "key=lambda r: (tried[r.l2], -r.l2))"),
     ("em", "    for group in TESTED_GROUPS:", "    for group in reversed(TESTED_GROUPS):"),
@@ -156,6 +221,78 @@ PLANTED: tuple[tuple[str, str, str], ...] = (
     ("float_calibration", "return float_m_step(evidence, candidate, groups, self.start)",
      "return float_m_step(evidence, candidate, groups)"),
     ("float_calibration", "sigma=signal.sigma,", "sigma=candidate.signal.sigma,"),
+    # the newest code: dropped terms, clipped ranges, gates over several trajectories,
+    # wrong labels
+    ("calibration", "estimated[index[rank[index] == rank[index].max()]] = False",
+     "estimated[index[rank[index] == rank[index].min()]] = False"),
+    ("model_fit", "std = prior.derivative(value) / math.sqrt(info + 1.0 / prior.width**2)",
+     "std = prior.derivative(value) / math.sqrt(info)"),
+    ("model_fit", "missing = float(np.sum(a_c * (1.0 - a_c)))", "missing = 0.0"),
+    ("model_fit", "phi += min(max(step, -MAX_STEP), MAX_STEP)", "phi += min(step, MAX_STEP)"),
+    ("model_fit", "value = min(max(prior.from_phi(phi), lo), hi)",
+     "value = min(prior.from_phi(phi), hi)"),
+    ("model_fit", "ratio = info * prior.width**2", "ratio = complete_info * prior.width**2"),
+    ("model_fit", "missing = float(np.var(score, ddof=1))", "missing = float(np.var(score))"),
+    ("model_fit", "info = max(complete_info - missing, MIN_OBSERVED_SHARE * complete_info)",
+     "info = complete_info - missing"),
+    ("model_fit", "step = (float(score.mean())", "step = (float(score[0])"),
+    ("model_fit", "w = weight * direct  # (M, K)", "w = weight  # (M, K)"),
+    ("model_fit", "2.0 * w.sum(axis=1).mean(),", "2.0 * weight.sum(axis=1).mean(),"),
+    ("model_fit",
+     "exposure = np.where(full, np.nan_to_num(toa[:, -1]) / model.window, 1.0)[with_data]",
+     "exposure = np.where(full, 1.0, 1.0)[with_data]"),
+    ("model_fit", "censor = np.where(full, np.nan_to_num(toa[:, -1]), model.window)",
+     "censor = np.full(toa.shape[0], model.window)"),
+    ("model_fit", "sq = np.sum(steps**2, axis=2) / dt", "sq = np.sum(steps**2, axis=2)"),
+    ("model_fit", "if est.estimated:", "if True:"),
+    ("estimates", "if np.isfinite(used.source_offset_correction_std).any():",
+     "if np.isfinite(used.source_offset_correction_std).all():"),
+    ("estimates", "return tuple(p for p in CALIBRATION_PARAMS if p in changed)",
+     "return tuple(sorted(changed))"),
+    ("estimates", 'return "kept", OFF_THE_MODEL', 'return "kept", CANNOT_DETERMINE'),
+    ("estimates", 'return "kept", NO_GAIN', 'return "kept", CANNOT_DETERMINE'),
+    ("estimates", 'whose = "the file\'s " if self.name == "sound_speed" else ""',
+     'whose = "the file\'s "'),
+    ("experiment", "score = sum(p.loglik + p.model.log_prior(p.start) for p in passes)",
+     "score = sum(p.loglik for p in passes)"),
+    ("experiment", "score += joint_log_prior(theta, self.nominal, self.clocks)",
+     "score += 0.0"),
+    ("experiment", "fit=factor == 1.0)", "fit=True)"),
+    ("experiment", "any(p.lost for p in passes)", "all(p.lost for p in passes)"),
+    ("experiment", "models = [p.fitted for p in evidence]",
+     "models = [p.model for p in evidence]"),
+    ("experiment", "per_step = 1 + em.extrapolations()", "per_step = em.extrapolations()"),
+    ("joint", "hold_first[1 + s : 1 + 2 * s] = 1", "hold_first[1 : 1 + s] = 1"),
+    ("joint", "hold_first[1 + s : 1 + 2 * s] = 1", "hold_first[1 + s : 1 + 2 * s] = 0"),
+    ("joint", "held_var[1 : 1 + 2 * s] = prior_std[1 : 1 + 2 * s] ** 2",
+     "held_var[1 : 1 + s] = prior_std[1 : 1 + s] ** 2"),
+    ("joint", "MIN_POOLED_SHARE, MIN_POOLED_DATA_TO_PRIOR,", "MIN_POOLED_SHARE, 1.0,"),
+    ("assessment", "float(np.linalg.eigvalsh(added)[-1])", "float(np.linalg.eigvalsh(added)[0])"),
+    ("assessment", "extra_var=float(np.linalg.eigvalsh(added)[-1]) + prepared.recovery_sigma**2",
+     "extra_var=prepared.recovery_sigma**2"),
+    ("assessment", "    if step.any():", "    if step.all():"),
+    ("assessment", "predicted_step(filt.velocity_at(last),",
+     "predicted_step(filt.velocity_at(-1),"),
+    ("assessment",
+     "extra_var=dynamics.process_noise**2 * prepared.cycle_dt[0] + prepared.recovery_sigma**2",
+     "extra_var=dynamics.process_noise**2 * prepared.cycle_dt[0]"),
+    ("cdf", "if source.overvote_label and name == source.overvote_label:",
+     "if source.overvote_label and name == source.write_in_label:"),
+    ("cdf", "            return OVERVOTE\n        if source.write_in_label",
+     "            return self.write_in(str(sid))\n        if source.write_in_label"),
+    ("cdf", 'if _value(sel, "Status") == "needs-adjudication":',
+     'if _value(sel, "Status") == "adjudicated":'),
+    ("cdf", 'if "no" in (_value(pos, "HasIndication"), _value(pos, "IsAllocable")):',
+     'if "no" == _value(pos, "HasIndication"):'),
+    ("dominion", 'if original.get("IsCurrent", True):', 'if original.get("IsCurrent", False):'),
+    ("dominion", 'return session.get("Modified")', "return None"),
+    ("dominion", 'for card in ballot.get("Cards", [ballot]):',
+     'for card in ballot.get("Cards", []):'),
+    ("bregman", _K10 + ') -> LossResult:\n    """The', "    k: int | None = None,"),
+    ("bregman", _K10 + ') -> tuple[LossResult, np.ndarray]:\n    """:func:`bregman_loss`',
+     "    k: int | None = None,"),
+    ("bregman", _K10 + ") -> np.ndarray:", "    k: int | None = None,"),
+    ("bregman", _K10 + ') -> LossResult:\n    """``phi_alpha', "    k: int | None = 5,"),
     ("tables", '("ms", 10**6)', '("ms", 10**5)'),
     ("tables", '("us", 10**3)', '("us", 10**2)'),
     ("tables", "if (ns % step == 0).all()", "if (ns % step == 0).any()"),
@@ -295,6 +432,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", default="/tmp/rankmodels-mutants.jsonl")
     parser.add_argument("--timeout", type=float, default=300.0)
     parser.add_argument("--retry", action="store_true", help="run the survivors again")
+    parser.add_argument("--planted", action="store_true", help="the PLANTED bugs only")
     parser.add_argument("--summary", action="store_true", help="summarise --out, run nothing")
     args = parser.parse_args(argv)
     targets = [t for t in args.only.split(",") if t]
@@ -304,7 +442,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.summary:
         summarise(Path(args.out), targets)
         return
-    todo = [m for t in targets for m in mutants(t)]
+    todo = [m for t in targets for m in mutants(t) if m.col < 0 or not args.planted]
     if args.list:
         for m in todo:
             print(f"{TARGETS[m.target][0]}:{m.line}: {m.before!r} -> {m.after!r}: {m.text.strip()}")
