@@ -93,7 +93,9 @@ class ParameterReport:
         if self.estimated:
             unit = f" {self.unit}" if self.unit else ""
             value = with_error(self.value, self.std, self.digits, signed=self.name in _SIGNED)
-            return f"{self.label} {value}{unit} (start {self.start:g})"
+            exact = self.name in _LAGRANGIAN  # a start computed from the record, not typed
+            start = f"{self.start:.{self.digits}f}" if exact else f"{self.start:g}"
+            return f"{self.label} {value}{unit} (start {start})"
         if self.status == "kept":
             return f"{self.label}: kept at {self._start_text()} — {self.reason}"
         return f"{self.label} {self._amount(self.value)} (not calibrated)"
