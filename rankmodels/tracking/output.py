@@ -17,6 +17,7 @@ import xarray as xr
 
 from rankmodels import __version__
 from rankmodels.tracking.calibration import Calibration, CalibrationResult
+from rankmodels.tracking.cf import carried_attributes, conventions
 from rankmodels.tracking.estimates import ParameterReport, calibrated_names
 from rankmodels.tracking.geometry import KM_PER_DEGREE
 from rankmodels.tracking.motion_fit import LagrangianStatistics
@@ -168,6 +169,7 @@ def build_track(
     ds.attrs = {
         "float_id": str(record.attrs.get("float_id", "")),
         "source_file": str(record.encoding.get("source", record.attrs.get("source_file", ""))),
+        **carried_attributes(record),
         **attrs,
         "rankmodels_version": __version__,
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -210,5 +212,7 @@ def velocity_variables(est: TrackEstimate) -> dict[str, tuple]:
 
 
 def write_track(track: xr.Dataset, path: str | os.PathLike[str]) -> None:
-    """Write the track as compressed NetCDF4."""
+    """Write the track as compressed NetCDF4 with its CF 1.8 / ACDD 1.3 metadata
+    (:func:`~rankmodels.tracking.cf.conventions`)."""
+    track = conventions(track, "track", f"track-float {track.attrs.get('source_file', '')}")
     write_netcdf(track, path, compressed_encoding(track))
