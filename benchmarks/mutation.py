@@ -139,6 +139,7 @@ TARGETS: dict[str, tuple[str, tuple[str, ...] | None, tuple[str, ...]]] = {
             "tests/test_pinned_model_fit.py",
             "tests/test_tracking_model_fit_pinned.py",
             "tests/test_tracking_model_fit.py",
+            "tests/test_pinned_experiment.py",  # the log prior of what a model estimated
         ),
     ),
     "estimates": (
