@@ -95,8 +95,9 @@ def _calibration_lines(summary: TrackSummary) -> list[str]:
     kept and why, and how the EM ended."""
     result = summary.calibration
     if result is None:
+        motion = "motion" if summary.lagrangian else "process noise"
         return ["not calibrated (the file's clock, sound speed and source offsets; the "
-                "configured noise, detection, clutter, multipath and process noise)"]  # fmt: skip
+                f"configured noise, detection, clutter, multipath and {motion})"]  # fmt: skip
     runs = f"{count(len(result.loglik), 'EM pass', 'EM passes')} at {result.particles} particles"
     if result.kept_file_values:
         return [
@@ -151,6 +152,7 @@ def _summary_lines(summary: TrackSummary, out: Path, written: list[str]) -> list
         f"({100 * summary.mean_ess / summary.particles:.0f}%), arrivals called clutter "
         f"{100 * summary.clutter_fraction:.1f}%, collapsed cycles {len(summary.collapsed_cycles)}",
         *_calibration_lines(summary),
+        *([f"Lagrangian statistics: {summary.lagrangian.text()}"] if summary.lagrangian else []),
         _quality_line(summary),
         f"{timing}; wrote {out}/: {', '.join(written)}",
     ]

@@ -32,7 +32,13 @@ from rankmodels.plots.fleet import (
 )
 from rankmodels.plots.run_report import float_figures
 from rankmodels.tracking import simulate
-from rankmodels.tracking.batch import CALIBRATED, SUMMARY_COLUMNS, SUMMARY_DECIMALS, track_many
+from rankmodels.tracking.batch import (
+    CALIBRATED,
+    LAGRANGIAN,
+    SUMMARY_COLUMNS,
+    SUMMARY_DECIMALS,
+    track_many,
+)
 from rankmodels.tracking.config import COMMAND_MULTIPATH, TrackConfig
 from rankmodels.tracking.records import read_float, write_float
 from rankmodels_app.track import track_float
@@ -142,6 +148,8 @@ def test_summary_says_which_failed_and_matches_the_tracks(experiment):
         for name in CALIBRATED:
             for column in (name, f"{name}_std"):
                 assert row[column] == rounded(float(track[column]), column), column
+        for name in LAGRANGIAN:  # the random walk's floats: no Lagrangian statistics
+            assert name not in track and pd.isna(row[name])
         assert row["run_time_s"] > 0
     # every column is checked above (run_time_s only for its sign)
     assert set(SUMMARY_COLUMNS) == {
@@ -149,6 +157,7 @@ def test_summary_says_which_failed_and_matches_the_tracks(experiment):
         "run_time_s", "mean_ess", "clutter_fraction", "collapsed_cycles", "end_distance_km",
         "quality", "quality_failed", "calibrated",
         *CALIBRATED, *(f"{name}_std" for name in CALIBRATED),
+        *LAGRANGIAN, *(f"{name}_std" for name in LAGRANGIAN),
     }  # fmt: skip
     doc = json.loads((root / "out" / "summary.json").read_text())
     assert doc["columns"] == SUMMARY_COLUMNS

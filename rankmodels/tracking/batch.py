@@ -70,6 +70,17 @@ CALIBRATED = (
     "multipath_delay",
     "process_noise",
 )
+#: The Lagrangian motion's parameters and statistics (``--motion lagrangian``; empty for the
+#: random walk): mean velocity (km/day), eddy speed (km/day), time scale (days), eddy kinetic
+#: energy (m^2/s^2), diffusivity (m^2/s).
+LAGRANGIAN = (
+    "mean_velocity_east",
+    "mean_velocity_north",
+    "eddy_speed",
+    "time_scale",
+    "eddy_kinetic_energy",
+    "diffusivity",
+)
 SUMMARY_COLUMNS: dict[str, str] = {
     "float": "name of the float's output folder (the record's file name without .nc)",
     "status": f"{OK!r} or {FAILED!r}",
@@ -90,6 +101,8 @@ SUMMARY_COLUMNS: dict[str, str] = {
     "--calibrate-params names; '' for nothing)",
     **{name: f"{name} the track used (estimated, or its starting value)" for name in CALIBRATED},
     **{f"{name}_std": f"standard error of {name} (NaN where not estimated)" for name in CALIBRATED},
+    **{name: f"{name} of the Lagrangian motion (NaN with the random walk)" for name in LAGRANGIAN},
+    **{f"{name}_std": f"standard error of {name} (NaN where not estimated)" for name in LAGRANGIAN},
 }
 """Columns of the summary table and their meaning (NaN / '' where a float failed)."""
 
@@ -103,6 +116,12 @@ _PARAMETER_DECIMALS = {
     "multipath": 4,
     "multipath_delay": 2,
     "process_noise": 3,
+    "mean_velocity_east": 3,
+    "mean_velocity_north": 3,
+    "eddy_speed": 3,
+    "time_scale": 2,
+    "eddy_kinetic_energy": 6,
+    "diffusivity": 1,
 }
 SUMMARY_DECIMALS: dict[str, int] = {
     "run_time_s": 2,
@@ -215,7 +234,7 @@ def summary_row(
         quality_failed=len(failed),
         calibrated=str(track.attrs.get("calibrated", "")),
     )
-    for name in CALIBRATED:
+    for name in (*CALIBRATED, *LAGRANGIAN):
         for column in (name, f"{name}_std"):
             if column in track.data_vars:
                 row[column] = float(track[column].values)

@@ -12,6 +12,7 @@ import xarray as xr
 from rankmodels.tracking.calibration import CalibrationResult
 from rankmodels.tracking.config import TrackConfig
 from rankmodels.tracking.estimates import ParameterReport
+from rankmodels.tracking.motion_fit import LagrangianStatistics, lagrangian_statistics
 from rankmodels.tracking.passes import Pass
 from rankmodels.tracking.quality import QualityCheck
 from rankmodels.tracking.schema import CLUTTER, NO_ARRIVAL
@@ -32,7 +33,8 @@ class TrackSummary:
     ``parameters``: what the track estimated and kept
     (:func:`~rankmodels.tracking.estimates.parameter_reports`); ``fixes_used``: the record's
     position fixes (the recovery not counted), which the filter and the smoother used;
-    ``recovery_fix``: whether the record has a recovery fix. :data:`TABLE_FIELDS` are the
+    ``recovery_fix``: whether the record has a recovery fix; ``lagrangian``: the float's
+    Lagrangian statistics (None without the Lagrangian motion). :data:`TABLE_FIELDS` are the
     scalar fields the report's summary table shows.
     """
 
@@ -70,6 +72,7 @@ class TrackSummary:
     parameters: tuple[ParameterReport, ...] = ()
     fixes_used: int = 0
     recovery_fix: bool = True
+    lagrangian: LagrangianStatistics | None = None
 
     @property
     def failed_checks(self) -> tuple[QualityCheck, ...]:
@@ -116,6 +119,7 @@ def summarise(
         parameters=parameters,
         fixes_used=prepared.n_fixes,
         recovery_fix=prepared.recovery is not None,
+        lagrangian=lagrangian_statistics(final.params.model),
     )
 
 
