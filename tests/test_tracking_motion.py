@@ -14,6 +14,7 @@ import xarray as xr
 from click.testing import CliRunner
 from scipy import linalg, optimize, stats
 
+from rankmodels.plots.report import calibration_rows
 from rankmodels.tracking.calibration import Calibration
 from rankmodels.tracking.clock_readings import ClockReadings
 from rankmodels.tracking.config import TrackConfig
@@ -316,3 +317,12 @@ def test_velocity_moments_are_the_weighted_moments_of_the_cloud():
     east, north = tangent_offsets(*(w @ x[:, :2]), x[:, 0], x[:, 1])
     offsets = np.column_stack([east - w @ east, north - w @ north])
     np.testing.assert_allclose(cross, (offsets * w[:, None]).T @ (v - w @ v), rtol=1e-3)
+
+
+def test_the_report_shows_the_lagrangian_motion(lagrangian_track):
+    track, _, _ = lagrangian_track
+    rows = calibration_rows(track)
+    assert rows["Lagrangian time scale (days)"].startswith(f"{float(track.time_scale):.1f}")
+    assert "Process noise (km per axis, 1-day step)" not in rows
+    start = float(track.mean_velocity_east.attrs["start"])
+    assert f"started at {start:.2f})" in rows["Mean velocity east (km/day)"]

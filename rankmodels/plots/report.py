@@ -296,6 +296,12 @@ PARAMETER_ROWS = (
     ("multipath", "Multipath share P_M", 3, False),
     ("multipath_delay", "Mean multipath delay μ_D (s)", 1, False),
     ("process_noise", "Process noise (km per axis, 1-day step)", 2, False),
+    ("mean_velocity_east", "Mean velocity east (km/day)", 2, True),
+    ("mean_velocity_north", "Mean velocity north (km/day)", 2, True),
+    ("eddy_speed", "Eddy speed (km/day per axis)", 2, False),
+    ("time_scale", "Lagrangian time scale (days)", 1, False),
+    ("eddy_kinetic_energy", "Eddy kinetic energy (m²/s²)", 5, False),
+    ("diffusivity", "Diffusivity (m²/s)", 0, False),
 )
 
 
@@ -314,7 +320,9 @@ def calibration_rows(track: xr.Dataset) -> dict[str, object]:
             return f"{v:{'+' if signed else ''}.{digits}f} (kept at its starting value: {reason})"
         if status == "estimated" and "start" in attrs:
             text = with_error(v, sd, digits, signed=signed)
-            return f"{text} (estimated; started at {float(attrs['start']):g})"
+            start = float(attrs["start"])
+            shown = f"{start:g}" if round(start, digits) == start else f"{start:.{digits}f}"
+            return f"{text} (estimated; started at {shown})"
         return with_error(v, sd, digits, signed=signed, missing="not estimated")
 
     names = source_names(track)
