@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from rankmodels.tracking.dynamics import LagrangianMotion
 from rankmodels.tracking.model_fit import FitInputs, StatisticalModel, fit_statistics
 from rankmodels.tracking.signal_model import SignalModel
 
@@ -164,3 +165,37 @@ def test_sigma_with_multipath_weighs_each_pair_by_its_direct_share_per_trajector
     value = 6.0 * math.exp(step)
     assert est.estimated and est.value == pytest.approx(value, rel=1e-9)
     assert est.std == pytest.approx(value / math.sqrt(info + prior), rel=1e-9)
+
+
+def test_a_record_with_exactly_its_prior_s_information_is_estimated():
+    """Two unit-weight arrivals: ``I w^2 = 2 * 2 * 0.25 = 1``, the gate's threshold."""
+    est = _sigma(_inputs([5.0, 5.0]), 5.0, 5.0)
+    assert est.information == 1.0 and est.estimated and est.std == pytest.approx(5.0 / 8**0.5)
+
+
+def test_a_logit_parameter_s_error_by_the_delta_method():
+    """The multipath share ``P`` from 0.2 at its prior's centre (logit width 1): eight
+    residuals of 0 and two of 40 and 50 s, ``pi = P(direct | e)``; score ``sum (1 - pi) - P
+    n``, information ``n P (1 - P)``, and ``std = P' (1 - P') / sqrt(I + 1)``."""
+    e = np.array([0.0] * 8 + [40.0, 50.0])
+    model = _model(5.0, multipath=0.2)
+    fit = fit_statistics(_inputs(e), model, model, {"multipath"})
+    est = fit.estimate("multipath")
+    delayed = 1.0 - _direct_share(e, 5.0, 0.2, 20.0)
+    info = 10 * 0.2 * 0.8
+    phi = math.log(0.2 / 0.8) + (delayed.sum() - 0.2 * 10) / (info + 1.0)
+    value = 1.0 / (1.0 + math.exp(-phi))
+    assert est.value == pytest.approx(value, rel=1e-12)
+    assert est.std == pytest.approx(value * (1 - value) / math.sqrt(info + 1.0), rel=1e-12)
+
+
+def test_the_lagrangian_motion_s_values_by_name():
+    """With the Lagrangian motion its parameters are read from it, the signal's from the
+    signal."""
+    motion = LagrangianMotion(mean_velocity=(1.5, -2.0), eddy_speed=4.0, time_scale=3.0)
+    model = StatisticalModel(_model().signal, 5.0, motion=motion)
+    assert model.value("mean_velocity_east") == 1.5
+    assert model.value("mean_velocity_north") == -2.0
+    assert (model.value("eddy_speed"), model.value("time_scale")) == (4.0, 3.0)
+    assert model.value("sigma") == 5.0 and model.value("process_noise") == 5.0
+    assert _model().value("sigma") == 5.0
