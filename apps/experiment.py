@@ -166,9 +166,9 @@ def simulate_experiment(
             record, truth = replay_float(experiment, entry, max_days=max_days)
             name = replay_name(entry.float_id)
             with atomic_path(out / f"{name}.nc") as tmp:
-                write_float(record, tmp)
+                write_float(record, tmp, "rankmodels simulate-experiment")
             with atomic_path(out / f"{name}_truth.nc") as tmp:
-                write_truth(truth, tmp)
+                write_truth(truth, tmp, "rankmodels simulate-experiment")
             replays.append((entry, record))
             bar.update(1)
     summary = experiment_summary(experiment, replays)

@@ -106,7 +106,7 @@ def import_command(
         else:
             warnings.warn_explicit(note.message, note.category, note.filename, note.lineno)
     with atomic_path(out) as tmp:
-        write_float(record, tmp)
+        write_float(record, tmp, "rankmodels float import")
     fixes = f", {count(record.sizes['fix'], 'fix', 'fixes')}" if "fix_time" in record else ""
     status(
         f"{count(record.sizes['cycle'], 'cycle')}, {count(record.sizes['rank'], 'rank')}, "

@@ -178,9 +178,9 @@ def simulate_float(
             source_drift=source_drift,
         )
     with atomic_path(out / f"{name}.nc") as tmp:
-        write_float(record, tmp)
+        write_float(record, tmp, "rankmodels simulate-float")
     with atomic_path(out / f"{name}_truth.nc") as tmp:
-        write_truth(truth, tmp)
+        write_truth(truth, tmp, "rankmodels simulate-float")
     fixes = f", {count(record.sizes['fix'], 'fix', 'fixes')}" if "fix_time" in record else ""
     status(
         f"wrote {out / f'{name}.nc'} and {out / f'{name}_truth.nc'} "

@@ -37,6 +37,7 @@ from rankmodels.tracking.schema import CLUTTER, NO_ARRIVAL
 
 __all__ = [
     "CARRIED",
+    "WRITTEN_ATTRIBUTES",
     "COVERAGE",
     "STANDARD_NAMES",
     "carried_attributes",
@@ -147,6 +148,21 @@ _DEFAULTS: dict[str, tuple[str, str]] = {
         "RAFOS float record by a particle filter and smoother (rankmodels track-float)",
     ),
 }
+#: The global attributes :func:`conventions` writes (``title``, ``summary``, ``keywords``: when
+#: the dataset has none; ``history``: a line appended).
+WRITTEN_ATTRIBUTES = (
+    "Conventions",
+    "featureType",
+    "title",
+    "summary",
+    "keywords",
+    "standard_name_vocabulary",
+    "date_created",
+    "history",
+    *(f"geospatial_{axis}_{what}" for axis in ("lat", "lon") for what in ("min", "max", "units")),
+    "time_coverage_start",
+    "time_coverage_end",
+)
 _NOT_A_WORD = re.compile(r"[^A-Za-z0-9_.+@-]")
 
 

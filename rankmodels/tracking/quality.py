@@ -643,8 +643,16 @@ def quality_variables(checks: tuple[QualityCheck, ...]) -> xr.Dataset:
     dim = "quality_check"
     return xr.Dataset(
         {
-            "quality_value": (dim, np.array([c.value for c in checks], dtype=float)),
-            "quality_threshold": (dim, np.array([c.threshold for c in checks], dtype=float)),
+            "quality_value": (
+                dim,
+                np.array([c.value for c in checks], dtype=float),
+                {"long_name": "value of the check's statistic"},
+            ),
+            "quality_threshold": (
+                dim,
+                np.array([c.threshold for c in checks], dtype=float),
+                {"long_name": "threshold the statistic is compared with"},
+            ),
             "quality_passed": (
                 dim,
                 np.array([_PASSED_CODE[c.passed] for c in checks], dtype=np.int8),

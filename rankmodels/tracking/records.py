@@ -25,6 +25,7 @@ import numpy as np
 import xarray as xr
 
 from rankmodels.errors import InputError
+from rankmodels.tracking.cf import conventions
 from rankmodels.tracking.netcdf import write_netcdf
 from rankmodels.tracking.schema import (
     CLUTTER,
@@ -55,6 +56,8 @@ _RECOVERY = ("recovery_lat", "recovery_lon", "recovery_time")
 _FIXES = ("fix_time", "fix_lat", "fix_lon", "fix_error")
 _CLOCK_READINGS = ("clock_offset_launch", "clock_offset_recovery", "clock_offset_error")
 _DAY = np.timedelta64(86_400_000_000_000, "ns")
+#: How the files store times: CF time units, in doubles.
+_TIME_ENCODING: dict[str, object] = {"units": "seconds since 1970-01-01", "dtype": "float64"}
 
 
 class InvalidLabelsWarning(UserWarning):
@@ -504,6 +507,7 @@ def read_float(path: PathLike, *, labels_required: bool = False) -> xr.Dataset:
             + (f"; it was made from {made_from}" if made_from else ""),
             path=path,
         )
+    ds = ds.drop_vars("trajectory", errors="ignore")  # the CF trajectory id: float_id's copy
     return validate_float(ds, path=path, labels_required=labels_required)
 
 
@@ -521,7 +525,7 @@ def compressed_encoding(ds: xr.Dataset) -> dict[Hashable, dict[str, object]]:
     enc: dict[Hashable, dict[str, object]] = {}
     for name, da in ds.variables.items():
         if np.issubdtype(da.dtype, np.datetime64):
-            enc[name] = {"units": "seconds since 1970-01-01", "dtype": "float64"}
+            enc[name] = _TIME_ENCODING
         elif da.dtype.kind in "fiu" and da.ndim > 0:
             enc[name] = {"zlib": True, "complevel": 5, "shuffle": True}
             if da.dtype.kind == "f":
@@ -529,18 +533,26 @@ def compressed_encoding(ds: xr.Dataset) -> dict[Hashable, dict[str, object]]:
     return enc
 
 
-def write_float(ds: xr.Dataset, path: PathLike) -> None:
+def write_float(ds: xr.Dataset, path: PathLike, history: str = "float record") -> None:
     """Validate ``ds`` (hand labels must then be consistent, if present) and write it as a
-    compressed NetCDF4 float record at ``path``."""
-    ds = validate_float(ds, labels_required="source_label" in ds)
+    compressed NetCDF4 float record at ``path`` with its CF 1.8 / ACDD 1.3 metadata
+    (:func:`~rankmodels.tracking.cf.conventions`; ``history``: what made it)."""
+    ds = conventions(validate_float(ds, labels_required="source_label" in ds), "record", history)
     write_netcdf(ds, path, compressed_encoding(ds))
 
 
-def write_truth(truth: xr.Dataset, path: PathLike) -> None:
+def write_truth(truth: xr.Dataset, path: PathLike, history: str = "true track") -> None:
     """Write the truth of a simulated record (``schema.TRUTH``) as NetCDF4 at ``path``, its
-    per-cycle arrays compressed."""
+    per-cycle arrays compressed, with its CF 1.8 / ACDD 1.3 metadata (``history``: what made
+    it)."""
+    truth = conventions(truth, "truth", history)
     per_cycle = ("true_label", "lat", "lon", "multipath_delay")
-    encoding = {name: {"zlib": True} for name in per_cycle if name in truth}
+    encoding: dict[Hashable, dict[str, object]] = {
+        name: {"zlib": True} for name in per_cycle if name in truth
+    }
+    for name, da in truth.variables.items():  # CF 1.8 has no 64-bit integers: times as doubles
+        if np.issubdtype(da.dtype, np.datetime64):
+            encoding[name] = _TIME_ENCODING
     write_netcdf(truth, path, encoding)
 
 

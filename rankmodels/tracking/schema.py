@@ -33,6 +33,7 @@ from rankmodels.tracking.signal_model import DEFAULT_WINDOW
 __all__ = [
     "CLUTTER",
     "DEFAULT_CLOCK_READING_ERROR",
+    "DEFAULT_SALINITY",
     "DEFAULT_SOUND_SPEED",
     "FLOAT_RECORD",
     "NO_ARRIVAL",
@@ -52,6 +53,9 @@ CLUTTER = -1
 NO_ARRIVAL = -2
 #: Sound speed (m/s) assumed when a record has no ``sound_speed``.
 DEFAULT_SOUND_SPEED = 1500.0
+#: Practical salinity assumed for the starting sound speed where a record states none (the
+#: Antarctic Circumpolar Current at RAFOS depths, 34.0 to 34.7).
+DEFAULT_SALINITY = 34.5
 #: Standard deviation (s) of a measured float clock offset when the record states none: offsets
 #: are read against GPS time in whole seconds (the DIMES float table), a rounding error of
 #: 0.29 s, plus the reading itself.
@@ -81,6 +85,16 @@ UNIT_SPELLINGS: dict[str, dict[str, float]] = {
         **dict.fromkeys(("km", "kilometre", "kilometres", "kilometer", "kilometers"), 1.0),
         **dict.fromkeys(("m", "metre", "metres", "meter", "meters"), 1e-3),
     },
+    "degree_Celsius": dict.fromkeys(
+        ("degree_celsius", "degrees_celsius", "degc", "deg c", "celsius", "c", "\u00b0c"), 1.0
+    ),
+    "dbar": {
+        **dict.fromkeys(("dbar", "decibar", "decibars", "db"), 1.0),
+        "bar": 10.0,
+        "kpa": 0.1,
+        "pa": 1e-4,
+    },
+    "1": dict.fromkeys(("1", "psu", "pss-78", "pss"), 1.0),
     "degrees_north": dict.fromkeys(
         ("degrees_north", "degree_north", "degrees_n", "degree_n", "degrees", "degree", "deg"),
         1.0,
@@ -383,12 +397,28 @@ FLOAT_RECORD = FileFormat(
             "temperature",
             ("cycle",),
             "real",
-            "float temperature",
-            "copied to the track",
+            "float temperature (in situ)",
+            "copied to the track; with `pressure`, the sound speed's starting value",
+            units="degree_Celsius",
             missing_ok=True,
         ),
         Variable(
-            "pressure", ("cycle",), "real", "float pressure", "copied to the track", missing_ok=True
+            "pressure",
+            ("cycle",),
+            "real",
+            "float pressure",
+            "copied to the track",
+            units="dbar",
+            missing_ok=True,
+        ),
+        Variable(
+            "salinity",
+            ("cycle",),
+            "real",
+            "float practical salinity",
+            f"for the starting sound speed (default {DEFAULT_SALINITY:g} where absent or NaN)",
+            units="1",
+            missing_ok=True,
         ),
     ),
     input=True,
@@ -527,6 +557,7 @@ def _calibration_variables() -> tuple[Variable, ...]:
             "real",
             "particle estimate of log p(data | parameters) at the calibration's particles",
             _TRACE,
+            units="1",
         )
     )
     out.append(
@@ -577,14 +608,14 @@ TRACK = FileFormat(
             ("cycle",),
             "real",
             "posterior standard deviation of latitude",
-            units="degrees_north",
+            units="degree",
         ),
         Variable(
             "lon_std",
             ("cycle",),
             "real",
             "posterior standard deviation of longitude",
-            units="degrees_east",
+            units="degree",
         ),
         Variable(
             "position_cov",
@@ -618,6 +649,7 @@ TRACK = FileFormat(
             "real",
             "posterior probability of the association",
             "NaN where no arrival",
+            units="1",
         ),
         Variable(
             "association_posterior",
@@ -625,6 +657,7 @@ TRACK = FileFormat(
             "real",
             "posterior over the sources and clutter",
             "NaN where no arrival; 0 for inactive sources",
+            units="1",
         ),
         Variable(
             "toa",
@@ -642,13 +675,14 @@ TRACK = FileFormat(
             "NaN for inactive sources",
             units="s",
         ),
-        Variable("ess", ("cycle",), "real", "effective sample size after weighting"),
+        Variable("ess", ("cycle",), "real", "effective sample size after weighting", units="1"),
         Variable(
             "loglik",
             ("cycle",),
             "real",
             "log predictive likelihood log p(T_t | T_1:t-1)",
             "0 for cycles without arrivals, -inf when collapsed",
+            units="1",
         ),
         Variable("collapsed", ("cycle",), "real", "1 where every particle had zero likelihood"),
         _lat("source_lat", "sound source latitude", ("source",)),
@@ -675,11 +709,17 @@ TRACK = FileFormat(
             "temperature",
             ("cycle",),
             "real",
-            "float temperature",
+            "float temperature (in situ)",
             "copied from the input when present",
+            units="degree_Celsius",
         ),
         Variable(
-            "pressure", ("cycle",), "real", "float pressure", "copied from the input when present"
+            "pressure",
+            ("cycle",),
+            "real",
+            "float pressure",
+            "copied from the input when present",
+            units="dbar",
         ),
         *_calibration_variables(),
     ),
