@@ -512,6 +512,11 @@ EQUIVALENT: dict[str, str] = {
         "differs only for an expected clutter count of exactly 1",
     "rho = (cov + s2 * np.eye(cov.shape[2])) / np.sqrt(var[:, :, None] * var[:, None, :])":
         "cov is (T, s, s): its axes 1 and 2 have the same length",
+    "keep = (post > min_weight) & np.isfinite(inputs.predicted_mean)[:, None, :]":
+        "differs only for a pair whose posterior is exactly the 1e-3 cut-off",
+    "(1e-3, 1.0 + 1e-6))  # fmt: skip":
+        "P_D comes within 1e-6 of 1 only where its logit information, n (P_D (1 - P_D))^2 "
+        "from the detections, is far below the prior's: the gate keeps the start",
 }  # fmt: skip
 
 
