@@ -1,4 +1,5 @@
-"""``rankmodels float``: float records from and to plain CSV tables (import / export)."""
+"""``rankmodels float``: float records from CSV tables or decoder files (import) and to CSV
+tables (export)."""
 
 from __future__ import annotations
 
@@ -8,12 +9,14 @@ from pathlib import Path
 import click
 
 from rankmodels.files import atomic_path
+from rankmodels.tracking.decoders import read_argo_aux, read_nemo_profiles, read_seaglider_logs
 from rankmodels.tracking.records import WindowStretchedWarning, read_float, write_float
 from rankmodels.tracking.tables import (
     TABLE_FILES,
     export_tables,
     parse_meta,
     read_meta_table,
+    record_from_arrivals,
     record_from_tables,
 )
 from rankmodels_app._common import (
@@ -45,8 +48,36 @@ def _meta_pair(text: str) -> tuple[str, str, str]:
     "--toa",
     "toa_table",
     type=click.Path(path_type=Path),
-    required=True,
+    default=None,
     help="TOA table: time and toa_1 .. toa_R per cycle (wide), or time,toa per arrival (long).",
+)
+@click.option(
+    "--nemo",
+    "nemo_files",
+    type=click.Path(path_type=Path),
+    multiple=True,
+    help="NEMO float .profile file with [RAFOS_VALUES] (instead of --toa). Repeatable.",
+)
+@click.option(
+    "--argo-aux",
+    "argo_file",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Argo trajectory auxiliary NetCDF with TOA/RAW_TOA, COR, RAFOS_STATUS (instead of "
+    "--toa); its surface positions become fixes.",
+)
+@click.option(
+    "--seaglider",
+    "seaglider_logs",
+    type=click.Path(path_type=Path),
+    multiple=True,
+    help="Seaglider dive log with $RAFOS lines (instead of --toa). Repeatable.",
+)
+@click.option(
+    "--index-seconds",
+    type=click.FloatRange(min=0.0, min_open=True),
+    default=None,
+    help="Seconds per Seaglider arrival index i1..i6 (required with --seaglider).",
 )
 @click.option(
     "--sources",
@@ -81,7 +112,11 @@ def _meta_pair(text: str) -> tuple[str, str, str]:
 @quiet_option
 @reports_bad_input
 def import_command(
-    toa_table: Path,
+    toa_table: Path | None,
+    nemo_files: tuple[Path, ...],
+    argo_file: Path | None,
+    seaglider_logs: tuple[Path, ...],
+    index_seconds: float | None,
     sources_table: Path,
     fixes_table: Path | None,
     meta: tuple[str, ...],
@@ -89,17 +124,43 @@ def import_command(
     out: Path,
     quiet: bool,
 ) -> None:
-    """Build a float record from a TOA table, a sources table and metadata; write it to FILE.
+    """Build a float record from arrivals (a TOA table, NEMO .profile files, an Argo
+    trajectory auxiliary file or Seaglider logs), a sources table and metadata; write it to
+    FILE.
 
-    Every problem in a table is one line naming the file, the line and the column (exit 2).
+    Every problem in a file is one line naming the file, the line or variable (exit 2).
     """
-    inputs = [toa_table, sources_table, *(p for p in (meta_table, fixes_table) if p)]
+    arrivals = [p for p in (toa_table, argo_file) if p] + [*nemo_files, *seaglider_logs]
+    given = [bool(toa_table), bool(nemo_files), bool(argo_file), bool(seaglider_logs)]
+    if sum(given) != 1:
+        raise BadInput("expected the arrivals from one of --toa, --nemo, --argo-aux, --seaglider")
+    if seaglider_logs and index_seconds is None:
+        raise BadInput("--seaglider: expected --index-seconds (seconds per arrival index)")
+    inputs = [*arrivals, sources_table, *(p for p in (meta_table, fixes_table) if p)]
     refuse_to_overwrite(out, inputs)
     pairs = read_meta_table(meta_table) if meta_table is not None else []
     pairs += [_meta_pair(item) for item in meta]
+    dropped = 0
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", WindowStretchedWarning)
-        record = record_from_tables(toa_table, sources_table, parse_meta(pairs), fixes_table)
+        if toa_table is not None:
+            record = record_from_tables(toa_table, sources_table, parse_meta(pairs), fixes_table)
+        else:
+            if nemo_files:
+                decoded = read_nemo_profiles(nemo_files)
+            elif argo_file is not None:
+                decoded = read_argo_aux(argo_file)
+            else:
+                decoded = read_seaglider_logs(seaglider_logs, float(index_seconds))
+            dropped = decoded.dropped
+            record = record_from_arrivals(
+                decoded.arrivals,
+                arrivals[0],
+                sources_table,
+                parse_meta(pairs),
+                fixes_table,
+                decoded.fixes,
+            )
     for note in caught:
         if issubclass(note.category, WindowStretchedWarning):
             click.echo(f"warning: {note.message}", err=True)
@@ -108,9 +169,10 @@ def import_command(
     with atomic_path(out) as tmp:
         write_float(record, tmp, "rankmodels float import")
     fixes = f", {count(record.sizes['fix'], 'fix', 'fixes')}" if "fix_time" in record else ""
+    bad = f", {count(dropped, 'sample')} dropped for a bad RAFOS status" if dropped else ""
     status(
         f"{count(record.sizes['cycle'], 'cycle')}, {count(record.sizes['rank'], 'rank')}, "
-        f"{count(record.sizes['source'], 'source')}{fixes}; wrote {out}",
+        f"{count(record.sizes['source'], 'source')}{fixes}{bad}; wrote {out}",
         quiet,
     )
 

@@ -67,6 +67,7 @@ __all__ = [
     "read_meta_table",
     "read_sources_table",
     "read_toa_table",
+    "record_from_arrivals",
     "record_from_tables",
 ]
 
@@ -632,10 +633,27 @@ def record_from_tables(
     unknown sources, a fix before the launch or after the last cycle) are :class:`InputError`
     s of :func:`~rankmodels.tracking.records.validate_float` naming the TOA table and the
     variable."""
-    arrivals = read_toa_table(toa_path)
+    return record_from_arrivals(read_toa_table(toa_path), toa_path, sources_path, meta, fixes_path)
+
+
+def record_from_arrivals(
+    arrivals: Arrivals,
+    arrivals_path: PathLike,
+    sources_path: PathLike,
+    meta: Mapping[str, object],
+    fixes_path: PathLike | None = None,
+    fixes: xr.Dataset | None = None,
+) -> xr.Dataset:
+    """The validated float record of ``arrivals`` (read from ``arrivals_path``, the file
+    problems of the assembled record are named after), a sources table, the parsed metadata,
+    optionally a fixes table and further ``fixes`` (``fix_*`` on dim ``fix``; merged with the
+    table's in time order)."""
     sources = read_sources_table(sources_path)
-    if fixes_path is not None:
-        sources = sources.merge(read_fixes_table(fixes_path))
+    tabled = read_fixes_table(fixes_path) if fixes_path is not None else None
+    parts = [f for f in (tabled, fixes) if f is not None]
+    if parts:
+        merged = xr.concat(parts, dim="fix") if len(parts) > 1 else parts[0]
+        sources = sources.merge(merged.sortby("fix_time"))
     ds = sources.assign(
         toa=(("cycle", "rank"), arrivals.toa),
         time=("cycle", arrivals.time),
@@ -653,7 +671,7 @@ def record_from_tables(
             ds.attrs["float_id"] = value
         else:
             ds[key] = ((), value)
-    record = validate_float(ds, path=os.fspath(toa_path), labels_required="source_label" in ds)
+    record = validate_float(ds, path=os.fspath(arrivals_path), labels_required="source_label" in ds)
     return annotate(record, FLOAT_RECORD)
 
 
