@@ -395,7 +395,7 @@ def mutants(target: str) -> list[Mutant]:
         row = source[: source.index(before)].count("\n") + before.count("\n") + 1
         col = len(before.rsplit("\n", 1)[-1]) - len(before.rsplit("\n", 1)[-1].lstrip())
         text = lines[row - 1].replace(before.rsplit("\n", 1)[-1], after.rsplit("\n", 1)[-1])
-        if before.count("\n"):  # the context's earlier lines unchanged: mutate the last
+        if before.count("\n"):  # the context's later lines unchanged: mutate the first
             row = source[: source.index(before)].count("\n") + 1
             text = lines[row - 1].replace(before.split("\n")[0], after.split("\n")[0])
         out.append(Mutant(target, row, -1 - col, before, after, text))
