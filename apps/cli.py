@@ -55,7 +55,7 @@ _SUBCOMMANDS = {
     "float": (
         "rankmodels_app.float",
         "float_group",
-        "Float records (NetCDF) from and to the CSV tables other tools export.",
+        "Float records (NetCDF) from CSV tables or decoder files, and to CSV tables.",
     ),
 }
 

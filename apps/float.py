@@ -33,7 +33,7 @@ from rankmodels_app._common import (
 
 @click.group("float", cls=OneLineGroup)
 def float_group() -> None:
-    """Float records (NetCDF) from and to the CSV tables other tools export."""
+    """Float records (NetCDF) from CSV tables or decoder files, and to CSV tables."""
 
 
 def _meta_pair(text: str) -> tuple[str, str, str]:
