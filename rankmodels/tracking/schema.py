@@ -391,6 +391,7 @@ FLOAT_RECORD = FileFormat(
             "real",
             "correlation height of each arrival",
             "not used",
+            units="1",
             missing_ok=True,
         ),
         Variable(
