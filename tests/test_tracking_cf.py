@@ -71,7 +71,9 @@ def test_record_conventions(simulated):
     assert out.attrs["geospatial_lat_min"] == pytest.approx(np.nanmin(lats))
     assert out.attrs["geospatial_lat_max"] == pytest.approx(np.nanmax(lats))
     first = np.datetime64(record["time"].values[0], "s")
+    last = np.datetime64(record["time"].values[-1], "s")
     assert out.attrs["time_coverage_start"] == f"{first}Z"
+    assert out.attrs["time_coverage_end"] == f"{last}Z"
     assert out.attrs["date_created"] == "2026-01-02T03:04:05Z"
     assert out.attrs["history"].endswith(": test")
     assert set(out.attrs) - set(record.attrs) <= set(WRITTEN_ATTRIBUTES)

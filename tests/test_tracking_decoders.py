@@ -26,6 +26,7 @@ INDEX_SECONDS = 0.25
 def record():
     """A simulated record with correlations, temperature, pressure and salinity."""
     rec, _ = dimes_float767(seed=11, days=20)
+    rec = rec.assign_coords(time=rec["time"] + np.timedelta64(13 * 3600 + 47 * 60 + 29, "s"))
     rng = np.random.default_rng(0)
     toa = rec["toa"].values
     n = rec.sizes["cycle"]
@@ -79,6 +80,18 @@ def test_nemo_round_trip(record, tables, tmp_path):
     )
     assert done.exit_code == 0, done.output
     _same(read_float(out), record, ("toa", "correlation", "temperature", "pressure", "salinity"))
+
+
+def test_slots_in_any_order_are_sorted_with_their_correlations(record, tables, tmp_path):
+    """Arrivals written latest first (as by correlation rank) come back ascending, each with
+    its own correlation height."""
+    backwards = record.assign(
+        toa=record["toa"][:, ::-1].copy(), correlation=record["correlation"][:, ::-1].copy()
+    )
+    write_nemo(backwards, tmp_path / "a.profile")
+    done, out = _import(tables, tmp_path, "--nemo", str(tmp_path / "a.profile"))
+    assert done.exit_code == 0, done.output
+    _same(read_float(out), record)
 
 
 def test_argo_round_trip_with_raw_counts_and_fixes(record, tables, tmp_path):
