@@ -21,6 +21,8 @@ from rankmodels.tracking.tables import (
 )
 from rankmodels_app._common import (
     BadInput,
+    InputPath,
+    NumberRange,
     OneLineGroup,
     count,
     out_option,
@@ -54,14 +56,14 @@ def _meta_pair(text: str) -> tuple[str, str, str]:
 @click.option(
     "--nemo",
     "nemo_files",
-    type=click.Path(path_type=Path),
+    type=InputPath(path_type=Path, dir_okay=False),
     multiple=True,
     help="NEMO float .profile file with [RAFOS_VALUES] (instead of --toa). Repeatable.",
 )
 @click.option(
     "--argo-aux",
     "argo_file",
-    type=click.Path(path_type=Path),
+    type=InputPath(path_type=Path, dir_okay=False),
     default=None,
     help="Argo trajectory auxiliary NetCDF with TOA/RAW_TOA, COR, RAFOS_STATUS (instead of "
     "--toa); its surface positions become fixes.",
@@ -69,13 +71,13 @@ def _meta_pair(text: str) -> tuple[str, str, str]:
 @click.option(
     "--seaglider",
     "seaglider_logs",
-    type=click.Path(path_type=Path),
+    type=InputPath(path_type=Path, dir_okay=False),
     multiple=True,
     help="Seaglider dive log with $RAFOS lines (instead of --toa). Repeatable.",
 )
 @click.option(
     "--index-seconds",
-    type=click.FloatRange(min=0.0, min_open=True),
+    type=NumberRange(min=0.0, min_open=True),
     default=None,
     help="Seconds per Seaglider arrival index i1..i6 (required with --seaglider).",
 )
