@@ -205,3 +205,56 @@ def test_fuzzed_nemo_files_read_or_fail_in_one_line(record, tmp_path, data):
         assert "\n" not in str(err) and "fuzz.profile" in str(err)
     else:
         assert np.all(np.diff(decoded.arrivals.time) > np.timedelta64(0, "ns"))
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=st.data())
+def test_fuzzed_seaglider_logs_read_or_fail_in_one_line(record, tmp_path, data):
+    """A dive log with one $RAFOS field replaced: read, or one InputError line naming the
+    file and the line."""
+    on_grid = record.isel(cycle=slice(0, 5))
+    on_grid = on_grid.assign(toa=np.round(on_grid["toa"] / INDEX_SECONDS) * INDEX_SECONDS)
+    write_seaglider(on_grid, tmp_path / "p.log", INDEX_SECONDS)
+    lines = (tmp_path / "p.log").read_text(encoding="utf-8").splitlines()
+    rows = [i for i, line in enumerate(lines) if line.startswith("$RAFOS,")]
+    k = data.draw(st.sampled_from(rows))
+    cells = lines[k].split(",")
+    j = data.draw(st.integers(1, len(cells)))
+    new = data.draw(st.one_of(st.integers(-(10**12), 10**12).map(str), st.text(max_size=6)))
+    cells[j : j + 1] = [] if data.draw(st.booleans()) else [new]
+    lines[k] = ",".join(cells)
+    (tmp_path / "p.log").write_text("\n".join(lines), encoding="utf-8")
+    try:
+        decoded = read_seaglider_logs([tmp_path / "p.log"], INDEX_SECONDS)
+    except InputError as err:
+        assert "\n" not in str(err) and "p.log" in str(err)
+    else:
+        assert np.all(np.diff(decoded.arrivals.time) > np.timedelta64(0, "ns"))
+
+
+@settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    status=st.lists(
+        st.one_of(st.sampled_from([2.0, 4.0, 8.0, 16.0, 6.0, 2.0]), st.floats(allow_nan=True)),
+        min_size=5,
+        max_size=5,
+    )
+)
+def test_fuzzed_argo_status_reads_or_fails_in_one_line(record, tmp_path, status):
+    """Any RAFOS_STATUS values: the good samples read and the others counted, or one
+    InputError line naming RAFOS_STATUS."""
+    from rankmodels.tracking.decoders import read_argo_aux
+
+    five = record.isel(cycle=slice(0, 5))
+    write_argo_aux(five, tmp_path / "aux.nc", status=np.array(status))
+    try:
+        decoded = read_argo_aux(tmp_path / "aux.nc")
+    except InputError as err:
+        assert "\n" not in str(err) and err.field in ("RAFOS_STATUS", "JULD")
+    else:
+        good = sum(s == 2.0 for s in status)
+        assert decoded.arrivals.time.size == good and decoded.dropped == 5 - good
