@@ -11,6 +11,7 @@ import click
 from rankmodels.files import atomic_path
 from rankmodels.tracking.decoders import read_argo_aux, read_nemo_profiles, read_seaglider_logs
 from rankmodels.tracking.records import WindowStretchedWarning, read_float, write_float
+from rankmodels.tracking.sound_speed import starting_sound_speed
 from rankmodels.tracking.tables import (
     TABLE_FILES,
     export_tables,
@@ -130,7 +131,9 @@ def import_command(
     trajectory auxiliary file or Seaglider logs), a sources table and metadata; write it to
     FILE.
 
-    Every problem in a file is one line naming the file, the line or variable (exit 2).
+    Without a sound_speed in the metadata, a record with temperature and pressure gets the
+    TEOS-10 sound speed of the float's water (median over the cycles). Every problem in a file
+    is one line naming the file, the line or variable (exit 2).
     """
     arrivals = [p for p in (toa_table, argo_file) if p] + [*nemo_files, *seaglider_logs]
     given = [bool(toa_table), bool(nemo_files), bool(argo_file), bool(seaglider_logs)]
@@ -143,10 +146,11 @@ def import_command(
     pairs = read_meta_table(meta_table) if meta_table is not None else []
     pairs += [_meta_pair(item) for item in meta]
     dropped = 0
+    meta_values = parse_meta(pairs)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", WindowStretchedWarning)
         if toa_table is not None:
-            record = record_from_tables(toa_table, sources_table, parse_meta(pairs), fixes_table)
+            record = record_from_tables(toa_table, sources_table, meta_values, fixes_table)
         else:
             if nemo_files:
                 decoded = read_nemo_profiles(nemo_files)
@@ -159,10 +163,16 @@ def import_command(
                 decoded.arrivals,
                 arrivals[0],
                 sources_table,
-                parse_meta(pairs),
+                meta_values,
                 fixes_table,
                 decoded.fixes,
             )
+    speed = ""
+    start = starting_sound_speed(record)
+    if "sound_speed" not in meta_values and start.origin == "sensors":
+        note = f"TEOS-10 from the float's temperature and pressure, median of {start.cycles}"
+        record["sound_speed"] = ((), start.value, {**record["sound_speed"].attrs, "comment": note})
+        speed = f", sound speed {start.value:.1f} m/s from the float's temperature and pressure"
     for note in caught:
         if issubclass(note.category, WindowStretchedWarning):
             click.echo(f"warning: {note.message}", err=True)
@@ -174,7 +184,7 @@ def import_command(
     bad = f", {count(dropped, 'sample')} dropped for a bad RAFOS status" if dropped else ""
     status(
         f"{count(record.sizes['cycle'], 'cycle')}, {count(record.sizes['rank'], 'rank')}, "
-        f"{count(record.sizes['source'], 'source')}{fixes}{bad}; wrote {out}",
+        f"{count(record.sizes['source'], 'source')}{fixes}{bad}{speed}; wrote {out}",
         quiet,
     )
 

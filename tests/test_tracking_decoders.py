@@ -258,3 +258,29 @@ def test_fuzzed_argo_status_reads_or_fails_in_one_line(record, tmp_path, status)
     else:
         good = sum(s == 2.0 for s in status)
         assert decoded.arrivals.time.size == good and decoded.dropped == 5 - good
+
+
+def test_sound_speed_from_the_sensors_without_a_stated_one(record, tables, tmp_path):
+    """Metadata without sound_speed: the record gets the TEOS-10 speed of the float's water;
+    with one, the stated value is kept."""
+    from rankmodels.tracking.sound_speed import starting_sound_speed
+
+    meta = [line for line in (tables / "meta.csv").read_text().splitlines()]
+    (tmp_path / "meta.csv").write_text(
+        "\n".join(line for line in meta if not line.startswith("sound_speed,")) + "\n"
+    )
+    write_nemo(record, tmp_path / "a.profile")
+    out = tmp_path / "back.nc"
+    done = CliRunner().invoke(
+        cli,
+        ["float", "import", "--nemo", str(tmp_path / "a.profile")]
+        + ["--sources", str(tables / "sources.csv"), "--meta-table", str(tmp_path / "meta.csv")]
+        + ["-o", str(out)],
+    )
+    assert done.exit_code == 0, done.output
+    back = read_float(out)
+    expected = starting_sound_speed(record).value
+    assert float(back["sound_speed"]) == pytest.approx(expected, abs=1e-9)
+    assert 1440 < expected < 1480 and "from the float's temperature and pressure" in done.output
+    done, out = _import(tables, tmp_path, "--nemo", str(tmp_path / "a.profile"))
+    assert float(read_float(out)["sound_speed"]) == float(record["sound_speed"])
