@@ -10,7 +10,13 @@ from click.testing import CliRunner
 
 import rankmodels_app._common as app_common
 from rankmodels.tracking.geometry import great_circle_km, tangent_offsets
-from rankmodels.tracking.records import active_sources, read_float, validate_float
+from rankmodels.tracking.records import (
+    active_sources,
+    read_float,
+    validate_float,
+    write_float,
+    write_truth,
+)
 from rankmodels.tracking.simulate import (
     BRIDGE_ITERATIONS,
     DIMES_SOURCES,
@@ -119,7 +125,7 @@ def test_range_dependent_detection():
     assert np.allclose(p(np.array([0, 800, 1650, 2500, 4000])), [0.95, 0.95, 0.85, 0.75, 0.75])
 
 
-def test_shipped_sample_is_reproducible_and_marked_simulated(repo_data):
+def test_shipped_sample_is_reproducible_and_marked_simulated(repo_data, tmp_path):
     shipped = read_float(repo_data / "float767.nc")
     truth = xr.load_dataset(repo_data / "float767_truth.nc")
     record, true = dimes_float767(seed=int(shipped.attrs["sim_seed"]), mismatch=SAMPLE_MISMATCH)
@@ -129,10 +135,18 @@ def test_shipped_sample_is_reproducible_and_marked_simulated(repo_data):
     assert float(shipped["sound_speed"]) == 1480.0 and float(truth["sound_speed"]) == 1470.0
     assert float(truth["clock_drift"]) == SAMPLE_MISMATCH.clock_drift
     assert shipped.attrs["float_id"] == record.attrs["float_id"] == "sim-drift-seed767-729d"
-    for made, file in ((record, shipped), (true, truth)):  # the attributes, too, are today's
-        assert file.attrs == {**made.attrs, "simulated": 1}
+    write_float(record, tmp_path / "float.nc")
+    write_truth(true, tmp_path / "truth.nc")
+    written = read_float(tmp_path / "float.nc"), xr.load_dataset(tmp_path / "truth.nc")
+    dated = ("date_created", "history")
+    for made, file in zip(written, (shipped, truth), strict=True):  # attributes are today's
+        assert {k: v for k, v in file.attrs.items() if k not in dated} == {
+            k: v for k, v in made.attrs.items() if k not in dated
+        }
         for name, var in made.variables.items():
-            assert file[name].attrs == var.attrs, name
+            got, want = file[name].attrs, var.attrs
+            assert set(got) == set(want), name
+            assert all(np.array_equal(got[k], want[k]) for k in want), name
     assert np.allclose(shipped["toa"], record["toa"], equal_nan=True)
     assert np.allclose(truth["lat"], true["lat"]) and np.allclose(truth["lon"], true["lon"])
     assert (truth["true_label"].values == shipped["source_label"].values).all()

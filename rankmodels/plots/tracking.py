@@ -49,6 +49,7 @@ from rankmodels.plots.track_summary import (
 )
 from rankmodels.plots.uncertainty import CONFIDENCE, ELLIPSE_SCALE, position_covariance_km
 from rankmodels.tracking.evaluate import position_error_km
+from rankmodels.tracking.geometry import tangent_offsets
 
 __all__ = ["diagnostics", "figure_png", "toa_diagram", "track_figures_png", "track_map"]
 
@@ -250,6 +251,9 @@ def diagnostics(track: xr.Dataset, truth: xr.Dataset | None = None) -> Figure:
     3. When the track has a position covariance: the semi-major axis of its 95 % position
        ellipse (km), of the smoothed or filtered track as the track says; with ``truth`` (same
        cycles) also the distance from the track to the true position (km).
+    4. When the track has velocities (the Lagrangian motion): the smoothed velocity east and
+       north (cm/s) with its ± 2 standard-error band; with ``truth`` also the true velocity of
+       the day into each cycle.
 
     Cycles where the filter collapsed (``track_summary.collapsed_cycles``) in red.
     """
@@ -265,8 +269,10 @@ def diagnostics(track: xr.Dataset, truth: xr.Dataset | None = None) -> Figure:
     kind = track_kind(track)
 
     third = cov is not None or error is not None
-    fig = Figure(figsize=(11.0, 6.9 if third else 5.0), layout="constrained")
-    axes = list(fig.subplots(3 if third else 2, 1, sharex=True))
+    has_velocity = "velocity_east" in track.data_vars
+    panels = 2 + third + has_velocity
+    fig = Figure(figsize=(11.0, 1.0 + 1.95 * panels), layout="constrained")
+    axes = list(fig.subplots(panels, 1, sharex=True))
     ax_ess, ax_ll = axes[:2]
     _series(ax_ess, t, ess, "ess", color="#1f4e79", lw=0.9)
     n_text = f" (N = {int(particles)} particles)" if particles else ""
@@ -304,6 +310,8 @@ def diagnostics(track: xr.Dataset, truth: xr.Dataset | None = None) -> Figure:
         ax.set_ylabel("km")
         ax.set_ylim(bottom=0.0)
         ax.set_title(f"{' and '.join(parts)} of the {kind}", fontsize=9, loc="left")
+    if has_velocity:
+        _velocity_panel(axes[-1], track, truth, t)
     axes[-1].set_xlabel("date")
     if collapsed.any():
         for ax in axes:
@@ -326,6 +334,31 @@ def diagnostics(track: xr.Dataset, truth: xr.Dataset | None = None) -> Figure:
         axes[-1].set_xlim(*limits)
     fig.suptitle(title(track, None, f"filter diagnostics ({kind})"), fontsize=11, x=0.01, ha="left")
     return fig
+
+
+def _velocity_panel(ax, track: xr.Dataset, truth: xr.Dataset | None, t: np.ndarray) -> None:
+    """The smoothed velocity east and north (cm/s, ± 2 standard errors) and, with ``truth``,
+    the true velocity of the day into each cycle (its positions' differences)."""
+    cm_s = 100.0  # cm/s per m/s
+    for axis, color in (("east", "#1f4e79"), ("north", "#7b3f00")):
+        v = np.asarray(track[f"velocity_{axis}"].values, dtype=float) * cm_s
+        sd = np.asarray(track[f"velocity_{axis}_std"].values, dtype=float) * cm_s
+        ax.fill_between(t, v - 2 * sd, v + 2 * sd, color=color, alpha=0.18, lw=0)
+        _series(ax, t, v, f"velocity-{axis}", color=color, lw=0.9, label=f"{axis}ward")
+    if truth is not None and truth.sizes.get("cycle") == t.size:
+        lat, lon = truth["lat"].values, truth["lon"].values
+        east, north = tangent_offsets(lat[:-1], lon[:-1], lat[1:], lon[1:])
+        days = np.diff(t).astype("timedelta64[s]").astype(float) / 86_400.0
+        for name, step in (("east", east), ("north", north)):
+            true_v = step / days * (100_000.0 / 86_400.0)  # km/day -> cm/s
+            _series(ax, t[1:], true_v, f"true-velocity-{name}", color=style.TRUTH_COLOR,
+                    lw=0.6, ls=(0, (4, 2)))  # fmt: skip
+    ax.axhline(0.0, color="0.6", lw=0.6)
+    ax.set_ylabel("cm/s")
+    ax.legend(fontsize=8, loc="upper right", ncols=2)
+    truth_text = "; dashed: the true velocity" if truth is not None else ""
+    ax.set_title(f"smoothed velocity with ± 2 standard errors{truth_text}", fontsize=9,
+                 loc="left")  # fmt: skip
 
 
 # --------------------------------------------------------------------------------------------
