@@ -39,6 +39,7 @@ from rankmodels.tracking.geometry import great_circle_km
 from rankmodels.tracking.output import write_track
 from rankmodels.tracking.pipeline import track_float
 from rankmodels.tracking.records import InvalidLabelsWarning, WindowStretchedWarning, read_float
+from rankmodels.tracking.schema import MOTION_QUANTITIES
 from rankmodels.tracking.shared import FloatCalibration
 from rankmodels.tracking.summary import TrackSummary
 
@@ -73,14 +74,7 @@ CALIBRATED = (
 #: The Lagrangian motion's parameters and statistics (``--motion lagrangian``; empty for the
 #: random walk): mean velocity (km/day), eddy speed (km/day), time scale (days), eddy kinetic
 #: energy (m^2/s^2), diffusivity (m^2/s).
-LAGRANGIAN = (
-    "mean_velocity_east",
-    "mean_velocity_north",
-    "eddy_speed",
-    "time_scale",
-    "eddy_kinetic_energy",
-    "diffusivity",
-)
+LAGRANGIAN = MOTION_QUANTITIES
 SUMMARY_COLUMNS: dict[str, str] = {
     "float": "name of the float's output folder (the record's file name without .nc)",
     "status": f"{OK!r} or {FAILED!r}",

@@ -36,6 +36,7 @@ __all__ = [
     "DEFAULT_SALINITY",
     "DEFAULT_SOUND_SPEED",
     "FLOAT_RECORD",
+    "MOTION_QUANTITIES",
     "NO_ARRIVAL",
     "TRACK",
     "TRUTH",
@@ -488,7 +489,8 @@ _TRACE = "one value per EM iteration (the first: the file's values); only when c
 
 
 _MOTION = "with --motion lagrangian only"
-_MOTION_QUANTITIES = (
+#: The track's scalars of the Lagrangian motion: its parameters and statistics.
+MOTION_QUANTITIES = (
     "mean_velocity_east",
     "mean_velocity_north",
     "eddy_speed",
@@ -572,7 +574,7 @@ def _calibration_variables() -> tuple[Variable, ...]:
         )
     )
     # calibration_sigma: above; the drift correction is shared, its trace is the experiment's
-    untraced = ("sigma", "source_drift_correction", *_MOTION_QUANTITIES)
+    untraced = ("sigma", "source_drift_correction", *MOTION_QUANTITIES)
     traced = [q for q in quantities if q[0] not in untraced]
     for name, dims, _, units, _ in traced:
         out.append(
