@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -201,6 +202,16 @@ def associate(
     return Association(posterior, predicted, members)
 
 
+class _Stages(NamedTuple):
+    """What a pass computes after its filter (:meth:`Pass._complete`)."""
+
+    ensembles: np.ndarray
+    velocities: np.ndarray | None
+    mean: np.ndarray
+    cov: np.ndarray
+    assoc: Association
+
+
 class Pass:
     """The filter of one pass, and its smoothed ``ensembles``, ``mean``, ``cov`` and
     ``assoc`` computed when first read (module docstring); ``params`` the parameters it ran
@@ -219,45 +230,42 @@ class Pass:
         self.unconverged = predictor.unconverged
         self.filt = run_filter(predictor, config, rng, progress)
         self._pending: tuple | None = (predictor, config, keep_members, rng, progress)
-        self._stages: tuple[np.ndarray, np.ndarray, np.ndarray, Association] | None = None
+        self._stages: _Stages | None = None
         self._distances: np.ndarray | None = None
-        self._velocities: np.ndarray | None = None
 
-    def _complete(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, Association]:
+    def _complete(self) -> _Stages:
         if self._stages is None:
             predictor, config, keep_members, rng, progress = self._pending  # type: ignore[misc]
             states, mean, cov = smooth(predictor, self.filt, config, rng)
             ensembles = np.ascontiguousarray(states[..., :2])
-            if states.shape[2] > 2:
-                self._velocities = np.ascontiguousarray(states[..., 2:])
+            velocities = np.ascontiguousarray(states[..., 2:]) if states.shape[2] > 2 else None
             assoc = associate(predictor, ensembles, mean, keep_members, progress)
-            self._stages = (ensembles, mean, cov, assoc)
+            self._stages = _Stages(ensembles, velocities, mean, cov, assoc)
             self._pending = None
         return self._stages
 
     @property
     def ensembles(self) -> np.ndarray:
         """``(T, M, 2)`` the smoothed trajectories' positions (lat, lon) at the cycles."""
-        return self._complete()[0]
+        return self._complete().ensembles
 
     @property
     def velocities(self) -> np.ndarray | None:
         """``(T, M, 2)`` their velocities (east, north km/day) at the cycles; None when the
         dynamics has no velocity."""
-        self._complete()
-        return self._velocities
+        return self._complete().velocities
 
     @property
     def mean(self) -> np.ndarray:
-        return self._complete()[1]
+        return self._complete().mean
 
     @property
     def cov(self) -> np.ndarray:
-        return self._complete()[2]
+        return self._complete().cov
 
     @property
     def assoc(self) -> Association:
-        return self._complete()[3]
+        return self._complete().assoc
 
     @property
     def distances(self) -> np.ndarray:
