@@ -39,7 +39,7 @@ from rankmodels.tracking.batch import (
     SUMMARY_DECIMALS,
     track_many,
 )
-from rankmodels.tracking.config import COMMAND_MULTIPATH, TrackConfig
+from rankmodels.tracking.config import COMMAND_MOTION, COMMAND_MULTIPATH, TrackConfig
 from rankmodels.tracking.records import read_float, write_float
 from rankmodels_app.track import track_float
 from tests._plots_data import great_circle_km
@@ -47,7 +47,9 @@ from tests._report_check import decoded_images, external_references
 
 SETTINGS = ["--particles", "300", "--seed", "4", "--quiet"]
 # as track-float (calibration on, its multipath model)
-CONFIG = TrackConfig(particles=300, seed=4, calibrate=True, multipath=COMMAND_MULTIPATH)
+CONFIG = TrackConfig(
+    particles=300, seed=4, calibrate=True, multipath=COMMAND_MULTIPATH, motion=COMMAND_MOTION
+)
 
 
 @pytest.fixture(scope="module")
@@ -145,11 +147,11 @@ def test_summary_says_which_failed_and_matches_the_tracks(experiment):
         assert row["collapsed_cycles"] == int(track["collapsed"].values.sum())
         assert row["float_id"] == track.attrs["float_id"] == record.attrs.get("float_id", "")
         assert row["file"] == str(root / "in" / f"{name}.nc") and pd.isna(row["warning"])
-        for name in CALIBRATED:
+        # the Lagrangian motion's quantities in place of the random walk's step
+        assert "process_noise" not in track and pd.isna(row["process_noise"])
+        for name in (*(c for c in CALIBRATED if c != "process_noise"), *LAGRANGIAN):
             for column in (name, f"{name}_std"):
                 assert row[column] == rounded(float(track[column]), column), column
-        for name in LAGRANGIAN:  # the random walk's floats: no Lagrangian statistics
-            assert name not in track and pd.isna(row[name])
         assert row["run_time_s"] > 0
     # every column is checked above (run_time_s only for its sign)
     assert set(SUMMARY_COLUMNS) == {
@@ -336,7 +338,7 @@ def test_fleet_page_tables_fit_a_laptop_screen(experiment):
     page = (root / "out" / "fleet.html").read_text()
     summary = pd.read_csv(root / "out" / "summary.csv", keep_default_na=False, na_values=[""])
     tables = re.findall(r'<table class="fleet (\w+)">(.*?)</table>', page, flags=re.S)
-    assert [name for name, _ in tables] == ["floats", "parameters"]
+    assert [name for name, _ in tables] == ["floats", "parameters", "motion"]
     for _, body in tables:
         rows = [re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", row) for row in body.split("<tr>")[1:]]
         head = [re.sub("<[^>]*>", "", h) for h in rows[0]]

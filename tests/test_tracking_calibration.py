@@ -25,6 +25,7 @@ from rankmodels.tracking.calibration import (
     solve_newton,
 )
 from rankmodels.tracking.config import (
+    COMMAND_MOTION,
     COMMAND_MULTIPATH,
     EXPERIMENT_EM_PARTICLES,
     FLOAT_EM_PARTICLES,
@@ -33,6 +34,7 @@ from rankmodels.tracking.config import (
 from rankmodels.tracking.evaluate import score_track
 from rankmodels.tracking.float_calibration import em_passes
 from rankmodels.tracking.geometry import great_circle_km
+from rankmodels.tracking.model_fit import MOTION_VALUES
 from rankmodels.tracking.passes import Predictor, associate, run_filter, run_pass, smooth
 from rankmodels.tracking.pipeline import progress_steps, track_float
 from rankmodels.tracking.prepared import Parameters, prepare, start_parameters
@@ -408,7 +410,9 @@ def test_no_calibrate_reproduces_the_uncalibrated_tracker(tmp_path):
     write_float(record, path)
     res, track = _cli_track(path, tmp_path / "o", "--no-calibrate", "--no-plots")
     assert "not calibrated" in res.output
-    config = TrackConfig(particles=300, seed=7, multipath=COMMAND_MULTIPATH)
+    config = TrackConfig(
+        particles=300, seed=7, multipath=COMMAND_MULTIPATH, motion=COMMAND_MOTION
+    )
     run = prepare(read_float(path), config)
     predictor = Predictor(run, start_parameters(run, config))
     rng = np.random.default_rng(7)
@@ -518,7 +522,9 @@ def test_a_short_record_keeps_what_it_cannot_determine_and_says_so(tmp_path):
     assert track["sound_speed"].attrs["status_reason"] == "the record cannot determine it"
     assert float(track["sound_speed"]) == 1480.0 and np.isnan(float(track["sound_speed_std"]))
     assert not {"speed", "offsets"} & set(track.attrs["calibrated"].split(","))
-    for name in ("sigma", "p_detect", "clutter_rate", "multipath", "process_noise"):
+    statistical = ("sigma", "p_detect", "clutter_rate", "multipath", *MOTION_VALUES)
+    assert "process_noise" not in track  # the Lagrangian motion's values replace it
+    for name in statistical:
         attrs = track[name].attrs
         estimated = attrs["status"] == "estimated"
         assert estimated == np.isfinite(float(track[f"{name}_std"])), name

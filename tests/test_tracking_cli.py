@@ -42,8 +42,9 @@ def test_track_float_writes_the_track(small, tmp_path):
     assert "29 cycles" in lines[0] and "mean ESS" in lines[1]
     assert "arrivals called clutter" in lines[1] and "run time" in lines[-1]
     assert lines[2].startswith("calibrated: ")
-    # what was kept, one line per reason, then the quality checks
-    assert all(line.startswith("kept (") for line in lines[3:-2]) and len(lines) <= 7
+    # what was kept, one line per reason, the Lagrangian statistics, then the quality checks
+    assert all(line.startswith("kept (") for line in lines[3:-3]) and len(lines) <= 8
+    assert lines[-3].startswith("Lagrangian statistics: mean velocity ")
     assert lines[-2].startswith("quality checks: ")
     for name in ("track.nc", "map.png", "toa.png", "report.html"):
         assert (out / name).stat().st_size > 0

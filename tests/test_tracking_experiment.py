@@ -378,11 +378,14 @@ def test_cli_refuses_experiment_mode_without_calibration_or_with_one_float(
 
 
 def test_cli_end_to_end_with_two_floats(tiny, tmp_path):
+    """The joint calibration's reports, with estimated source offsets: two 12-day floats
+    determine seven offsets under the random walk and none under the Lagrangian motion, whose
+    joint calibration holds them all at their written values."""
     out = tmp_path / "out"
     run = CliRunner().invoke(
         track_command,
         [*map(str, tiny), "--calibrate-mode", "experiment", "--out", str(out), "--workers",
-         "1", "--particles", "150", "--seed", "2"],
+         "1", "--particles", "150", "--seed", "2", "--motion", "random-walk"],
     )  # fmt: skip
     assert run.exit_code == 0, run.output + run.stderr
     assert run.stdout == ""  # with --out the summary goes to stderr

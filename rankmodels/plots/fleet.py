@@ -23,7 +23,7 @@ from __future__ import annotations
 import html
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from urllib.parse import quote
 
@@ -41,7 +41,7 @@ from rankmodels.files import atomic_output
 from rankmodels.plots import maps, style
 from rankmodels.plots._fields import figure_text, times
 from rankmodels.plots.placement import points_geometry, polyline_geometry
-from rankmodels.plots.report import PARAMETER_ROWS, esc, html_document, png_data_uri
+from rankmodels.plots.report import MOTION_ROWS, SIGNAL_ROWS, esc, html_document, png_data_uri
 from rankmodels.plots.run_report import REPORT_FILE
 from rankmodels.plots.track_summary import source_names
 from rankmodels.text import with_error
@@ -372,18 +372,25 @@ def floats_table(
     return f'<table class="fleet floats">\n<tr>{head}</tr>\n{rows}\n</table>'
 
 
-def parameters_table(table: pd.DataFrame) -> str:
-    """The model parameters each tracked float's track used (``PARAMETER`` and
-    ``PARAMETER_std`` columns of the summary), as the reports show them: the value with
-    ± its standard error where the calibration estimated it; a column no float has is left
-    out. '' when no float was tracked."""
+def parameters_table(
+    table: pd.DataFrame, rows: Sequence[tuple[str, str, int, bool]] = SIGNAL_ROWS,
+    kind: str = "parameters",
+) -> str:
+    """The table (``class="fleet KIND"``) of the model parameters ``rows`` (variable, label,
+    decimals, signed; default :data:`~rankmodels.plots.report.SIGNAL_ROWS`) each tracked
+    float's track used (``PARAMETER`` and ``PARAMETER_std`` columns of the summary), as the
+    reports show them: the value with ± its standard error where the calibration estimated
+    it; a column no float has is left out, and so is a float with none of them (a random walk's
+    float in the motion table). '' when no float was tracked or no float has any of ``rows``."""
     ok = table[table["status"] == OK]
-    present = [row for row in PARAMETER_ROWS if row[0] in ok.columns and ok[row[0]].notna().any()]
+    present = [row for row in rows if row[0] in ok.columns and ok[row[0]].notna().any()]
     if ok.empty or not present:
         return ""
     head = _header("float", "Float") + "".join(_header(name, label) for name, label, *_ in present)
     body = []
     for record in ok.astype(object).to_dict(orient="records"):
+        if all(_empty(record[name]) for name, *_ in present):
+            continue
         cells = [_name_cell(record, {}, {})]
         for name, _, digits, signed in present:
             value, sd = record[name], record.get(f"{name}_std", np.nan)
@@ -398,8 +405,8 @@ def parameters_table(table: pd.DataFrame) -> str:
             )
             cells.append(f'<td class="num">{esc(text)}</td>')
         body.append(f"<tr>{''.join(cells)}</tr>")
-    rows = "\n".join(body)
-    return f'<table class="fleet parameters">\n<tr>{head}</tr>\n{rows}\n</table>'
+    lines = "\n".join(body)
+    return f'<table class="fleet {kind}">\n<tr>{head}</tr>\n{lines}\n</table>'
 
 
 def shared_section(experiment: Mapping[str, object] | None) -> str:
@@ -462,10 +469,10 @@ def fleet_report(
 ) -> str:
     """The fleet page (a complete HTML document): the map ``png`` embedded
     (:func:`~rankmodels.plots.report.png_data_uri`; None: no map), then the summary ``table``
-    (:data:`~rankmodels.tracking.batch.SUMMARY_COLUMNS`) in two tables narrow enough to read
-    without scrolling: the floats (:func:`floats_table`) and the model parameters their tracks
-    used (:func:`parameters_table`); each header's tooltip names its ``summary.csv`` column
-    and meaning, each name's the record file. ``links``: float name -> relative path of its
+    (:data:`~rankmodels.tracking.batch.SUMMARY_COLUMNS`) in tables narrow enough to read
+    without scrolling: the floats (:func:`floats_table`), the model parameters their tracks
+    used and their Lagrangian motion (:func:`parameters_table`); each header's tooltip names
+    its ``summary.csv`` column and meaning, each name's the record file. ``links``: float name -> relative path of its
     report, linked from the name; ``colors``: float name -> its RGBA colour on the map, shown
     as a swatch; ``experiment``: the shared estimates of a joint calibration
     (:func:`shared_section`), shown before the floats."""
@@ -488,6 +495,14 @@ def fleet_report(
             "± the standard error where the calibration estimated the value, else the "
             f"starting value (the record's or the command's).</p>\n{parameters}"
         )
+    motion = parameters_table(table, MOTION_ROWS, "motion")
+    if motion:
+        motion = (
+            "<h2>Motion of the floats</h2>\n<p>Each float's Lagrangian motion and "
+            "statistics (eddy kinetic energy, single-particle diffusivity K = s²τ): ± the "
+            "standard error where the calibration estimated them, else the starting value."
+            f"</p>\n{motion}"
+        )
     css = (
         ".swatch { display: inline-block; width: 0.9em; height: 0.9em; margin-right: 0.4em;"
         " vertical-align: middle; border: 1px solid #555; }\n"
@@ -504,7 +519,8 @@ and summary.json beside this page.</p>
 {shared_section(experiment)}
 <h2>Floats</h2>
 {floats_table(table, links, colors)}
-{parameters}""",
+{parameters}
+{motion}""",
         css,
     )
 

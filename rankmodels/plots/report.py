@@ -286,7 +286,7 @@ def track_summary_rows(track: xr.Dataset) -> dict[str, object]:
 
 #: (variable, label, decimals, signed) of the scalar parameters :func:`calibration_rows`
 #: shows.
-PARAMETER_ROWS = (
+SIGNAL_ROWS = (
     ("sound_speed", "Sound speed used (m/s)", 1, False),
     ("clock_offset", "Float clock offset at launch (s)", 2, True),
     ("clock_drift", "Float clock drift (s/day)", 4, True),
@@ -296,6 +296,10 @@ PARAMETER_ROWS = (
     ("multipath", "Multipath share P_M", 3, False),
     ("multipath_delay", "Mean multipath delay μ_D (s)", 1, False),
     ("process_noise", "Process noise (km per axis, 1-day step)", 2, False),
+)
+"""(variable, label, decimals, signed) of the clock, sound-speed and signal parameters and
+the random walk's step."""
+MOTION_ROWS = (
     ("mean_velocity_east", "Mean velocity east (km/day)", 2, True),
     ("mean_velocity_north", "Mean velocity north (km/day)", 2, True),
     ("eddy_speed", "Eddy speed (km/day per axis)", 2, False),
@@ -303,6 +307,8 @@ PARAMETER_ROWS = (
     ("eddy_kinetic_energy", "Eddy kinetic energy (m²/s²)", 5, False),
     ("diffusivity", "Diffusivity (m²/s)", 0, False),
 )
+"""(variable, label, decimals, signed) of the Lagrangian motion and its statistics."""
+PARAMETER_ROWS = SIGNAL_ROWS + MOTION_ROWS
 
 
 def calibration_rows(track: xr.Dataset) -> dict[str, object]:

@@ -42,7 +42,9 @@ from rankmodels.tracking.calibration import CALIBRATION_PARAMS, parse_calibrate_
 from rankmodels.tracking.engines import ENGINE_REGISTRY, ENGINES
 
 __all__ = [
+    "COMMAND_MOTION",
     "COMMAND_MULTIPATH",
+    "COMMAND_PARTICLES",
     "EXPERIMENT_EM_PARTICLES",
     "FLOAT_EM_PARTICLES",
     "HISTORY_BYTES_PER_PARTICLE",
@@ -83,6 +85,15 @@ EXPERIMENT_EM_PARTICLES = 2_000
 #: raises the arrivals associated right by 1-4 points; on floats without multipath it moves
 #: the median error by under 0.25 km either way; it costs about 1.1x the run time.
 COMMAND_MULTIPATH = 0.02
+#: ``track-float``'s ``--motion`` default (``TrackConfig()`` keeps the paper's random walk):
+#: floats drift with persistent velocities. On 20 simulated drifting floats of 208-715 days
+#: the Lagrangian motion's median error is 1.04x an oracle smoother's (the random walk's
+#: 1.24x), and it gives each cycle a velocity with its standard error.
+COMMAND_MOTION = "lagrangian"
+#: ``track-float``'s ``--particles`` default (``TrackConfig()`` keeps 10,000): with the
+#: Lagrangian motion 5,000 particles track simulated drifting floats as well as 10,000 (mean
+#: median error 3.43 against 3.41 km on four floats of 343-651 days) at 0.86x the CPU.
+COMMAND_PARTICLES = 5_000
 
 
 def _number(value: float) -> str:

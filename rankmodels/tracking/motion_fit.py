@@ -222,17 +222,28 @@ class LagrangianStatistics:
     def text(self) -> str:
         """One line in the units oceanographers quote: ``"mean velocity +2.01 ± 0.43 east,
         -0.67 ± 0.43 north cm/s; eddy kinetic energy 21.2 ± 1.5 cm2/s2; time scale 3.2 ±
-        0.3 days; diffusivity 580 ± 80 m2/s"``."""
+        0.3 days; diffusivity 580 ± 80 m2/s"``; a quantity not estimated (the motion's start,
+        or a value derived from one) says so in place of its error, and with none estimated
+        the line starts ``"not estimated (the starting values): "`` with the bare values."""
         cm_s = 100_000.0 / 86_400.0  # cm/s per km/day
         (east, north), (east_std, north_std) = self.mean_velocity, self.mean_velocity_std
-        return (
-            f"mean velocity {with_error(east * cm_s, east_std * cm_s, 2, signed=True)} east, "
-            f"{with_error(north * cm_s, north_std * cm_s, 2, signed=True)} north cm/s; "
-            f"eddy kinetic energy {with_error(self.eke * cm_s**2, self.eke_std * cm_s**2, 1)}"
-            f" cm2/s2; time scale {with_error(self.time_scale, self.time_scale_std, 1)} days; "
-            f"diffusivity {with_error(self.diffusivity * K_M2_S, self.diffusivity_std * K_M2_S, 0)}"
+        stds = (east_std, north_std, self.eke_std, self.time_scale_std, self.diffusivity_std)
+        none = not any(math.isfinite(std) for std in stds)
+
+        def quantity(value: float, std: float, digits: int, signed: bool = False) -> str:
+            if none:
+                return f"{value:{'+' if signed else ''}.{digits}f}"
+            return with_error(value, std, digits, signed=signed, missing="not estimated")
+
+        line = (
+            f"mean velocity {quantity(east * cm_s, east_std * cm_s, 2, True)} east, "
+            f"{quantity(north * cm_s, north_std * cm_s, 2, True)} north cm/s; "
+            f"eddy kinetic energy {quantity(self.eke * cm_s**2, self.eke_std * cm_s**2, 1)}"
+            f" cm2/s2; time scale {quantity(self.time_scale, self.time_scale_std, 1)} days; "
+            f"diffusivity {quantity(self.diffusivity * K_M2_S, self.diffusivity_std * K_M2_S, 0)}"
             " m2/s"
         )
+        return f"not estimated (the starting values): {line}" if none else line
 
 
 #: m^2/s per km^2/day.

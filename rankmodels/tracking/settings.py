@@ -27,7 +27,9 @@ from dataclasses import dataclass
 
 from rankmodels.tracking.calibration import CALIBRATION_PARAMS
 from rankmodels.tracking.config import (
+    COMMAND_MOTION,
     COMMAND_MULTIPATH,
+    COMMAND_PARTICLES,
     EXPERIMENT_EM_PARTICLES,
     FLOAT_EM_PARTICLES,
     LIMITS,
@@ -116,7 +118,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         TRACK, "particles", "--particles",
         "Particles of the filter (with smoothing also limited by memory).  [{range}]",
-        kind="whole", default=_TRACK.particles, **_limit("particles"),
+        kind="whole", default=COMMAND_PARTICLES, **_limit("particles"),
     ),
     Setting(
         TRACK, "seed", "--seed", "Seed of the random number generator.",
@@ -155,7 +157,7 @@ SETTINGS: tuple[Setting, ...] = (
         "Motion model: lagrangian (a position and a velocity that persists over the "
         "Lagrangian time scale: mean flow plus Ornstein-Uhlenbeck eddies) or random-walk "
         "(the position alone, --process-noise).",
-        kind="choice", default=_TRACK.motion, choices=MOTIONS,
+        kind="choice", default=COMMAND_MOTION, choices=MOTIONS,
     ),
     Setting(
         TRACK, "eddy_speed", "--eddy-speed",
