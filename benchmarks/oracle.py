@@ -68,24 +68,31 @@ class Oracle:
         self.start = (float(record["launch_lat"]), float(record["launch_lon"]))
         self.fix = (float(record["recovery_lat"]), float(record["recovery_lon"]))
         self.sigma = sigma
-        speed = float(truth["sound_speed"]) if "sound_speed" in truth else float(
-            record["sound_speed"]
+        speed = (
+            float(truth["sound_speed"]) if "sound_speed" in truth else float(record["sound_speed"])
         )
         label = np.asarray(truth["true_label"].values)
         cycle, rank = np.nonzero(label >= 0)
         source = label[cycle, rank].astype(int)
         offset = written_offsets(record)[cycle, source]
         if "source_offset" in truth:  # the true offsets, the float clock, the multipath
-            offset = offset - np.asarray(record["source_offset"].values)[source] + np.asarray(
-                truth["source_offset"].values
-            )[source]
-            offset = offset + float(truth["clock_offset"]) + float(truth["clock_drift"]) * (
-                cycle_day[cycle]
+            offset = (
+                offset
+                - np.asarray(record["source_offset"].values)[source]
+                + np.asarray(truth["source_offset"].values)[source]
+            )
+            offset = (
+                offset
+                + float(truth["clock_offset"])
+                + float(truth["clock_drift"]) * (cycle_day[cycle])
             )
             direct = np.asarray(truth["multipath_delay"].values)[cycle, source] == 0
-            cycle, source, rank, offset = cycle[direct], source[direct], rank[direct], offset[
-                direct
-            ]
+            cycle, source, rank, offset = (
+                cycle[direct],
+                source[direct],
+                rank[direct],
+                offset[direct],
+            )
         self.cycle, self.source = cycle, source
         self.toa = np.asarray(record["toa"].values)[cycle, rank]
         self.offset = offset
@@ -129,12 +136,12 @@ class Oracle:
         upto = (days <= at[:, None]).astype(float)
         later = (cum[at][:, None] - cum[None, :]) * (days < at[:, None])
         out = np.zeros((at.size, 2 * n + 2))
-        out[:, 0:2 * n:2] = g_lon[:, None] * upto * (self.dt * _TO_DEG / np.cos(rad))[None, :]
-        out[:, 1:2 * n:2] = (g_lat[:, None] * upto + g_lon[:, None] * later) * (
+        out[:, 0 : 2 * n : 2] = g_lon[:, None] * upto * (self.dt * _TO_DEG / np.cos(rad))[None, :]
+        out[:, 1 : 2 * n : 2] = (g_lat[:, None] * upto + g_lon[:, None] * later) * (
             self.dt * _TO_DEG
         )[None, :]
-        out[:, 2 * n] = out[:, 0:2 * n:2].sum(axis=1)
-        out[:, 2 * n + 1] = out[:, 1:2 * n:2].sum(axis=1)
+        out[:, 2 * n] = out[:, 0 : 2 * n : 2].sum(axis=1)
+        out[:, 2 * n + 1] = out[:, 1 : 2 * n : 2].sum(axis=1)
         return out
 
     def jacobian(self, u: np.ndarray, mu: np.ndarray) -> np.ndarray:
@@ -172,10 +179,10 @@ class Oracle:
         n = self.dt.size
         east, north = tangent_offsets(*self.start, *self.fix)
         z = np.zeros(2 * n + 2)
-        z[2 * n:] = np.array([east, north]) / self.t[-1]
+        z[2 * n :] = np.array([east, north]) / self.t[-1]
 
         def split(z):
-            return z[: 2 * n].reshape(n, 2), z[2 * n:]
+            return z[: 2 * n].reshape(n, 2), z[2 * n :]
 
         cost = np.sum(self.residuals(*split(z)) ** 2)
         for _ in range(iterations):

@@ -226,8 +226,16 @@ def tasks_for(args: argparse.Namespace) -> list[Task]:
     params, em, motion = args.calibrate_params, args.calibration_particles, args.motion
     if args.short:
         return [
-            Task(SHORT, i, args.seed, args.particles, days, params, calibration_particles=em,
-                 motion=motion)  # fmt: skip
+            Task(
+                SHORT,
+                i,
+                args.seed,
+                args.particles,
+                days,
+                params,
+                calibration_particles=em,
+                motion=motion,
+            )  # fmt: skip
             for days in SHORT_DAYS
             for i in range(args.seeds)
         ]
@@ -237,8 +245,9 @@ def tasks_for(args: argparse.Namespace) -> list[Task]:
         for i in range(args.n)
     ]
     broken = [
-        Task(kind, i, args.seed, args.particles, 0, params, calibration_particles=em,
-             motion=motion)  # fmt: skip
+        Task(
+            kind, i, args.seed, args.particles, 0, params, calibration_particles=em, motion=motion
+        )  # fmt: skip
         for kind in BROKEN_KINDS
         for i in range(args.broken)
     ]

@@ -28,8 +28,10 @@ from rankmodels.plots.fleet import (
     fleet_recoveries,
     fleet_tracks,
     float_colors,
+    parameters_table,
     write_fleet,
 )
+from rankmodels.plots.report import MOTION_ROWS
 from rankmodels.plots.run_report import float_figures
 from rankmodels.tracking import simulate
 from rankmodels.tracking.batch import (
@@ -339,6 +341,9 @@ def test_fleet_page_tables_fit_a_laptop_screen(experiment):
     summary = pd.read_csv(root / "out" / "summary.csv", keep_default_na=False, na_values=[""])
     tables = re.findall(r'<table class="fleet (\w+)">(.*?)</table>', page, flags=re.S)
     assert [name for name, _ in tables] == ["floats", "parameters", "motion"]
+    parameters, motion = tables[1][1], tables[2][1]
+    assert "Sound speed used" in parameters and "Lagrangian time scale" not in parameters
+    assert "Lagrangian time scale" in motion and "Sound speed used" not in motion
     for _, body in tables:
         rows = [re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", row) for row in body.split("<tr>")[1:]]
         head = [re.sub("<[^>]*>", "", h) for h in rows[0]]
@@ -437,3 +442,28 @@ def test_scheduler_that_cannot_be_reached_is_one_line(tmp_path, address, expecte
     (line,) = run.output.strip().splitlines()
     assert line.startswith(f"Error: --scheduler {expected}")
     assert not (tmp_path / "o").exists()
+
+
+def test_motion_table_holds_the_lagrangian_floats_only():
+    """The fleet page's motion table: a row per float with a Lagrangian motion (± where
+    estimated), none for a random walk's float, nothing when no float has one; the
+    parameters table keeps the random walk's step and leaves the motion out."""
+    nan = np.nan
+    table = pd.DataFrame({
+        "float": ["lag", "rw"], "status": ["ok", "ok"], "file": ["lag.nc", "rw.nc"],
+        "sigma": [4.9, 5.0], "sigma_std": [0.1, nan],
+        "process_noise": [nan, 6.7], "process_noise_std": [nan, 0.2],
+        "time_scale": [3.2, nan], "time_scale_std": [0.3, nan],
+        "diffusivity": [581.0, nan], "diffusivity_std": [nan, nan],
+    })  # fmt: skip
+    motion = parameters_table(table, MOTION_ROWS, "motion")
+    assert motion.startswith('<table class="fleet motion">')
+    rows = motion.split("<tr>")[2:]
+    assert len(rows) == 1 and ">lag<" in rows[0]
+    assert "3.2 ± 0.3" in rows[0] and '<td class="num">581</td>' in rows[0]
+    assert "Lagrangian time scale" in motion and "Process noise" not in motion
+    params = parameters_table(table)
+    assert "Process noise" in params and "Lagrangian time scale" not in params
+    assert params.count("<tr>") == 3  # the header and both floats
+    assert parameters_table(table.drop(columns=["time_scale", "diffusivity"]).iloc[1:],
+                            MOTION_ROWS, "motion") == ""  # fmt: skip

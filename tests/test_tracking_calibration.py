@@ -410,9 +410,7 @@ def test_no_calibrate_reproduces_the_uncalibrated_tracker(tmp_path):
     write_float(record, path)
     res, track = _cli_track(path, tmp_path / "o", "--no-calibrate", "--no-plots")
     assert "not calibrated" in res.output
-    config = TrackConfig(
-        particles=300, seed=7, multipath=COMMAND_MULTIPATH, motion=COMMAND_MOTION
-    )
+    config = TrackConfig(particles=300, seed=7, multipath=COMMAND_MULTIPATH, motion=COMMAND_MOTION)
     run = prepare(read_float(path), config)
     predictor = Predictor(run, start_parameters(run, config))
     rng = np.random.default_rng(7)

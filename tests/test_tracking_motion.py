@@ -7,6 +7,7 @@ errors against the truth, and the command end to end."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -23,7 +24,9 @@ from rankmodels.tracking.estimates import parameter_reports
 from rankmodels.tracking.geometry import tangent_offsets
 from rankmodels.tracking.model_fit import PRIORS, StatisticalModel
 from rankmodels.tracking.motion_fit import (
+    K_M2_S,
     MOTION_NAMES,
+    LagrangianStatistics,
     fit_motion,
     lagrangian_statistics,
     step_scores,
@@ -326,3 +329,23 @@ def test_the_report_shows_the_lagrangian_motion(lagrangian_track):
     assert "Process noise (km per axis, 1-day step)" not in rows
     start = float(track.mean_velocity_east.attrs["start"])
     assert f"started at {start:.2f})" in rows["Mean velocity east (km/day)"]
+
+
+def test_lagrangian_statistics_say_which_values_were_not_estimated():
+    """A quantity without a standard error reads 'not estimated', never 's.e. unknown'; with
+    none estimated the line says these are the starting values, and no value has an error."""
+    cm_s = 100_000.0 / 86_400.0
+    stats_ = LagrangianStatistics(
+        mean_velocity=(1.0, -0.5), mean_velocity_std=(0.2, 0.2), eke=16.0, eke_std=2.0,
+        time_scale=3.0, time_scale_std=math.nan, diffusivity=48.0, diffusivity_std=math.nan,
+    )  # fmt: skip
+    line = stats_.text()
+    assert line.startswith(f"mean velocity +{cm_s:.2f} ± {0.2 * cm_s:.2f} east, ")
+    assert f"-{0.5 * cm_s:.2f} ± {0.2 * cm_s:.2f} north cm/s" in line
+    assert f"eddy kinetic energy {16 * cm_s**2:.1f} ± {2 * cm_s**2:.1f} cm2/s2" in line
+    assert "time scale 3.0 (not estimated) days" in line
+    assert f"diffusivity {48 * K_M2_S:.0f} (not estimated) m2/s" in line
+    assert "s.e. unknown" not in line
+    none = replace(stats_, mean_velocity_std=(math.nan, math.nan), eke_std=math.nan).text()
+    assert none.startswith("not estimated (the starting values): mean velocity +1.16 east, ")
+    assert "±" not in none and none.count("not estimated") == 1

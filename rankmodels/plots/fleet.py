@@ -353,9 +353,7 @@ def floats_table(
         cells = [_name_cell(record, links, colors)]
         if record["status"] != OK:
             before = columns[: columns.index("status") + 1] if "status" in columns else []
-            cells += [
-                f"<td>{'' if _empty(record[c]) else esc(record[c])}</td>" for c in before
-            ]
+            cells += [f"<td>{'' if _empty(record[c]) else esc(record[c])}</td>" for c in before]
             span = len(columns) - len(before)
             cells.append(f'<td class="reason" colspan="{span}">{esc(record["reason"])}</td>')
         else:
@@ -373,7 +371,8 @@ def floats_table(
 
 
 def parameters_table(
-    table: pd.DataFrame, rows: Sequence[tuple[str, str, int, bool]] = SIGNAL_ROWS,
+    table: pd.DataFrame,
+    rows: Sequence[tuple[str, str, int, bool]] = SIGNAL_ROWS,
     kind: str = "parameters",
 ) -> str:
     """The table (``class="fleet KIND"``) of the model parameters ``rows`` (variable, label,
@@ -472,10 +471,10 @@ def fleet_report(
     (:data:`~rankmodels.tracking.batch.SUMMARY_COLUMNS`) in tables narrow enough to read
     without scrolling: the floats (:func:`floats_table`), the model parameters their tracks
     used and their Lagrangian motion (:func:`parameters_table`); each header's tooltip names
-    its ``summary.csv`` column and meaning, each name's the record file. ``links``: float name -> relative path of its
-    report, linked from the name; ``colors``: float name -> its RGBA colour on the map, shown
-    as a swatch; ``experiment``: the shared estimates of a joint calibration
-    (:func:`shared_section`), shown before the floats."""
+    its ``summary.csv`` column and meaning, each name's the record file. ``links``: float name
+    -> relative path of its report, linked from the name; ``colors``: float name -> its RGBA
+    colour on the map, shown as a swatch; ``experiment``: the shared estimates of a joint
+    calibration (:func:`shared_section`), shown before the floats."""
     colors = colors or {}
     ok = int((table["status"] == OK).sum())
     title = f"Tracked floats: {ok} of {len(table)}"

@@ -360,8 +360,7 @@ def calibration_rows(track: xr.Dataset) -> dict[str, object]:
 
 def _summary_table(rows: Mapping[str, object], css_class: str) -> str:
     body = "\n".join(
-        f"<tr><th>{esc(k)}</th><td>{esc(format_value(v))}</td></tr>"
-        for k, v in rows.items()
+        f"<tr><th>{esc(k)}</th><td>{esc(format_value(v))}</td></tr>" for k, v in rows.items()
     )
     return f'<table class="summary {css_class}">\n{body}\n</table>'
 
@@ -451,9 +450,7 @@ def _quality_note(track: xr.Dataset) -> str:
         f"(threshold {esc(format_value(c.threshold))}: {esc(c.doc)})</li>"
         for c in checks
     )
-    return (
-        f'<div class="{box}" id="quality">\n<p>{esc(head)}</p>\n<ul>\n{items}\n</ul>\n</div>'
-    )
+    return f'<div class="{box}" id="quality">\n<p>{esc(head)}</p>\n<ul>\n{items}\n</ul>\n</div>'
 
 
 def _truth_section(track: xr.Dataset, truth: xr.Dataset | None) -> str:
@@ -461,8 +458,7 @@ def _truth_section(track: xr.Dataset, truth: xr.Dataset | None) -> str:
         return ""
     rows = truth_comparison(track, truth)
     body = "\n".join(
-        f'<tr><th>{esc(k)}</th><td class="num">{esc(v)}</td></tr>'
-        for k, v in rows.items()
+        f'<tr><th>{esc(k)}</th><td class="num">{esc(v)}</td></tr>' for k, v in rows.items()
     )
     return (
         "<h2>Comparison with the true track</h2>\n"

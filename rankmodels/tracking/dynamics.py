@@ -191,7 +191,7 @@ class LagrangianMotion:
         rx = steps - mu * dt[:, None] - a[:, None] * dev
         ru = u_to - mu - phi[:, None] * dev
         det = vxx * vuu - vxu * vxu
-        quad = (vuu[:, None] * rx * rx - 2.0 * vxu[:, None] * rx * ru + vxx[:, None] * ru * ru)
+        quad = vuu[:, None] * rx * rx - 2.0 * vxu[:, None] * rx * ru + vxx[:, None] * ru * ru
         return -0.5 * quad.sum(axis=-1) / det - 2.0 * math.log(2.0 * math.pi) - np.log(det)
 
     def start(self, x0: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:

@@ -218,7 +218,6 @@ class LagrangianStatistics:
     diffusivity: float
     diffusivity_std: float
 
-
     def text(self) -> str:
         """One line in the units oceanographers quote: ``"mean velocity +2.01 ± 0.43 east,
         -0.67 ± 0.43 north cm/s; eddy kinetic energy 21.2 ± 1.5 cm2/s2; time scale 3.2 ±
