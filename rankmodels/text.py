@@ -57,9 +57,17 @@ def pad(text: str, width: int) -> str:
 
 
 def with_error(
-    value: float, std: float, digits: int, *, signed: bool = False, missing: str = "s.e. unknown"
+    value: float,
+    std: float,
+    digits: int,
+    *,
+    signed: bool = False,
+    missing: str | None = "s.e. unknown",
 ) -> str:
     """``value ± std`` with ``digits`` decimals (``+`` shown when ``signed``); when ``std`` is
-    not finite the value carries ``missing`` in brackets instead, never a bare ``± nan``."""
+    not finite the value carries ``missing`` in brackets instead (``missing=None``: the bare
+    value), never a bare ``± nan``."""
     text = f"{value:{'+' if signed else ''}.{digits}f}"
-    return f"{text} ± {std:.{digits}f}" if math.isfinite(std) else f"{text} ({missing})"
+    if math.isfinite(std):
+        return f"{text} ± {std:.{digits}f}"
+    return text if missing is None else f"{text} ({missing})"

@@ -62,3 +62,5 @@ def test_with_error_never_shows_a_bare_nan():
     assert with_error(-1.5, float("inf"), 2, signed=True, missing="not estimated") == (
         "-1.50 (not estimated)"
     )
+    assert with_error(2.0, float("nan"), 1, signed=True, missing=None) == "+2.0"
+    assert with_error(2.0, 0.25, 1, missing=None) == "2.0 ± 0.2"

@@ -397,11 +397,7 @@ def parameters_table(
                 cells.append("<td></td>")
                 continue
             value, sd = float(value), float(sd)
-            text = (
-                with_error(value, sd, digits, signed=signed)
-                if np.isfinite(sd)
-                else f"{value:{'+' if signed else ''}.{digits}f}"
-            )
+            text = with_error(value, sd, digits, signed=signed, missing=None)
             cells.append(f'<td class="num">{esc(text)}</td>')
         body.append(f"<tr>{''.join(cells)}</tr>")
     lines = "\n".join(body)

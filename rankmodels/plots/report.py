@@ -323,7 +323,9 @@ def calibration_rows(track: xr.Dataset) -> dict[str, object]:
         attrs = track[name].attrs
         status, reason = attrs.get("status"), str(attrs.get("status_reason", ""))
         if status == "kept":
-            return f"{v:{'+' if signed else ''}.{digits}f} (kept at its starting value: {reason})"
+            return with_error(
+                v, math.nan, digits, signed=signed, missing=f"kept at its starting value: {reason}"
+            )
         if status == "estimated" and "start" in attrs:
             text = with_error(v, sd, digits, signed=signed)
             start = float(attrs["start"])

@@ -230,9 +230,8 @@ class LagrangianStatistics:
         none = not any(math.isfinite(std) for std in stds)
 
         def quantity(value: float, std: float, digits: int, signed: bool = False) -> str:
-            if none:
-                return f"{value:{'+' if signed else ''}.{digits}f}"
-            return with_error(value, std, digits, signed=signed, missing="not estimated")
+            missing = None if none else "not estimated"
+            return with_error(value, std, digits, signed=signed, missing=missing)
 
         line = (
             f"mean velocity {quantity(east * cm_s, east_std * cm_s, 2, True)} east, "
