@@ -1,75 +1,94 @@
-"""The motion models on simulated floats: track-float's calibrated defaults with the random
-walk and with ``--motion lagrangian``, on drifting (mean flow + Ornstein-Uhlenbeck eddies,
-s = 4 km/day, tau = 5 days), straight and spiral floats of 200-500 days at sigma 3-6 s.
+"""The Lagrangian motion's products against the truth, on drifting floats of one world.
 
-Prints per float and motion model the median and p90 position error (km), the daily velocity's
-rms error (km/day; the random walk's from its differenced positions), the CPU time and the
-Lagrangian motion's time scale and eddy speed.
+Each float is simulated on the DIMES geometry (:func:`rankmodels.tracking.simulate.dimes_float767`,
+``trajectory="drift"``: a mean flow plus continuously integrated Ornstein-Uhlenbeck eddies of
+speed ``s`` and time scale ``tau``, ``--eddies``) and tracked with the ``track-float`` defaults.
+Printed per float, and as rates over the floats:
 
-    python benchmarks/motion.py
+* the time scale ``tau`` and the diffusivity ``K = s^2 tau`` with their stated standard errors,
+  and their z-scores against the truth (the fraction with ``|z| <= 2``);
+* the smoothed velocity's honesty: the fraction of the true instantaneous velocities (east and
+  north, every cycle) within two stated standard errors of the estimate;
+* the daily velocity's rms error and the median position error, as ratios to the oracle
+  smoother's (``benchmarks/oracle.py``, told the associations, the parameters and the dynamics).
+
+    python benchmarks/motion.py [--floats 20] [--days 365] [--sigma 4] [--eddies 4 5]
 """
 
 from __future__ import annotations
 
+import argparse
 import time
 
 import numpy as np
-import xarray as xr
+from oracle import Oracle, errors, velocity_rms
 
-from rankmodels.tracking.config import COMMAND_MULTIPATH, TrackConfig
-from rankmodels.tracking.geometry import great_circle_km, tangent_offsets
+from rankmodels.tracking.config import (
+    COMMAND_MOTION,
+    COMMAND_MULTIPATH,
+    COMMAND_PARTICLES,
+    TrackConfig,
+)
 from rankmodels.tracking.pipeline import track_float
 from rankmodels.tracking.simulate import SignalSpec, dimes_float767, range_dependent_detection
 
-#: (seed, trajectory, days, sigma s) of each float.
-CASES = (
-    (11, "drift", 300, 3.0),
-    (12, "drift", 400, 5.0),
-    (13, "drift", 250, 3.0),
-    (14, "drift", 500, 4.0),
-    (15, "drift", 200, 6.0),
-    (16, "drift", 365, 3.0),
-    (17, "straight", 300, 4.0),
-    (18, "spiral", 300, 4.0),
-)
-
-
-def daily_steps(lat: np.ndarray, lon: np.ndarray) -> np.ndarray:
-    """``(T - 1, 2)`` (east, north) km between consecutive positions."""
-    east, north = tangent_offsets(lat[:-1], lon[:-1], lat[1:], lon[1:])
-    return np.stack([east, north], 1)
-
-
-def velocities(track: xr.Dataset) -> np.ndarray:
-    """The track's daily velocities (km/day) into each cycle after the first."""
-    if "velocity_east" in track:
-        return np.stack([track.velocity_east.values, track.velocity_north.values], 1)[1:] * 86.4
-    return daily_steps(track.lat.values, track.lon.values)
+#: km/day in one m/s; m^2/s in one km^2/day.
+_KM_PER_DAY, _M2_PER_S = 86.4, 1e6 / 86_400.0
 
 
 def main() -> None:
-    for seed, trajectory, days, sigma in CASES:
-        spec = SignalSpec(sigma=sigma, p_detect=range_dependent_detection(), clutter_rate=1.0)
-        record, truth = dimes_float767(seed, days=days, trajectory=trajectory, spec=spec)
-        true_v = daily_steps(truth.lat.values, truth.lon.values)
-        for motion in ("random-walk", "lagrangian"):
-            config = TrackConfig(calibrate=True, multipath=COMMAND_MULTIPATH, motion=motion)
-            started = time.process_time()
-            track, _ = track_float(record, config)
-            cpu = time.process_time() - started
-            err = great_circle_km(track.lat.values, track.lon.values, truth.lat.values,
-                                  truth.lon.values)  # fmt: skip
-            rms = np.sqrt(np.mean((velocities(track) - true_v) ** 2))
-            extra = ""
-            if "time_scale" in track:
-                tau, tau_std = float(track.time_scale), float(track.time_scale_std)
-                extra = f"  tau {tau:.2f} ± {tau_std:.2f} days, s {float(track.eddy_speed):.2f}"
-            print(
-                f"{seed} {trajectory:8s} {days} d sigma {sigma:g} {motion:11s} median "
-                f"{np.median(err):5.2f} p90 {np.percentile(err, 90):5.2f} km, velocity rms "
-                f"{rms:4.2f} km/day, cpu {cpu:5.1f} s{extra}",
-                flush=True,
-            )
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--floats", type=int, default=20)
+    parser.add_argument("--days", type=int, default=365)
+    parser.add_argument("--sigma", type=float, default=4.0)
+    parser.add_argument(
+        "--eddies", type=float, nargs=2, default=(4.0, 5.0), metavar=("SPEED", "TAU"),
+        help="eddy speed km/day, time scale days",
+    )  # fmt: skip
+    parser.add_argument("--seed", type=int, default=400, help="seed of the first float")
+    args = parser.parse_args()
+    spec = SignalSpec(sigma=args.sigma, p_detect=range_dependent_detection(), clutter_rate=1.0)
+    config = TrackConfig(calibrate=True, multipath=COMMAND_MULTIPATH, motion=COMMAND_MOTION,
+                         particles=COMMAND_PARTICLES)  # fmt: skip
+    speed, tau_true = args.eddies
+    k_true = speed**2 * tau_true
+    z_tau, z_k, covered, ratios = [], [], [], []
+    print(f"{args.floats} drifting floats of {args.days} days, sigma {args.sigma:g} s, eddies "
+          f"{speed:g} km/day, tau {tau_true:g} days (K {k_true:g} km^2/day)")  # fmt: skip
+    for seed in range(args.seed, args.seed + args.floats):
+        record, truth = dimes_float767(seed, days=args.days, spec=spec, eddies=(speed, tau_true))
+        started = time.process_time()
+        track, _ = track_float(record, config)
+        cpu = time.process_time() - started
+        lat, lon, oracle_v = Oracle(record, truth, args.sigma).solve()
+        oracle_err = errors(lat, lon, truth)
+        tau, tau_se = float(track.time_scale), float(track.time_scale_std)
+        k = float(track.diffusivity) / _M2_PER_S
+        k_se = float(track.diffusivity_std) / _M2_PER_S
+        z_tau.append((tau - tau_true) / tau_se)
+        z_k.append((k - k_true) / k_se)
+        v = np.stack([track.velocity_east.values, track.velocity_north.values], 1)
+        v_se = np.stack([track.velocity_east_std.values, track.velocity_north_std.values], 1)
+        true_v = np.stack([truth.velocity_east.values, truth.velocity_north.values], 1)
+        inside = np.abs(v - true_v) <= 2.0 * v_se
+        covered.append(inside.mean())
+        err = errors(track.lat.values, track.lon.values, truth)
+        ratio = (velocity_rms(v * _KM_PER_DAY, truth) / velocity_rms(oracle_v, truth),
+                 np.median(err) / np.median(oracle_err))  # fmt: skip
+        ratios.append(ratio)
+        print(f"{seed}: tau {tau:5.2f} ± {tau_se:4.2f} (z {z_tau[-1]:+5.2f}), K {k:6.1f} ± "
+              f"{k_se:5.1f} (z {z_k[-1]:+5.2f}), velocity within 2 SE {inside.mean():.1%}, "
+              f"velocity rms {ratio[0]:.2f}x the oracle's, median {np.median(err):.2f} km "
+              f"({ratio[1]:.2f}x), cpu {cpu:.0f} s", flush=True)  # fmt: skip
+    z_tau, z_k = np.array(z_tau), np.array(z_k)
+    for name, z in (("tau", z_tau), ("K", z_k)):
+        print(f"{name} within 2 SE: {np.mean(np.abs(z) <= 2):.0%} (rms z "
+              f"{np.sqrt(np.mean(z**2)):.2f}, mean z {z.mean():+.2f})")  # fmt: skip
+    vel, med = np.mean(ratios, axis=0)
+    print(
+        f"velocities within 2 SE: {np.mean(covered):.1%} (per float {min(covered):.1%} .. "
+        f"{max(covered):.1%}); velocity rms {vel:.2f}x the oracle's, median error {med:.2f}x"
+    )
 
 
 if __name__ == "__main__":

@@ -3,25 +3,30 @@
 The oracle is told what no tracker knows: which source sent each recorded arrival (the
 truth's ``true_label``), which arrivals came by multipath (left out), the true sound speed,
 clock and source offsets, the TOA noise, and the simulator's own dynamics. A drifting float
-of :func:`rankmodels.tracking.simulate.drifting_track` moves each day ``k`` by ``(mu + u_k)
-dt_k`` in the tangent plane of its position, with eddy velocities ``u_k`` an AR(1) of
-stationary standard deviation ``s`` and ``phi_k = exp(-dt_k / tau)``. The oracle's estimate
-is the maximum a posteriori velocity sequence (and mean drift ``mu``, under a flat prior) given
-the labelled direct arrivals and the recovery fix:
+of :func:`rankmodels.tracking.simulate.drifting_track` moves over the interval ``k`` (from
+cycle ``k - 1`` to cycle ``k``, ``dt_k`` days) by ``mu dt_k + d_k`` in the tangent plane of its
+position, where ``d_k`` is the integral of a stationary Ornstein-Uhlenbeck eddy velocity
+``u(t)`` (standard deviation ``s``, time scale ``tau``: the truth's ``eddy_speed`` and
+``time_scale``). Given ``u_k-1``, per axis ``(d_k, u_k)`` is Gaussian with mean ``(a_k u_k-1,
+phi_k u_k-1)`` and covariance ``V_k`` (the closed form of
+:meth:`rankmodels.tracking.dynamics.LagrangianMotion.transition`). The oracle's estimate is the
+maximum a posteriori path ``z = (u_0, (d_k, u_k)_k, mu)`` (flat prior on the mean drift ``mu``)
+given the labelled direct arrivals and the recovery fix:
 
-    minimise  sum_i ((toa_i - pred_i(x_c(i)(u, mu))) / sigma)^2 + |u_0 / s|^2
-              + sum_k |(u_k - phi_k u_k-1) / (s sqrt(1 - phi_k^2))|^2 + |(x_D - fix) / 0.1 km|^2,
+    minimise  sum_i ((toa_i - pred_i(x_c(i)(d, mu))) / sigma)^2 + |u_0 / s|^2
+              + sum_k |L_k^-1 ((d_k, u_k) - (a_k, phi_k) u_k-1)|^2 + |(x_D - fix) / 0.1 km|^2,
 
-by Gauss-Newton (the positions are cumulative sums of the steps, so every TOA depends on every
-earlier velocity; the normal equations are a dense ``2 D + 2`` system). This is the iterated
-Kalman smoother's answer for the simulator's own model, so its error is what the arrivals
-allow; ``track-float`` must also find the associations and calibrate the geometry and the
-statistics.
+with ``L_k L_k^T = V_k``, by Gauss-Newton (the positions are cumulative sums of the steps, so
+every TOA depends on every earlier step; the normal equations are a dense ``4 D + 4`` system).
+This is the iterated Kalman smoother's answer for the simulator's own model, so its error is
+what the arrivals allow; ``track-float`` must also find the associations and calibrate the
+geometry and the statistics.
 
-    python benchmarks/oracle.py [--floats 6] [--days 200 400] [--particles 10000]
+    python benchmarks/oracle.py [--floats 6] [--days 200 400] [--particles 5000]
 
 prints per float the oracle's and track-float's (random walk and Lagrangian motion) median and
-p90 errors and daily velocity rms errors, and the ratios.
+p90 errors and daily velocity rms errors (against the truth's instantaneous velocity at the
+cycles), and the ratios.
 """
 
 from __future__ import annotations
@@ -31,27 +36,25 @@ import argparse
 import numpy as np
 import xarray as xr
 
-from rankmodels.tracking.config import COMMAND_MULTIPATH, TrackConfig
+from rankmodels.tracking.config import COMMAND_MULTIPATH, COMMAND_PARTICLES, TrackConfig
+from rankmodels.tracking.dynamics import LagrangianMotion
 from rankmodels.tracking.geometry import EARTH_RADIUS_KM, great_circle_km, tangent_offsets
 from rankmodels.tracking.pipeline import track_float
 from rankmodels.tracking.records import written_offsets
 from rankmodels.tracking.simulate import SignalSpec, dimes_float767, range_dependent_detection
 
-#: The simulator's eddies (``drifting_track``'s defaults): speed km/day, time scale days.
-EDDY_SPEED, EDDY_DAYS = 4.0, 5.0
 _TO_DEG = 180.0 / (np.pi * EARTH_RADIUS_KM)
 _RECOVERY_KM = 0.1
+#: km/day in one m/s.
+_KM_PER_DAY = 86.4
 
 
-def positions(
-    start: tuple[float, float], u: np.ndarray, mu: np.ndarray, dt: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """``(lat, lon)`` (D,) after each day's step ``(mu + u_k) dt_k`` (km, tangent plane of
-    the position before it), as the simulator takes them."""
-    step = (mu[None, :] + u) * dt[:, None]
-    lat = start[0] + np.cumsum(step[:, 1]) * _TO_DEG
+def positions(start: tuple[float, float], steps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(lat, lon)`` (D,) after each interval's step ``steps (D, 2)`` (east, north km, tangent
+    plane of the position before it), as the simulator takes them."""
+    lat = start[0] + np.cumsum(steps[:, 1]) * _TO_DEG
     lat_before = np.r_[start[0], lat[:-1]]
-    lon = start[1] + np.cumsum(step[:, 0] * _TO_DEG / np.cos(np.radians(lat_before)))
+    lon = start[1] + np.cumsum(steps[:, 0] * _TO_DEG / np.cos(np.radians(lat_before)))
     return lat, lon
 
 
@@ -99,68 +102,91 @@ class Oracle:
         self.km_per_s = speed / 1000.0
         self.src_lat = np.asarray(record["source_lat"].values, dtype=float)
         self.src_lon = np.asarray(record["source_lon"].values, dtype=float)
-        self.phi = np.exp(-self.dt / EDDY_DAYS)
+        self.eddy_speed = float(truth["eddy_speed"])
+        self.prior = self._prior(float(truth["eddy_speed"]), float(truth["time_scale"]))
+
+    # layout of z: u_0 (2), then per interval k = 1 .. n: d_k (2), u_k (2); then mu (2)
+    def _d(self, z: np.ndarray) -> np.ndarray:
+        return z[2:-2].reshape(-1, 4)[:, :2]
+
+    def _u(self, z: np.ndarray) -> np.ndarray:
+        return np.vstack([z[:2], z[2:-2].reshape(-1, 4)[:, 2:]])
+
+    def _steps(self, z: np.ndarray) -> np.ndarray:
+        return z[-2:][None, :] * self.dt[:, None] + self._d(z)
+
+    def _prior(self, eddy_speed: float, time_scale: float) -> np.ndarray:
+        """The prior's whitened residuals as a matrix: ``prior @ z`` (``2 + 4 n`` rows)."""
+        n = self.dt.size
+        motion = LagrangianMotion((0.0, 0.0), eddy_speed, time_scale)
+        phi, a, vxx, vxu, vuu = motion.transition(self.dt)
+        l11 = np.sqrt(vxx)
+        l21 = vxu / l11
+        l22 = np.sqrt(vuu - l21 * l21)
+        out = np.zeros((2 + 4 * n, 4 * n + 4))
+        out[0, 0] = out[1, 1] = 1.0 / eddy_speed
+        for k in range(n):
+            for axis in range(2):
+                u_from = axis if k == 0 else 2 + 4 * (k - 1) + 2 + axis
+                d, u = 2 + 4 * k + axis, 2 + 4 * k + 2 + axis
+                row_d, row_u = 2 + 4 * k + axis, 2 + 4 * k + 2 + axis
+                # r_d = (d - a u_from) / l11;  r_u = ((u - phi u_from) - l21 r_d) / l22
+                out[row_d, d] = 1.0 / l11[k]
+                out[row_d, u_from] = -a[k] / l11[k]
+                out[row_u, u] = 1.0 / l22[k]
+                out[row_u, u_from] = -phi[k] / l22[k]
+                out[row_u] -= l21[k] / l22[k] * out[row_d]
+        return out
 
     def predicted(self, lat: np.ndarray, lon: np.ndarray) -> np.ndarray:
         d = great_circle_km(lat[self.cycle], lon[self.cycle], self.src_lat[self.source],
                             self.src_lon[self.source])  # fmt: skip
         return d / self.km_per_s + self.offset
 
-    def residuals(self, u: np.ndarray, mu: np.ndarray) -> np.ndarray:
-        lat, lon = positions(self.start, u, mu, self.dt)
-        innovation = (u[1:] - self.phi[1:, None] * u[:-1]) / (
-            EDDY_SPEED * np.sqrt(1.0 - self.phi[1:, None] ** 2)
-        )
+    def residuals(self, z: np.ndarray) -> np.ndarray:
+        lat, lon = positions(self.start, self._steps(z))
         east, north = tangent_offsets(lat[-1], lon[-1], *self.fix)
         return np.concatenate([
             (self.toa - self.predicted(lat, lon)) / self.sigma,
-            (u[0] / EDDY_SPEED),
-            innovation.ravel(),
+            self.prior @ z,
             np.array([east, north]) / _RECOVERY_KM,
         ])  # fmt: skip
 
     def _chain(
-        self, g_lat: np.ndarray, g_lon: np.ndarray, at: np.ndarray, u: np.ndarray, mu: np.ndarray
+        self, g_lat: np.ndarray, g_lon: np.ndarray, at: np.ndarray, steps: np.ndarray
     ) -> np.ndarray:
-        """``(I, 2 D + 2)`` derivatives in ``(u, mu)`` of residuals whose derivatives in the
-        position (lat, lon) of day ``at`` (I,) are ``g_lat``, ``g_lon`` (I,): a north step moves
-        the later latitudes and, through ``1 / cos(lat)``, the later longitudes too."""
-        n = u.shape[0]
-        lat, _ = positions(self.start, u, mu, self.dt)
+        """``(I, 4 n + 4)`` derivatives in ``z`` of residuals whose derivatives in the position
+        (lat, lon) after interval ``at`` (I,) are ``g_lat``, ``g_lon`` (I,): a north step
+        moves the later latitudes and, through ``1 / cos(lat)``, the later longitudes too."""
+        n = steps.shape[0]
+        lat, _ = positions(self.start, steps)
         lat_before = np.r_[self.start[0], lat[:-1]]
-        step_east = (mu[0] + u[:, 0]) * self.dt
         rad = np.radians(lat_before)
-        w = step_east * _TO_DEG * np.sin(rad) / np.cos(rad) ** 2 * (np.pi / 180.0)
+        w = steps[:, 0] * _TO_DEG * np.sin(rad) / np.cos(rad) ** 2 * (np.pi / 180.0)
         cum = np.cumsum(w)  # cum[k] = sum_{i <= k} w_i
         days = np.arange(n)[None, :]
         upto = (days <= at[:, None]).astype(float)
         later = (cum[at][:, None] - cum[None, :]) * (days < at[:, None])
-        out = np.zeros((at.size, 2 * n + 2))
-        out[:, 0 : 2 * n : 2] = g_lon[:, None] * upto * (self.dt * _TO_DEG / np.cos(rad))[None, :]
-        out[:, 1 : 2 * n : 2] = (g_lat[:, None] * upto + g_lon[:, None] * later) * (
-            self.dt * _TO_DEG
-        )[None, :]
-        out[:, 2 * n] = out[:, 0 : 2 * n : 2].sum(axis=1)
-        out[:, 2 * n + 1] = out[:, 1 : 2 * n : 2].sum(axis=1)
+        by_east = g_lon[:, None] * upto * (_TO_DEG / np.cos(rad))[None, :]
+        by_north = (g_lat[:, None] * upto + g_lon[:, None] * later) * _TO_DEG
+        out = np.zeros((at.size, 4 * n + 4))
+        out[:, 2 : 2 + 4 * n : 4] = by_east
+        out[:, 3 : 2 + 4 * n : 4] = by_north
+        out[:, -2] = by_east @ self.dt
+        out[:, -1] = by_north @ self.dt
         return out
 
-    def jacobian(self, u: np.ndarray, mu: np.ndarray) -> np.ndarray:
-        """``d residuals / d (u, mu)``: the TOAs' and the recovery fix's through the positions
+    def jacobian(self, z: np.ndarray) -> np.ndarray:
+        """``d residuals / d z``: the TOAs' and the recovery fix's through the positions
         (central differences in lat and lon, chained through the cumulative steps by
-        :meth:`_chain`), the priors' exactly."""
-        n = u.shape[0]
-        lat, lon = positions(self.start, u, mu, self.dt)
+        :meth:`_chain`), the prior's exactly."""
+        steps = self._steps(z)
+        n = steps.shape[0]
+        lat, lon = positions(self.start, steps)
         h = 1e-5
         g_lat = (self.predicted(lat + h, lon) - self.predicted(lat - h, lon)) / (2 * h)
         g_lon = (self.predicted(lat, lon + h) - self.predicted(lat, lon - h)) / (2 * h)
-        jac_toa = -self._chain(g_lat, g_lon, self.cycle, u, mu) / self.sigma
-        prior = np.zeros((2 * n, 2 * n + 2))
-        prior[0, 0] = prior[1, 1] = 1.0 / EDDY_SPEED
-        scale = 1.0 / (EDDY_SPEED * np.sqrt(1.0 - self.phi[1:] ** 2))
-        for axis in range(2):
-            rows = 2 + 2 * np.arange(n - 1) + axis
-            prior[rows, 2 * np.arange(1, n) + axis] = scale
-            prior[rows, 2 * np.arange(n - 1) + axis] = -self.phi[1:] * scale
+        jac_toa = -self._chain(g_lat, g_lon, self.cycle, steps) / self.sigma
         fix = []
         for k in range(2):
             up_lat = np.array(tangent_offsets(lat[-1] + h, lon[-1], *self.fix))[k]
@@ -169,27 +195,23 @@ class Oracle:
             down_lon = np.array(tangent_offsets(lat[-1], lon[-1] - h, *self.fix))[k]
             g_lat_fix = np.array([(up_lat - down_lat) / (2 * h)])
             g_lon_fix = np.array([(up_lon - down_lon) / (2 * h)])
-            chained = self._chain(g_lat_fix, g_lon_fix, np.array([n - 1]), u, mu)
+            chained = self._chain(g_lat_fix, g_lon_fix, np.array([n - 1]), steps)
             fix.append(chained[0] / _RECOVERY_KM)
-        return np.vstack([jac_toa, prior, np.array(fix)])
+        return np.vstack([jac_toa, self.prior, np.array(fix)])
 
-    def solve(self, iterations: int = 20) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def solve(self, iterations: int = 100) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The MAP track ``(lat, lon)`` at the cycles and the velocity ``(T, 2)`` (east, north
-        km/day) of the day into each, by Gauss-Newton with halving."""
+        km/day, instantaneous) at each, by Gauss-Newton with halving."""
         n = self.dt.size
         east, north = tangent_offsets(*self.start, *self.fix)
-        z = np.zeros(2 * n + 2)
-        z[2 * n :] = np.array([east, north]) / self.t[-1]
-
-        def split(z):
-            return z[: 2 * n].reshape(n, 2), z[2 * n :]
-
-        cost = np.sum(self.residuals(*split(z)) ** 2)
+        z = np.zeros(4 * n + 4)
+        z[-2:] = np.array([east, north]) / self.t[-1]
+        cost = np.sum(self.residuals(z) ** 2)
         for _ in range(iterations):
-            r, jac = self.residuals(*split(z)), self.jacobian(*split(z))
+            r, jac = self.residuals(z), self.jacobian(z)
             step = np.linalg.solve(jac.T @ jac + 1e-9 * np.eye(z.size), -jac.T @ r)
             for _ in range(20):
-                new_cost = np.sum(self.residuals(*split(z + step)) ** 2)
+                new_cost = np.sum(self.residuals(z + step) ** 2)
                 if new_cost <= cost:
                     break
                 step = step / 2
@@ -197,9 +219,9 @@ class Oracle:
                 z = z + step if new_cost <= cost else z
                 break
             z, cost = z + step, new_cost
-        u, mu = split(z)
-        lat, lon = positions(self.start, u, mu, self.dt)
-        return lat[:-1], lon[:-1], (u + mu)[:-1]
+        lat, lon = positions(self.start, self._steps(z))
+        velocity = self._u(z)[1:] + z[-2:][None, :]
+        return lat[:-1], lon[:-1], velocity[:-1]
 
 
 def errors(lat: np.ndarray, lon: np.ndarray, truth: xr.Dataset) -> np.ndarray:
@@ -207,18 +229,18 @@ def errors(lat: np.ndarray, lon: np.ndarray, truth: xr.Dataset) -> np.ndarray:
 
 
 def velocity_rms(velocity: np.ndarray, truth: xr.Dataset) -> float:
-    """rms error (km/day) of the velocities ``(T, 2)`` at cycles ``1 ..`` against the true
-    velocity of the day into each (the simulator's day-long velocity)."""
-    lat, lon = truth["lat"].values, truth["lon"].values
-    east, north = tangent_offsets(lat[:-1], lon[:-1], lat[1:], lon[1:])
-    return float(np.sqrt(np.mean((velocity[1:] - np.stack([east, north], 1)) ** 2)))
+    """rms error (km/day, per axis) of the velocities ``(T, 2)`` (east, north km/day) at the
+    cycles against the truth's instantaneous velocity there (NaN rows left out)."""
+    true = np.stack([truth["velocity_east"].values, truth["velocity_north"].values], 1)
+    error = velocity - true * _KM_PER_DAY
+    return float(np.sqrt(np.nanmean(error**2)))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--floats", type=int, default=6)
     parser.add_argument("--days", type=int, nargs=2, default=(200, 400))
-    parser.add_argument("--particles", type=int, default=10_000)
+    parser.add_argument("--particles", type=int, default=COMMAND_PARTICLES)
     parser.add_argument("--sigma", type=float, nargs="+", default=[3.0, 5.0])
     args = parser.parse_args()
     rng = np.random.default_rng(0)
@@ -239,11 +261,16 @@ def main() -> None:
             track, _ = track_float(record, config)
             err = errors(track["lat"].values, track["lon"].values, truth)
             if "velocity_east" in track:
-                v = np.stack([track.velocity_east.values, track.velocity_north.values], 1) * 86.4
-            else:  # the random walk's differenced positions, into each cycle
+                v = np.stack([track.velocity_east.values, track.velocity_north.values], 1)
+                v = v * _KM_PER_DAY
+            else:  # the random walk's centred differences of the positions
                 la, lo = track["lat"].values, track["lon"].values
-                east, north = tangent_offsets(la[:-1], lo[:-1], la[1:], lo[1:])
-                v = np.vstack([[np.nan, np.nan], np.stack([east, north], 1)])
+                east, north = tangent_offsets(la[:-2], lo[:-2], la[2:], lo[2:])
+                span = (track["time"].values[2:] - track["time"].values[:-2]) / np.timedelta64(
+                    1, "D"
+                )
+                v = np.full((la.size, 2), np.nan)
+                v[1:-1] = np.stack([east, north], 1) / span[:, None]
             ratio = (np.median(err) / np.median(oracle),
                      np.percentile(err, 90) / np.percentile(oracle, 90),
                      velocity_rms(v, truth) / oracle_v)  # fmt: skip

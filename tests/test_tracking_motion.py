@@ -22,7 +22,7 @@ from rankmodels.tracking.config import TrackConfig
 from rankmodels.tracking.dynamics import LagrangianMotion, RandomWalk, Velocity, velocity_moments
 from rankmodels.tracking.estimates import parameter_reports
 from rankmodels.tracking.geometry import tangent_offsets
-from rankmodels.tracking.model_fit import PRIORS, StatisticalModel
+from rankmodels.tracking.model_fit import MAX_STEP, PRIORS, StatisticalModel
 from rankmodels.tracking.motion_fit import (
     K_M2_S,
     MOTION_NAMES,
@@ -230,11 +230,9 @@ def lagrangian_track(tmp_path_factory):
 def test_the_track_states_velocities_near_the_truth(lagrangian_track):
     track, truth, output = lagrangian_track
     assert track["velocity_east"].attrs["units"] == "m s-1"
-    east, north = tangent_offsets(truth.lat.values[:-1], truth.lon.values[:-1],
-                                  truth.lat.values[1:], truth.lon.values[1:])  # fmt: skip
-    true_v = np.stack([east, north], 1) / 86.4  # km/day -> m/s, the day into each cycle
-    got = np.stack([track.velocity_east.values, track.velocity_north.values], 1)[1:]
-    std = np.stack([track.velocity_east_std.values, track.velocity_north_std.values], 1)[1:]
+    true_v = np.stack([truth.velocity_east.values, truth.velocity_north.values], 1)  # m/s
+    got = np.stack([track.velocity_east.values, track.velocity_north.values], 1)
+    std = np.stack([track.velocity_east_std.values, track.velocity_north_std.values], 1)
     assert np.sqrt(np.mean((got - true_v) ** 2)) < 0.5 * np.std(true_v)
     inside = np.mean(np.abs(got - true_v) < 2 * std)
     assert 0.85 <= inside <= 0.995
@@ -281,6 +279,32 @@ def test_disagreeing_trajectories_take_information_away():
     complete = np.einsum("mki,mkj->ij", own, own) / 20
     without_louis = np.linalg.inv(complete + np.diag(1.0 / width**2))
     assert (np.diag(apart.phi_cov) > 1.2 * np.diag(without_louis)).all()
+
+
+def test_the_step_is_newton_on_the_observed_information():
+    """Trajectories that disagree (the velocities are never observed): the M-step is the
+    Newton step of the marginal likelihood, ``(I_c - I_m + W)^-1 g`` with Louis' missing
+    information ``I_m`` the covariance of the trajectories' scores (Fisher's identity makes
+    ``g`` the marginal score), not EM's ``(I_c + W)^-1 g``, which would creep."""
+    base_steps, base_velocities, dt = _trajectory(MOTION, 300, seed=7)
+    steps = np.repeat(base_steps, 20, 0)  # 20 trajectories: one path, velocities uncertain
+    rng = np.random.default_rng(8)
+    velocities = base_velocities + rng.normal(0.0, 0.5, (20, *base_velocities.shape[1:]))
+    current = LagrangianMotion((3.0, -1.0), 4.2, 4.5, 0.5)
+    fit = fit_motion(current, current, steps, velocities, dt)  # the prior adds no pull
+    scores = step_scores(current, steps, velocities, dt)  # (M, K, 4)
+    per_traj = scores.sum(axis=1)
+    complete = np.einsum("mki,mkj->ij", scores, scores) / 20
+    observed = complete - np.cov(per_traj, rowvar=False)
+    share = np.linalg.eigvals(np.linalg.solve(complete, observed)).real
+    assert share.min() > 0.05 and share.min() < 0.9  # Louis matters, the floor does not bind
+    width = np.array([PRIORS[n].width for n in MOTION_NAMES])
+    newton = np.linalg.solve(observed + np.diag(1.0 / width**2), per_traj.mean(axis=0))
+    phi = lambda m: np.array([*m.mean_velocity, math.log(m.eddy_speed), math.log(m.time_scale)])  # noqa: E731
+    em = np.linalg.solve(complete + np.diag(1.0 / width**2), per_traj.mean(axis=0))
+    assert np.abs(newton - em).max() > 0.1
+    expected = np.clip(newton, -MAX_STEP, MAX_STEP)
+    np.testing.assert_allclose(phi(fit.motion) - phi(current), expected, rtol=1e-6, atol=1e-9)
 
 
 def test_the_diffusivity_error_is_that_of_s_squared_tau_under_the_joint_covariance():

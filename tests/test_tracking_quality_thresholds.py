@@ -327,7 +327,8 @@ def test_innovation_rms_leaves_out_arrivals_the_multipath_model_calls_delayed():
 def test_innovation_rms_near_one_on_an_intact_float_with_multipath_in_the_model():
     """The issue's case: an intact float without multipath tracked with the multipath model
     (``P_M = 0.02``, ``track-float``'s default); sigma 3 s, P_D 0.8, clutter 2 per window,
-    the true values given. The posterior-only weighting gave 1.15 on this float."""
+    the true values given. The posterior-only weighting (no multipath term) reads 1.3-1.5x
+    higher on such floats (0.94-1.26 on seeds 3-10), over 1 on most."""
     spec = SignalSpec(sigma=3.0, p_detect=0.8, clutter_rate=2.0)
     record = dimes_float767(seed=5, days=120, spec=spec)[0].drop_vars("source_label")
     config = TrackConfig(
@@ -344,4 +345,4 @@ def test_innovation_rms_near_one_on_an_intact_float_with_multipath_in_the_model(
     got = replace(got, smoothed_toa=this.assoc.predicted_toa)
     assert innovation_check(got).value == pytest.approx(inn.value, rel=1e-12)
     old = innovation_check(replace(got, model=replace(this.params.signal, multipath=0.0)))
-    assert old.value > 1.1
+    assert old.value > 1.2 * inn.value

@@ -40,14 +40,50 @@ from rankmodels_app.simulate import simulate_float
 def test_drifting_track_is_pinned_and_eddying(rng):
     days = np.arange(1, 731, dtype=float)
     start, end = (-56.326, -105.003), (-60.225, -82.746)
-    lat, lon = drifting_track(days, start, end, rng, eddy_speed=4.0, eddy_days=5.0)
+    drift = drifting_track(days, start, end, rng, eddy_speed=4.0, eddy_days=5.0)
+    lat, lon = drift.lat, drift.lon
     assert great_circle_km(lat[-1], lon[-1], *end) < 1e-3
     assert great_circle_km(lat[0], lon[0], *start) < 40  # one day from launch
     east, north = tangent_offsets(lat[:-1], lon[:-1], lat[1:], lon[1:])
     # daily displacement = mean drift + correlated eddies of ~4 km/day per axis
     assert 2.5 < np.std(east) < 5.5 and 2.5 < np.std(north) < 5.5
-    lag1 = np.corrcoef(north[:-1], north[1:])[0, 1]
-    assert lag1 > 0.6  # eddy velocity correlated over days (exp(-1/5) = 0.82)
+    # the true velocity: eddies of 4 km/day about the solved mean, correlated over days
+    eddy = drift.velocity - drift.mean_velocity
+    assert np.allclose(np.std(eddy, axis=0), 4.0, rtol=0.25)
+    lag1 = np.corrcoef(eddy[:-1, 1], eddy[1:, 1])[0, 1]
+    assert abs(lag1 - np.exp(-1 / 5)) < 0.07  # 3 standard errors of an AR(1) estimate
+    # the velocity is the derivative of the track: a day's step is near the mean of the
+    # velocities at its ends (the eddies change little in a day)
+    trapezoid = 0.5 * (drift.velocity[:-1] + drift.velocity[1:])
+    assert np.sqrt(np.mean((np.stack([east, north], 1) - trapezoid) ** 2)) < 1.0
+
+
+def test_drifting_track_integrates_the_ou_velocity_as_the_lagrangian_model_states():
+    """The simulator's sub-stepped eddies against the closed form of the integrated OU
+    (Gardiner 3.8.4), which the tracker's Lagrangian motion uses: given the velocity at one
+    cycle, the step to the next and the velocity there have the stated mean gains ``a`` and
+    ``phi`` and the stated noise covariance."""
+    from rankmodels.tracking.dynamics import LagrangianMotion
+
+    days = np.arange(1, 2001, dtype=float)
+    steps, before, after = [], [], []
+    for seed in range(12):
+        drift = drifting_track(days, (0.0, 0.0), None, np.random.default_rng(seed),
+                               eddy_speed=4.0, eddy_days=3.0, drift=(0.0, 0.0))  # fmt: skip
+        east, north = tangent_offsets(drift.lat[:-1], drift.lon[:-1], drift.lat[1:], drift.lon[1:])
+        steps.append(np.stack([east, north], 1)[1:])
+        before.append(drift.velocity[1:-1])
+        after.append(drift.velocity[2:])
+    d, u0, u1 = (np.concatenate(x).ravel() for x in (steps, before, after))
+    phi, a, vxx, vxu, vuu = LagrangianMotion((0.0, 0.0), 4.0, 3.0).transition(1.0)
+    var0 = np.mean(u0 * u0)
+    assert np.mean(u1 * u0) / var0 == pytest.approx(phi, abs=0.01)
+    assert np.mean(d * u0) / var0 == pytest.approx(a, abs=0.01)
+    rx, ru = d - a * u0, u1 - phi * u0
+    # 48,000 samples: a variance's standard error is 0.6 %
+    assert np.mean(rx * rx) == pytest.approx(vxx, rel=0.03)
+    assert np.mean(ru * ru) == pytest.approx(vuu, rel=0.03)
+    assert np.mean(rx * ru) == pytest.approx(vxu, rel=0.03)
 
 
 def test_straight_and_spiral_tracks():

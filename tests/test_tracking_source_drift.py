@@ -26,10 +26,12 @@ DAY = np.timedelta64(86_400_000_000_000, "ns")
 @pytest.fixture(scope="module")
 def drifting():
     """A 40-day float whose sources drift 0.3 s/day (12 s at the launch for the sources
-    deployed 39 days before it), and the same float (same seed) without drift."""
+    deployed 39 days before it), and the same float (same seed) without drift: the same track
+    and draws; arrivals late by the drift may trade places with clutter among the first r."""
     record, truth = dimes_float767(3, days=40, source_drift=0.3)
     plain, plain_truth = dimes_float767(3, days=40)
-    xr.testing.assert_equal(truth, plain_truth)
+    xr.testing.assert_equal(truth.drop_vars("true_label"), plain_truth.drop_vars("true_label"))
+    assert np.mean(truth["true_label"].values == plain_truth["true_label"].values) > 0.95
     return validate_float(record), validate_float(plain), truth
 
 

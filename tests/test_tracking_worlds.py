@@ -84,7 +84,7 @@ def test_draws_stay_in_their_ranges(seed):
     world = draw_world(seed)
     assert isinstance(world.days, int) and _in(world.days, "days")
     assert world.trajectory in TRAJECTORIES
-    for name in ("sigma", "p_detect", "clutter_rate", "multipath"):
+    for name in ("sigma", "p_detect", "clutter_rate", "multipath", "eddy_speed", "time_scale"):
         assert _in(getattr(world, name), name), name
     assert RANGES["p_detect"][0] <= world.p_detect_far <= world.p_detect
     assert len(world.source_detect) == len(DIMES_SOURCES)
@@ -198,6 +198,23 @@ def test_true_parameters():
     active = record["source_start_time"].values <= record["time"].values[0]
     assert active.sum() == 6  # the US1 sources only, in the first days
     assert halved["p_detect"] == pytest.approx(0.8 * (3 * 1.0 + 3 * 0.5) / 6)
+    assert "time_scale" not in true  # no eddies on a straight track
+
+
+def test_a_drifting_world_is_simulated_with_its_eddies():
+    """The world's eddy speed and time scale reach the simulator and the truth: the true
+    velocities scatter by the eddy speed about the mean, and the lag-one correlation of the
+    daily velocities is exp(-1 / tau)."""
+    world = _world(days=700, eddy_speed=6.0, time_scale=2.0)
+    record, truth = simulate_world(world)
+    true = true_parameters(world, record, truth)
+    assert (true["eddy_speed"], true["time_scale"]) == (6.0, 2.0)
+    assert true["diffusivity"] == pytest.approx(72.0)
+    eddy = np.stack([truth["velocity_east"], truth["velocity_north"]], 1) * 86.4
+    eddy = eddy - [true["mean_velocity_east"], true["mean_velocity_north"]]
+    assert np.std(eddy) == pytest.approx(6.0, rel=0.1)
+    lag1 = np.mean([np.corrcoef(eddy[:-1, k], eddy[1:, k])[0, 1] for k in range(2)])
+    assert lag1 == pytest.approx(math.exp(-1 / 2.0), abs=0.06)
 
 
 # --- broken records -----------------------------------------------------------------------

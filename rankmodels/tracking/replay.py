@@ -224,7 +224,7 @@ def replay_float(
         multipath=experiment.multipath,
     )
     rng = np.random.default_rng(float_seed(experiment.seed, entry.float_id, 1))
-    lat, lon = drifting_track(
+    drift = drifting_track(
         np.r_[cycle_days, entry.days],
         (entry.launch_lat, entry.launch_lon),
         (entry.recovery_lat, entry.recovery_lon),
@@ -234,15 +234,15 @@ def replay_float(
         nodes = np.r_[0.0, cycle_days, entry.days]
         surfacing = tuple(
             float(np.interp(end_day, nodes, np.r_[first, track]))
-            for first, track in ((entry.launch_lat, lat), (entry.launch_lon, lon))
+            for first, track in ((entry.launch_lat, drift.lat), (entry.launch_lon, drift.lon))
         )
     else:
         surfacing = (entry.recovery_lat, entry.recovery_lon)
     record, truth = simulate_record(
         [s.simulated() for s in used],
         np.array([_at(d, launch) for d in kept], dtype="datetime64[ns]"),
-        lat[: kept.size],
-        lon[: kept.size],
+        drift.lat[: kept.size],
+        drift.lon[: kept.size],
         (entry.launch_lat, entry.launch_lon, launch),
         experiment.spec,
         rng,
@@ -251,6 +251,7 @@ def replay_float(
         mismatch=mismatch,
         mismatch_rng=np.random.default_rng(float_seed(experiment.seed, entry.float_id, 2)),
     )
+    truth = truth.assign(drift.truth(kept.size))
     return _state_files(record, truth, used, experiment, entry, end_day, cut)
 
 

@@ -427,6 +427,7 @@ FLOAT_RECORD = FileFormat(
 )
 
 _MISMATCH_ONLY = "only when simulated with a mismatch"
+_DRIFTING_ONLY = "only for a drifting float (Ornstein-Uhlenbeck eddies)"
 
 TRUTH = FileFormat(
     "truth",
@@ -476,6 +477,26 @@ TRUTH = FileFormat(
             "multipath delay of each source arrival",
             f"{_MISMATCH_ONLY}; 0 = direct, NaN = source inactive",
             units="s",
+        ),
+        *(
+            Variable(
+                f"velocity_{axis}",
+                ("cycle",),
+                "real",
+                f"true {axis}ward velocity",
+                f"{_DRIFTING_ONLY}; instantaneous, at the cycle times",
+                units="m s-1",
+            )
+            for axis in ("east", "north")
+        ),
+        *(
+            Variable(name, (), "real", what, _DRIFTING_ONLY, units=units)
+            for name, what, units in (
+                ("mean_velocity_east", "true mean velocity east", "km day-1"),
+                ("mean_velocity_north", "true mean velocity north", "km day-1"),
+                ("eddy_speed", "true eddy velocity std per axis", "km day-1"),
+                ("time_scale", "true Lagrangian time scale", "day"),
+            )
         ),
     ),
 )

@@ -37,7 +37,7 @@ import math
 import numbers
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import xarray as xr
@@ -58,9 +58,11 @@ __all__ = [
     "MAX_DAYS",
     "MISMATCH_LIMITS",
     "SAMPLE_MISMATCH",
+    "SUBSTEPS_PER_DAY",
     "TRAJECTORIES",
     "Mismatch",
     "SignalSpec",
+    "DriftingTrack",
     "Source",
     "dimes_float767",
     "drifting_track",
@@ -73,8 +75,12 @@ __all__ = [
 ]
 
 DAY = np.timedelta64(86_400_000_000_000, "ns")
+#: m/s in one km/day.
+_M_PER_S = 1000.0 / 86_400.0
 #: Most passes :func:`drifting_track` makes to pin a drifting float to its recovery position.
 BRIDGE_ITERATIONS = 50
+#: Fewest sub-steps a day :func:`drifting_track` integrates its eddy velocity over.
+SUBSTEPS_PER_DAY = 24
 #: Cycles between two ``progress`` calls of :func:`simulate_record`.
 _PROGRESS_CYCLES = 256
 
@@ -270,6 +276,69 @@ def spiral_track(
     )
 
 
+class DriftingTrack(NamedTuple):
+    """A drifting float's truth: positions ``lat``/``lon`` (D,) (degrees), its instantaneous
+    ``velocity`` ``(D, 2)`` (east, north km/day: the mean drift plus the eddy velocity) at
+    the same times, the ``mean_velocity`` (2,) (km/day) its bridge solved for, and the eddy
+    speed (km/day per axis) and time scale (days) it was drawn with."""
+
+    lat: np.ndarray
+    lon: np.ndarray
+    velocity: np.ndarray
+    mean_velocity: np.ndarray
+    eddy_speed: float
+    time_scale: float
+
+    def truth(self, cycles: int) -> dict[str, tuple[Any, ...]]:
+        """The truth file's motion variables (:data:`~rankmodels.tracking.schema.TRUTH`) for
+        the first ``cycles`` positions: the velocity in m/s, the parameters in km/day and
+        days."""
+        east, north = self.velocity[:cycles].T * _M_PER_S
+        return {
+            "velocity_east": ("cycle", east),
+            "velocity_north": ("cycle", north),
+            "mean_velocity_east": ((), float(self.mean_velocity[0])),
+            "mean_velocity_north": ((), float(self.mean_velocity[1])),
+            "eddy_speed": ((), float(self.eddy_speed)),
+            "time_scale": ((), float(self.time_scale)),
+        }
+
+
+def _eddy_displacements(
+    t: np.ndarray, eddy_speed: float, eddy_days: float, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """A stationary Ornstein-Uhlenbeck eddy velocity ``u(t)`` per axis (standard deviation
+    ``eddy_speed`` km/day, correlation time ``eddy_days``) integrated continuously over the
+    times ``t`` (K + 1,) (days, ``t[0]`` the start). Returns the eddy displacements ``(K, 2)``
+    (east, north km) between consecutive times and the eddy velocity ``(K, 2)`` at
+    ``t[1:]``.
+
+    Each interval is cut into at least :data:`SUBSTEPS_PER_DAY` sub-steps a day; over a
+    sub-step ``h`` the velocity moves by the exact OU update ``u' = phi u + s sqrt(1 - phi^2)
+    e`` (``phi = exp(-h / tau)``) and the float by the trapezoid ``h (u + u') / 2``.
+    """
+    dt = np.diff(t)
+    pieces = np.maximum(1, np.ceil(dt * SUBSTEPS_PER_DAY)).astype(int)
+    h = np.repeat(dt / pieces, pieces)
+    phi = np.exp(-h / eddy_days)
+    kick = eddy_speed * np.sqrt(-np.expm1(-2.0 * h / eddy_days))
+    first = rng.normal(0.0, eddy_speed, 2)
+    noise = rng.standard_normal((h.size, 2))
+    velocity = np.empty((h.size + 1, 2))
+    velocity[0] = first
+    for axis in range(2):  # OU recursion over sub-steps, as plain floats (fast in CPython)
+        u = float(first[axis])
+        out = [u]
+        for p, c, e in zip(phi.tolist(), kick.tolist(), noise[:, axis].tolist(), strict=True):
+            u = p * u + c * e
+            out.append(u)
+        velocity[:, axis] = out
+    sub_step = 0.5 * h[:, None] * (velocity[:-1] + velocity[1:])
+    ends = np.cumsum(pieces)
+    displacement = np.add.reduceat(sub_step, ends - pieces, axis=0)
+    return displacement, velocity[ends]
+
+
 def drifting_track(
     days: np.ndarray,
     start: tuple[float, float],
@@ -280,29 +349,28 @@ def drifting_track(
     eddy_days: float = 5.0,
     drift: tuple[float, float] = (2.0, 0.0),
     progress: Progress | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
+) -> DriftingTrack:
     """Drifting float: velocity = mean drift + Ornstein-Uhlenbeck eddy velocity.
 
-    ``days``: increasing times (days since launch, ``days[0] >= 0``); the float starts at
+    ``days``: increasing times (days since launch, ``days[0] > 0``); the float starts at
     ``start`` at day 0. Eddy velocity per axis is stationary OU with standard deviation
-    ``eddy_speed`` km/day and correlation time ``eddy_days``. With ``end`` given, the
-    constant drift is solved (fixed-point iteration) so the path ends exactly at ``end`` at
-    ``days[-1]`` -- a velocity-space bridge, at most :data:`BRIDGE_ITERATIONS` corrections;
-    otherwise ``drift`` (east, north km/day) is used. Each step is taken in the tangent plane
-    of the current position. ``progress(len(days))`` is called after every pass over the days,
-    ``1 + BRIDGE_ITERATIONS`` times in all with ``end`` (passes a converged bridge skips are
-    reported at its end), once without.
+    ``eddy_speed`` km/day and correlation time ``eddy_days``, integrated continuously (sub-daily
+    steps, :func:`_eddy_displacements`), so the track is an integrated OU process as
+    oceanographers model floats. With ``end`` given, the constant drift is solved
+    (fixed-point iteration) so the path ends exactly at ``end`` at ``days[-1]`` -- a
+    velocity-space bridge, at most :data:`BRIDGE_ITERATIONS` corrections; otherwise ``drift``
+    (east, north km/day) is used. Each interval's displacement is taken in the tangent plane
+    of the position at its start. ``progress(len(days))`` is called after every pass over the
+    days, ``1 + BRIDGE_ITERATIONS`` times in all with ``end`` (passes a converged bridge skips
+    are reported at its end), once without.
+
+    Returns the :class:`DriftingTrack` at ``days``.
     """
     t = np.concatenate([[0.0], np.asarray(days, dtype=float)])
     if (np.diff(t) <= 0).any():
         raise ValueError("days must be positive and strictly increasing")
     dt = np.diff(t)
-    phi = np.exp(-dt / eddy_days)
-    u = np.empty((dt.size, 2))
-    u_prev = rng.normal(0.0, eddy_speed, 2)
-    for k in range(dt.size):  # OU recursion over time steps (not particles)
-        u_prev = phi[k] * u_prev + np.sqrt(1.0 - phi[k] ** 2) * rng.normal(0.0, eddy_speed, 2)
-        u[k] = u_prev
+    eddy_step, eddy_velocity = _eddy_displacements(t, eddy_speed, eddy_days, rng)
     mean = np.asarray(drift, dtype=float)
 
     def integrate(v_mean: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -310,7 +378,7 @@ def drifting_track(
         lon = np.empty(dt.size)
         la, lo = start
         for k in range(dt.size):
-            step = (v_mean + u[k]) * dt[k]
+            step = v_mean * dt[k] + eddy_step[k]
             la, lo = tangent_step(la, lo, step[0], step[1])
             lat[k], lon[k] = la, lo
         if progress is not None:
@@ -327,7 +395,7 @@ def drifting_track(
                 break
             mean = mean + np.array([e, n]) / t[-1]
             lat, lon = integrate(mean)
-    return lat, lon
+    return DriftingTrack(lat, lon, mean + eddy_velocity, mean, eddy_speed, eddy_days)
 
 
 # --- signals -----------------------------------------------------------------------------
@@ -700,19 +768,28 @@ def _float767_track(
     end: tuple[float, float],
     rng: np.random.Generator,
     progress: Progress | None,
-) -> tuple[np.ndarray, np.ndarray]:
+    eddies: tuple[float, float],
+) -> tuple[np.ndarray, np.ndarray, DriftingTrack | None]:
     """The true positions ``lat``/``lon`` (D,) of the ``trajectory`` float launched where
     float 767 was, at ``track_days = 1 .. D`` days after its launch, ending at ``end`` (lat,
-    lon) unless a spiral: the drifting track (drawn from ``rng``, reporting ``progress``), the
-    straight one, or float 767's spiral cut short to ``D`` days."""
+    lon) unless a spiral: the drifting track (drawn from ``rng`` with ``eddies`` = (eddy speed
+    km/day, time scale days), reporting ``progress``; also returned whole, with its
+    velocities), the straight one, or float 767's spiral cut short to
+    ``D`` days (these two with None)."""
     days = track_days.size
     start = _FLOAT767_LAUNCH
     if trajectory == "drift":
-        return drifting_track(track_days, start, end, rng, progress=progress)
+        eddy_speed, eddy_days = eddies
+        drift = drifting_track(
+            track_days, start, end, rng, eddy_speed=eddy_speed, eddy_days=eddy_days,
+            progress=progress,
+        )  # fmt: skip
+        return drift.lat, drift.lon, drift
     if trajectory == "straight":
-        return straight_track(track_days, start, end, float(days))
+        return (*straight_track(track_days, start, end, float(days)), None)
     frac = days / FLOAT767_DAYS  # the same spiral, cut short for shorter records
-    return spiral_track(track_days, start, (20.0, 20.0 + 280.0 * frac), 3.0 * frac, float(days))
+    spiral = spiral_track(track_days, start, (20.0, 20.0 + 280.0 * frac), 3.0 * frac, float(days))
+    return (*spiral, None)
 
 
 def _float767_fixes(
@@ -753,6 +830,7 @@ def dimes_float767(
     fixes: FixSchedule | None = None,
     recovered: bool = True,
     source_drift: float = 0.0,
+    eddies: tuple[float, float] = (4.0, 5.0),
 ) -> tuple[xr.Dataset, xr.Dataset]:
     """A simulated float on the DIMES source array from DIMES float 767's launch (12 sources,
     daily cycles); with the defaults and ``mismatch=SAMPLE_MISMATCH``, the shipped sample
@@ -778,7 +856,9 @@ def dimes_float767(
     days) plus their errors, drawn from a generator of their own (seeded ``[seed, 2]``: the
     same float with and without them); ``recovered=False``: a lost float, without a recovery
     fix; ``source_drift`` (s/day): every source's clock drifts this much from its deployment,
-    as the record states.
+    as the record states; ``eddies``: a drifting float's eddy speed (km/day per axis) and
+    Lagrangian time scale (days), whose truth (with its instantaneous velocity, m/s, at the
+    cycles) the truth file holds.
     """
     if trajectory not in TRAJECTORIES:
         raise ValueError(f"trajectory must be one of {TRAJECTORIES}, got {trajectory!r}")
@@ -789,7 +869,7 @@ def dimes_float767(
     launch_time = np.datetime64("2009-01-23T00:00", "ns")
     track_days = np.arange(1, days + 1, dtype=float)  # the cycles, then the recovery
     end = _float767_end(days)
-    lat, lon = _float767_track(trajectory, track_days, end, rng, progress)
+    lat, lon, drift = _float767_track(trajectory, track_days, end, rng, progress, eddies)
     fix = end if trajectory != "spiral" else (float(lat[-1]), float(lon[-1]))
     surfacings = None
     if fixes is not None:
@@ -816,4 +896,6 @@ def dimes_float767(
     )
     record.attrs["sim_seed"] = seed
     record.attrs["sim_trajectory"] = trajectory
+    if drift is not None:
+        truth = annotate(truth.assign(drift.truth(days - 1)), TRUTH)
     return record, truth

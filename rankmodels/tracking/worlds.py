@@ -20,11 +20,13 @@ by :func:`draw_world` across the ranges real records span (:data:`RANGES`):
   while the file says 1480, written source offsets off by ``N(0, e^2)`` s with ``e`` uniform
   in [0.5, 2];
 * the trajectory: ``drift`` (mean drift + correlated eddies, 60 %), ``straight`` or
-  ``spiral`` (20 % each).
+  ``spiral`` (20 % each); a drifting float's eddy speed uniform in [2, 8] km/day per axis and
+  its Lagrangian time scale log-uniform in [1, 15] days.
 
 The worlds depart from the tracker's model where a real ocean does: detection that depends on
 range and source (the tracker assumes one ``P_D``), multipath delays uniform (the tracker's
-are exponential), eddying or steady motion (the tracker's is a white random walk).
+are exponential), eddying or steady motion (an integrated Ornstein-Uhlenbeck velocity like the
+tracker's Lagrangian motion, or a straight line or a spiral, which neither of its motions is).
 
 :func:`break_record` breaks a record the way real records go wrong (:data:`BROKEN_KINDS`):
 ``gap`` (a block of :data:`GAP_CYCLES` cycles without TOAs), ``speed`` (the file's sound
@@ -83,6 +85,8 @@ RANGES: dict[str, tuple[float, float]] = {
     "clock_drift": (-0.03, 0.03),
     "true_sound_speed": (1465.0, 1495.0),
     "offset_error": (0.5, 2.0),
+    "eddy_speed": (2.0, 8.0),
+    "time_scale": (1.0, 15.0),
 }
 #: Shares of the worlds with each trajectory (order of ``TRAJECTORIES``: drift, straight, spiral).
 TRAJECTORY_SHARES = (0.6, 0.2, 0.2)
@@ -94,6 +98,8 @@ SPEED_ERROR = 0.10
 #: Distance (km) of a ``launch`` record's launch position from the true one.
 LAUNCH_ERROR_KM = 100.0
 BROKEN_KINDS = ("gap", "speed", "shuffled", "launch")
+#: The truth file's Lagrangian motion of a drifting float, as :func:`true_parameters` gives it.
+_MOTION_TRUTH = ("mean_velocity_east", "mean_velocity_north", "eddy_speed", "time_scale")
 
 
 @dataclass(frozen=True)
@@ -127,7 +133,8 @@ class World:
     range) with per-source ``source_detect`` factors (all 1: sources alike), ``clutter_rate``
     per window, ``multipath`` share, and the geometric mismatch: ``clock_drift`` (s/day),
     ``true_sound_speed`` (m/s; the file says :data:`FILE_SOUND_SPEED`), ``offset_error`` (s,
-    std of the written source offsets' error)."""
+    std of the written source offsets' error), and a drifting float's ``eddy_speed`` (km/day
+    per axis) and ``time_scale`` (days)."""
 
     seed: int
     days: int
@@ -141,6 +148,8 @@ class World:
     clock_drift: float = 0.0
     true_sound_speed: float = FILE_SOUND_SPEED
     offset_error: float = 0.0
+    eddy_speed: float = 4.0
+    time_scale: float = 5.0
 
     @property
     def geometric(self) -> bool:
@@ -206,8 +215,12 @@ def draw_world(rng: np.random.Generator | int, *, days: tuple[int, int] | None =
         "true_sound_speed": float(rng.uniform(*RANGES["true_sound_speed"])),
         "offset_error": float(rng.uniform(*RANGES["offset_error"])),
     }
+    seed = int(rng.integers(2**31))
+    mismatched = rng.random() < 0.5
+    eddy_speed = float(rng.uniform(*RANGES["eddy_speed"]))
+    time_scale = _log_uniform(rng, *RANGES["time_scale"])
     return World(
-        seed=int(rng.integers(2**31)),
+        seed=seed,
         days=int(n_days),
         trajectory=trajectory,
         sigma=sigma,
@@ -216,7 +229,9 @@ def draw_world(rng: np.random.Generator | int, *, days: tuple[int, int] | None =
         clutter_rate=clutter_rate,
         multipath=multipath,
         **({"source_detect": source_detect} if source_detect else {}),
-        **(geometric if rng.random() < 0.5 else {}),
+        **(geometric if mismatched else {}),
+        eddy_speed=eddy_speed,
+        time_scale=time_scale,
     )
 
 
@@ -230,6 +245,7 @@ def simulate_world(world: World) -> tuple[xr.Dataset, xr.Dataset]:
         trajectory=world.trajectory,
         spec=world.spec(),
         mismatch=world.mismatch(),
+        eddies=(world.eddy_speed, world.time_scale),
     )
     return validate_float(record), truth
 
@@ -239,7 +255,10 @@ def true_parameters(world: World, record: xr.Dataset, truth: xr.Dataset) -> dict
     ``clock_drift``, ``sigma``, ``clutter_rate``, ``multipath`` (share); ``p_detect`` the mean
     detection probability over the (cycle, active source) pairs at the true positions;
     ``process_noise`` the RMS per axis of the true daily steps (km; the launch to the first
-    cycle included), what a random walk's ``q`` would have to be to make them."""
+    cycle included), what a random walk's ``q`` would have to be to make them; and for a
+    drifting float the Lagrangian motion's ``eddy_speed`` (km/day), ``time_scale`` (days) and
+    ``diffusivity`` (km^2/day) as drawn, its ``mean_velocity_east``/``_north`` (km/day) as the
+    bridge to the recovery solved them."""
     dist = great_circle_km(
         truth["lat"].values[:, None],
         truth["lon"].values[:, None],
@@ -250,7 +269,7 @@ def true_parameters(world: World, record: xr.Dataset, truth: xr.Dataset) -> dict
     lat = np.concatenate([[float(record["launch_lat"])], truth["lat"].values])
     lon = np.concatenate([[float(record["launch_lon"])], truth["lon"].values])
     east, north = tangent_offsets(lat[:-1], lon[:-1], lat[1:], lon[1:])
-    return {
+    out = {
         "sound_speed": world.true_sound_speed,
         "clock_drift": world.clock_drift,
         "sigma": world.sigma,
@@ -259,6 +278,10 @@ def true_parameters(world: World, record: xr.Dataset, truth: xr.Dataset) -> dict
         "multipath": world.multipath,
         "process_noise": float(np.sqrt(np.mean(np.concatenate([east, north]) ** 2))),
     }
+    if "time_scale" in truth:
+        out.update({name: float(truth[name]) for name in _MOTION_TRUTH})
+        out["diffusivity"] = out["eddy_speed"] ** 2 * out["time_scale"]
+    return out
 
 
 def destination(lat: float, lon: float, bearing_deg: float, km: float) -> tuple[float, float]:
