@@ -60,7 +60,8 @@ def main() -> None:
         started = time.process_time()
         track, _ = track_float(record, config)
         cpu = time.process_time() - started
-        lat, lon, oracle_v = Oracle(record, truth, args.sigma).solve()
+        oracle = Oracle(record, truth, args.sigma)
+        lat, lon, oracle_v = oracle.solve(oracle.start_at_truth(truth))
         oracle_err = errors(lat, lon, truth)
         tau, tau_se = float(track.time_scale), float(track.time_scale_std)
         k = float(track.diffusivity) / _M2_PER_S

@@ -11,7 +11,7 @@ position, where ``d_k`` is the integral of a stationary Ornstein-Uhlenbeck eddy 
 phi_k u_k-1)`` and covariance ``V_k`` (the closed form of
 :meth:`rankmodels.tracking.dynamics.LagrangianMotion.transition`). The oracle's estimate is the
 maximum a posteriori path ``z = (u_0, (d_k, u_k)_k, mu)`` (flat prior on the mean drift ``mu``)
-given the labelled direct arrivals and the recovery fix:
+given the labelled direct arrivals and the recovery fix, found from the truth:
 
     minimise  sum_i ((toa_i - pred_i(x_c(i)(d, mu))) / sigma)^2 + |u_0 / s|^2
               + sum_k |L_k^-1 ((d_k, u_k) - (a_k, phi_k) u_k-1)|^2 + |(x_D - fix) / 0.1 km|^2,
@@ -22,11 +22,14 @@ This is the iterated Kalman smoother's answer for the simulator's own model, so 
 what the arrivals allow; ``track-float`` must also find the associations and calibrate the
 geometry and the statistics.
 
-    python benchmarks/oracle.py [--floats 6] [--days 200 400] [--particles 5000]
+    python benchmarks/oracle.py [--floats 20] [--days 200 730] [--seed 0]
 
-prints per float the oracle's and track-float's (random walk and Lagrangian motion) median and
-p90 errors and daily velocity rms errors (against the truth's instantaneous velocity at the
-cycles), and the ratios.
+runs on the first ``--floats`` drifting worlds of :func:`rankmodels.tracking.worlds.draw_world`
+(varied noise, detection, clutter, multipath, geometric mismatch, eddy speed and time scale)
+and prints per world the oracle's and track-float's (its calibrated defaults with the
+Lagrangian motion and with the random walk) median and p90 errors and daily velocity rms
+errors (against the truth's instantaneous velocity at the cycles; the random walk's from its
+centred differences), and the ratios.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ from rankmodels.tracking.dynamics import LagrangianMotion
 from rankmodels.tracking.geometry import EARTH_RADIUS_KM, great_circle_km, tangent_offsets
 from rankmodels.tracking.pipeline import track_float
 from rankmodels.tracking.records import written_offsets
-from rankmodels.tracking.simulate import SignalSpec, dimes_float767, range_dependent_detection
+from rankmodels.tracking.worlds import World, draw_world, simulate_world
 
 _TO_DEG = 180.0 / (np.pi * EARTH_RADIUS_KM)
 _RECOVERY_KM = 0.1
@@ -199,13 +202,29 @@ class Oracle:
             fix.append(chained[0] / _RECOVERY_KM)
         return np.vstack([jac_toa, self.prior, np.array(fix)])
 
-    def solve(self, iterations: int = 100) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The MAP track ``(lat, lon)`` at the cycles and the velocity ``(T, 2)`` (east, north
-        km/day, instantaneous) at each, by Gauss-Newton with halving."""
+    def start_at_truth(self, truth: xr.Dataset) -> np.ndarray:
+        """The true ``z`` as far as the truth states it (the velocities at the launch and at
+        the surfacing, which it does not, those of the first and last cycles): where Gauss-
+        Newton starts, so that it finds the optimum near the truth and not a local one near
+        a straight line (an eddying float strays hundreds of km from one)."""
+        mu = np.array([float(truth["mean_velocity_east"]), float(truth["mean_velocity_north"])])
+        velocity = np.stack([truth["velocity_east"].values, truth["velocity_north"].values], 1)
+        eddy = velocity * _KM_PER_DAY - mu
+        lat = np.r_[self.start[0], truth["lat"].values, self.fix[0]]
+        lon = np.r_[self.start[1], truth["lon"].values, self.fix[1]]
+        east, north = tangent_offsets(lat[:-1], lon[:-1], lat[1:], lon[1:])
         n = self.dt.size
-        east, north = tangent_offsets(*self.start, *self.fix)
-        z = np.zeros(4 * n + 4)
-        z[-2:] = np.array([east, north]) / self.t[-1]
+        per_step = np.empty((n, 4))
+        per_step[:, :2] = np.stack([east, north], 1) - mu * self.dt[:, None]
+        per_step[:, 2:] = np.vstack([eddy, eddy[-1:]])
+        return np.concatenate([eddy[0], per_step.ravel(), mu])
+
+    def solve(
+        self, z: np.ndarray, iterations: int = 100
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The MAP track ``(lat, lon)`` at the cycles and the velocity ``(T, 2)`` (east, north
+        km/day, instantaneous) at each, by Gauss-Newton with halving from ``z``
+        (:meth:`start_at_truth`)."""
         cost = np.sum(self.residuals(z) ** 2)
         for _ in range(iterations):
             r, jac = self.residuals(z), self.jacobian(z)
@@ -236,52 +255,69 @@ def velocity_rms(velocity: np.ndarray, truth: xr.Dataset) -> float:
     return float(np.sqrt(np.nanmean(error**2)))
 
 
+def drifting_worlds(count: int, days: tuple[int, int], seed: int) -> list[World]:
+    """The first ``count`` drifting worlds (:func:`~rankmodels.tracking.worlds.draw_world`
+    with lengths in ``days``) drawn from seeds ``seed, seed + 1, ...``."""
+    out: list[World] = []
+    while len(out) < count:
+        world = draw_world(seed, days=days)
+        seed += 1
+        if world.trajectory == "drift":
+            out.append(world)
+    return out
+
+
+def track_velocity(track: xr.Dataset) -> np.ndarray:
+    """``(T, 2)`` (east, north km/day): the Lagrangian motion's smoothed velocity, or the
+    random walk's centred differences of its positions (NaN at the ends)."""
+    if "velocity_east" in track:
+        v = np.stack([track.velocity_east.values, track.velocity_north.values], 1)
+        return v * _KM_PER_DAY
+    lat, lon = track["lat"].values, track["lon"].values
+    east, north = tangent_offsets(lat[:-2], lon[:-2], lat[2:], lon[2:])
+    span = (track["time"].values[2:] - track["time"].values[:-2]) / np.timedelta64(1, "D")
+    v = np.full((lat.size, 2), np.nan)
+    v[1:-1] = np.stack([east, north], 1) / span[:, None]
+    return v
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--floats", type=int, default=6)
-    parser.add_argument("--days", type=int, nargs=2, default=(200, 400))
-    parser.add_argument("--particles", type=int, default=COMMAND_PARTICLES)
-    parser.add_argument("--sigma", type=float, nargs="+", default=[3.0, 5.0])
+    parser.add_argument("--floats", type=int, default=20, help="drifting worlds")
+    parser.add_argument("--days", type=int, nargs=2, default=(200, 730))
+    parser.add_argument("--seed", type=int, default=0, help="first world seed")
+    parser.add_argument("--motions", nargs="+", default=["lagrangian", "random-walk"])
     args = parser.parse_args()
-    rng = np.random.default_rng(0)
-    ratios: dict[str, list[tuple[float, float, float]]] = {"random-walk": [], "lagrangian": []}
-    for k in range(args.floats):
-        seed = 300 + k
-        days = int(rng.integers(args.days[0], args.days[1] + 1))
-        sigma = args.sigma[k % len(args.sigma)]
-        spec = SignalSpec(sigma=sigma, p_detect=range_dependent_detection(), clutter_rate=1.0)
-        record, truth = dimes_float767(seed, days=days, spec=spec)
-        lat, lon, velocity = Oracle(record, truth, sigma).solve()
+    ratios: dict[str, list[tuple[float, float, float]]] = {m: [] for m in args.motions}
+    for world in drifting_worlds(args.floats, tuple(args.days), args.seed):
+        record, truth = simulate_world(world)
+        oracle_problem = Oracle(record, truth, world.sigma)
+        lat, lon, velocity = oracle_problem.solve(oracle_problem.start_at_truth(truth))
         oracle, oracle_v = errors(lat, lon, truth), velocity_rms(velocity, truth)
-        line = (f"float {seed} {days} d sigma {sigma:g}: oracle {np.median(oracle):.2f} / "
-                f"{np.percentile(oracle, 90):.2f} km, {oracle_v:.2f} km/day")  # fmt: skip
-        for motion in ratios:
+        line = (f"world {world.seed} {world.days} d sigma {world.sigma:.1f} P_D "
+                f"{world.p_detect:.2f} clutter {world.clutter_rate:.2f} multipath "
+                f"{world.multipath:.3f}{' mismatch' if world.geometric else ''} eddies "
+                f"{world.eddy_speed:.1f} km/day tau {world.time_scale:.1f} d: oracle "
+                f"{np.median(oracle):.2f} / {np.percentile(oracle, 90):.2f} km, "
+                f"{oracle_v:.2f} km/day")  # fmt: skip
+        for motion in args.motions:
             config = TrackConfig(calibrate=True, multipath=COMMAND_MULTIPATH, motion=motion,
-                                 particles=args.particles)  # fmt: skip
+                                 particles=COMMAND_PARTICLES, seed=world.seed)  # fmt: skip
             track, _ = track_float(record, config)
             err = errors(track["lat"].values, track["lon"].values, truth)
-            if "velocity_east" in track:
-                v = np.stack([track.velocity_east.values, track.velocity_north.values], 1)
-                v = v * _KM_PER_DAY
-            else:  # the random walk's centred differences of the positions
-                la, lo = track["lat"].values, track["lon"].values
-                east, north = tangent_offsets(la[:-2], lo[:-2], la[2:], lo[2:])
-                span = (track["time"].values[2:] - track["time"].values[:-2]) / np.timedelta64(
-                    1, "D"
-                )
-                v = np.full((la.size, 2), np.nan)
-                v[1:-1] = np.stack([east, north], 1) / span[:, None]
             ratio = (np.median(err) / np.median(oracle),
                      np.percentile(err, 90) / np.percentile(oracle, 90),
-                     velocity_rms(v, truth) / oracle_v)  # fmt: skip
+                     velocity_rms(track_velocity(track), truth) / oracle_v)  # fmt: skip
             ratios[motion].append(ratio)
             line += (f"; {motion} {np.median(err):.2f} / {np.percentile(err, 90):.2f} km "
                      f"({ratio[0]:.2f}x / {ratio[1]:.2f}x, velocity {ratio[2]:.2f}x)")  # fmt: skip
         print(line, flush=True)
     for motion, values in ratios.items():
         med, p90, vel = np.mean(values, axis=0)
-        print(f"{motion}: median {med:.2f}x the oracle's on average, p90 {p90:.2f}x, daily "
-              f"velocity rms {vel:.2f}x")  # fmt: skip
+        lo, hi = np.min(values, axis=0), np.max(values, axis=0)
+        print(f"{motion}: median {med:.2f}x the oracle's on average ({lo[0]:.2f}-{hi[0]:.2f}), "
+              f"p90 {p90:.2f}x ({lo[1]:.2f}-{hi[1]:.2f}), daily velocity rms {vel:.2f}x "
+              f"({lo[2]:.2f}-{hi[2]:.2f})")  # fmt: skip
 
 
 if __name__ == "__main__":
