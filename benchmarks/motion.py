@@ -21,7 +21,7 @@ import argparse
 import time
 
 import numpy as np
-from oracle import Oracle, errors, velocity_rms
+from oracle import Oracle, errors, track_velocity, velocity_rms
 
 from rankmodels.tracking.config import (
     COMMAND_MOTION,
@@ -29,11 +29,9 @@ from rankmodels.tracking.config import (
     COMMAND_PARTICLES,
     TrackConfig,
 )
+from rankmodels.tracking.motion_fit import K_M2_S
 from rankmodels.tracking.pipeline import track_float
 from rankmodels.tracking.simulate import SignalSpec, dimes_float767, range_dependent_detection
-
-#: km/day in one m/s; m^2/s in one km^2/day.
-_KM_PER_DAY, _M2_PER_S = 86.4, 1e6 / 86_400.0
 
 
 def main() -> None:
@@ -64,8 +62,8 @@ def main() -> None:
         lat, lon, oracle_v = oracle.solve(oracle.start_at_truth(truth))
         oracle_err = errors(lat, lon, truth)
         tau, tau_se = float(track.time_scale), float(track.time_scale_std)
-        k = float(track.diffusivity) / _M2_PER_S
-        k_se = float(track.diffusivity_std) / _M2_PER_S
+        k = float(track.diffusivity) / K_M2_S
+        k_se = float(track.diffusivity_std) / K_M2_S
         z_tau.append((tau - tau_true) / tau_se)
         z_k.append((k - k_true) / k_se)
         v = np.stack([track.velocity_east.values, track.velocity_north.values], 1)
@@ -74,7 +72,7 @@ def main() -> None:
         inside = np.abs(v - true_v) <= 2.0 * v_se
         covered.append(inside.mean())
         err = errors(track.lat.values, track.lon.values, truth)
-        ratio = (velocity_rms(v * _KM_PER_DAY, truth) / velocity_rms(oracle_v, truth),
+        ratio = (velocity_rms(track_velocity(track), truth) / velocity_rms(oracle_v, truth),
                  np.median(err) / np.median(oracle_err))  # fmt: skip
         ratios.append(ratio)
         print(f"{seed}: tau {tau:5.2f} ± {tau_se:4.2f} (z {z_tau[-1]:+5.2f}), K {k:6.1f} ± "

@@ -40,7 +40,7 @@ import numpy as np
 import xarray as xr
 
 from rankmodels.tracking.config import COMMAND_MULTIPATH, COMMAND_PARTICLES, TrackConfig
-from rankmodels.tracking.dynamics import LagrangianMotion
+from rankmodels.tracking.dynamics import M_PER_S, LagrangianMotion
 from rankmodels.tracking.geometry import EARTH_RADIUS_KM, great_circle_km, tangent_offsets
 from rankmodels.tracking.pipeline import track_float
 from rankmodels.tracking.records import written_offsets
@@ -48,8 +48,6 @@ from rankmodels.tracking.worlds import World, draw_world, simulate_world
 
 _TO_DEG = 180.0 / (np.pi * EARTH_RADIUS_KM)
 _RECOVERY_KM = 0.1
-#: km/day in one m/s.
-_KM_PER_DAY = 86.4
 
 
 def positions(start: tuple[float, float], steps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -105,7 +103,6 @@ class Oracle:
         self.km_per_s = speed / 1000.0
         self.src_lat = np.asarray(record["source_lat"].values, dtype=float)
         self.src_lon = np.asarray(record["source_lon"].values, dtype=float)
-        self.eddy_speed = float(truth["eddy_speed"])
         self.prior = self._prior(float(truth["eddy_speed"]), float(truth["time_scale"]))
 
     # layout of z: u_0 (2), then per interval k = 1 .. n: d_k (2), u_k (2); then mu (2)
@@ -209,7 +206,7 @@ class Oracle:
         a straight line (an eddying float strays hundreds of km from one)."""
         mu = np.array([float(truth["mean_velocity_east"]), float(truth["mean_velocity_north"])])
         velocity = np.stack([truth["velocity_east"].values, truth["velocity_north"].values], 1)
-        eddy = velocity * _KM_PER_DAY - mu
+        eddy = velocity / M_PER_S - mu
         lat = np.r_[self.start[0], truth["lat"].values, self.fix[0]]
         lon = np.r_[self.start[1], truth["lon"].values, self.fix[1]]
         east, north = tangent_offsets(lat[:-1], lon[:-1], lat[1:], lon[1:])
@@ -251,7 +248,7 @@ def velocity_rms(velocity: np.ndarray, truth: xr.Dataset) -> float:
     """rms error (km/day, per axis) of the velocities ``(T, 2)`` (east, north km/day) at the
     cycles against the truth's instantaneous velocity there (NaN rows left out)."""
     true = np.stack([truth["velocity_east"].values, truth["velocity_north"].values], 1)
-    error = velocity - true * _KM_PER_DAY
+    error = velocity - true / M_PER_S
     return float(np.sqrt(np.nanmean(error**2)))
 
 
@@ -272,7 +269,7 @@ def track_velocity(track: xr.Dataset) -> np.ndarray:
     random walk's centred differences of its positions (NaN at the ends)."""
     if "velocity_east" in track:
         v = np.stack([track.velocity_east.values, track.velocity_north.values], 1)
-        return v * _KM_PER_DAY
+        return v / M_PER_S
     lat, lon = track["lat"].values, track["lon"].values
     east, north = tangent_offsets(lat[:-2], lon[:-2], lat[2:], lon[2:])
     span = (track["time"].values[2:] - track["time"].values[:-2]) / np.timedelta64(1, "D")

@@ -796,6 +796,30 @@ def test_diagnostics_shows_the_distance_to_the_truth(sample):
     assert len(tracking.diagnostics(bare).axes) == 2
 
 
+def test_diagnostics_draw_the_true_velocity_the_truth_states(sample):
+    """A truth with velocities (a drifting float's) is drawn as stated, at every cycle; one
+    without is drawn as the velocity of each day's step between its positions (cm/s)."""
+    from rankmodels.tracking.geometry import tangent_offsets
+
+    _, track, truth = sample
+    n = track.sizes["cycle"]
+    v = np.linspace(-0.1, 0.1, n)  # m/s
+    track = track.assign(
+        velocity_east=("cycle", v), velocity_north=("cycle", -v),
+        velocity_east_std=("cycle", np.full(n, 0.01)),
+        velocity_north_std=("cycle", np.full(n, 0.01)),
+    )  # fmt: skip
+    stated = truth.assign(velocity_east=("cycle", 2 * v), velocity_north=("cycle", 3 * v))
+    fig = tracking.diagnostics(track, stated)
+    np.testing.assert_allclose(one(fig, "true-velocity-east").get_ydata(), 200 * v)
+    np.testing.assert_allclose(one(fig, "true-velocity-north").get_ydata(), 300 * v)
+    lat, lon = truth["lat"].values, truth["lon"].values
+    _, north = tangent_offsets(lat[:-1], lon[:-1], lat[1:], lon[1:])
+    seconds = np.diff(truth["time"].values).astype("timedelta64[s]").astype(float)
+    line = one(tracking.diagnostics(track, truth), "true-velocity-north")
+    np.testing.assert_allclose(line.get_ydata(), north * 1000.0 / seconds * 100.0, rtol=1e-9)
+
+
 def _pixel(fig, ax, x, y) -> np.ndarray:
     canvas = FigureCanvasAgg(fig)
     canvas.draw()

@@ -9,6 +9,7 @@ import xarray as xr
 from click.testing import CliRunner
 
 import rankmodels_app._common as app_common
+from rankmodels.tracking.dynamics import LagrangianMotion
 from rankmodels.tracking.geometry import great_circle_km, tangent_offsets
 from rankmodels.tracking.records import (
     active_sources,
@@ -63,8 +64,6 @@ def test_drifting_track_integrates_the_ou_velocity_as_the_lagrangian_model_state
     (Gardiner 3.8.4), which the tracker's Lagrangian motion uses: given the velocity at one
     cycle, the step to the next and the velocity there have the stated mean gains ``a`` and
     ``phi`` and the stated noise covariance."""
-    from rankmodels.tracking.dynamics import LagrangianMotion
-
     days = np.arange(1, 2001, dtype=float)
     steps, before, after = [], [], []
     for seed in range(12):

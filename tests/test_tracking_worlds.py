@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rankmodels.tracking.config import COMMAND_MULTIPATH, TrackConfig
+from rankmodels.tracking.dynamics import M_PER_S
 from rankmodels.tracking.evaluate import score_track
 from rankmodels.tracking.geometry import EARTH_RADIUS_KM, great_circle_km
 from rankmodels.tracking.pipeline import track_float
@@ -210,7 +211,7 @@ def test_a_drifting_world_is_simulated_with_its_eddies():
     true = true_parameters(world, record, truth)
     assert (true["eddy_speed"], true["time_scale"]) == (6.0, 2.0)
     assert true["diffusivity"] == pytest.approx(72.0)
-    eddy = np.stack([truth["velocity_east"], truth["velocity_north"]], 1) * 86.4
+    eddy = np.stack([truth["velocity_east"], truth["velocity_north"]], 1) / M_PER_S
     eddy = eddy - [true["mean_velocity_east"], true["mean_velocity_north"]]
     assert np.std(eddy) == pytest.approx(6.0, rel=0.1)
     lag1 = np.mean([np.corrcoef(eddy[:-1, k], eddy[1:, k])[0, 1] for k in range(2)])

@@ -336,9 +336,23 @@ def diagnostics(track: xr.Dataset, truth: xr.Dataset | None = None) -> Figure:
     return fig
 
 
+def _true_velocity(truth: xr.Dataset, t: np.ndarray) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """``axis -> (times, m/s)``: the truth's ``velocity_east``/``_north`` at the cycle times
+    ``t`` when it holds them, else the day-into-each-cycle velocity of its positions' steps
+    (from the second cycle)."""
+    if "velocity_east" in truth:
+        return {axis: (t, np.asarray(truth[f"velocity_{axis}"].values, dtype=float))
+                for axis in ("east", "north")}  # fmt: skip
+    lat, lon = truth["lat"].values, truth["lon"].values
+    east, north = tangent_offsets(lat[:-1], lon[:-1], lat[1:], lon[1:])
+    seconds = np.diff(t).astype("timedelta64[s]").astype(float)
+    return {"east": (t[1:], east * 1000.0 / seconds), "north": (t[1:], north * 1000.0 / seconds)}
+
+
 def _velocity_panel(ax, track: xr.Dataset, truth: xr.Dataset | None, t: np.ndarray) -> None:
     """The smoothed velocity east and north (cm/s, ± 2 standard errors) and, with ``truth``,
-    the true velocity of the day into each cycle (its positions' differences)."""
+    the true velocity: the truth's instantaneous one at the cycles when it states it (a
+    drifting float), else that of the day into each cycle (its positions' differences)."""
     cm_s = 100.0  # cm/s per m/s
     for axis, color in (("east", "#1f4e79"), ("north", "#7b3f00")):
         v = np.asarray(track[f"velocity_{axis}"].values, dtype=float) * cm_s
@@ -346,12 +360,8 @@ def _velocity_panel(ax, track: xr.Dataset, truth: xr.Dataset | None, t: np.ndarr
         ax.fill_between(t, v - 2 * sd, v + 2 * sd, color=color, alpha=0.18, lw=0)
         _series(ax, t, v, f"velocity-{axis}", color=color, lw=0.9, label=f"{axis}ward")
     if truth is not None and truth.sizes.get("cycle") == t.size:
-        lat, lon = truth["lat"].values, truth["lon"].values
-        east, north = tangent_offsets(lat[:-1], lon[:-1], lat[1:], lon[1:])
-        days = np.diff(t).astype("timedelta64[s]").astype(float) / 86_400.0
-        for name, step in (("east", east), ("north", north)):
-            true_v = step / days * (100_000.0 / 86_400.0)  # km/day -> cm/s
-            _series(ax, t[1:], true_v, f"true-velocity-{name}", color=style.TRUTH_COLOR,
+        for name, (times, true_v) in _true_velocity(truth, t).items():
+            _series(ax, times, true_v * cm_s, f"true-velocity-{name}", color=style.TRUTH_COLOR,
                     lw=0.6, ls=(0, (4, 2)))  # fmt: skip
     ax.axhline(0.0, color="0.6", lw=0.6)
     ax.set_ylabel("cm/s")

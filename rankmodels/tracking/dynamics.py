@@ -49,7 +49,17 @@ from rankmodels.tracking.geometry import (
     wrap_longitude,
 )
 
-__all__ = ["LagrangianMotion", "RandomWalk", "Velocity", "position_moments", "velocity_moments"]
+__all__ = [
+    "M_PER_S",
+    "LagrangianMotion",
+    "RandomWalk",
+    "Velocity",
+    "position_moments",
+    "velocity_moments",
+]
+
+#: m/s in one km/day: the motion works in km/day, the files and the report in m/s and cm/s.
+M_PER_S = 1000.0 / 86_400.0
 
 
 class Velocity(NamedTuple):

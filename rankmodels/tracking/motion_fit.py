@@ -37,7 +37,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from rankmodels.text import with_error
-from rankmodels.tracking.dynamics import LagrangianMotion
+from rankmodels.tracking.dynamics import M_PER_S, LagrangianMotion
 from rankmodels.tracking.model_fit import (
     MAX_STEP,
     MIN_DATA_TO_PRIOR,
@@ -232,7 +232,7 @@ class LagrangianStatistics:
         0.3 days; diffusivity 580 ± 80 m2/s"``; a quantity not estimated (the motion's start,
         or a value derived from one) says so in place of its error, and with none estimated
         the line starts ``"not estimated (the starting values): "`` with the bare values."""
-        cm_s = 100_000.0 / 86_400.0  # cm/s per km/day
+        cm_s = 100.0 * M_PER_S  # cm/s per km/day
         (east, north), (east_std, north_std) = self.mean_velocity, self.mean_velocity_std
         stds = (east_std, north_std, self.eke_std, self.time_scale_std, self.diffusivity_std)
         none = not any(math.isfinite(std) for std in stds)

@@ -18,9 +18,10 @@ import xarray as xr
 from rankmodels import __version__
 from rankmodels.tracking.calibration import Calibration, CalibrationResult
 from rankmodels.tracking.cf import carried_attributes, conventions
+from rankmodels.tracking.dynamics import M_PER_S
 from rankmodels.tracking.estimates import ParameterReport, calibrated_names
 from rankmodels.tracking.geometry import KM_PER_DEGREE
-from rankmodels.tracking.motion_fit import LagrangianStatistics
+from rankmodels.tracking.motion_fit import K_M2_S, LagrangianStatistics
 from rankmodels.tracking.netcdf import write_netcdf
 from rankmodels.tracking.quality import QualityCheck, quality_variables
 from rankmodels.tracking.records import compressed_encoding
@@ -188,23 +189,19 @@ def build_track(
     return annotate(ds, TRACK)
 
 
-#: m/s per km/day.
-_M_PER_S = 1000.0 / 86_400.0
-
-
 def velocity_variables(est: TrackEstimate) -> dict[str, tuple]:
     """``velocity_east``/``_north`` and their ``_std`` (cycle, m/s) and, when the float's
     Lagrangian statistics were estimated, ``eddy_kinetic_energy`` (m^2/s^2) and
     ``diffusivity`` (m^2/s) with their ``_std``."""
     out: dict[str, tuple] = {}
     for k, axis in enumerate(("east", "north")):
-        out[f"velocity_{axis}"] = ("cycle", est.velocity[:, k] * _M_PER_S)
-        out[f"velocity_{axis}_std"] = ("cycle", est.velocity_std[:, k] * _M_PER_S)
+        out[f"velocity_{axis}"] = ("cycle", est.velocity[:, k] * M_PER_S)
+        out[f"velocity_{axis}_std"] = ("cycle", est.velocity_std[:, k] * M_PER_S)
     stats = est.lagrangian
     if stats is not None:
         for name, value, std, scale in (
-            ("eddy_kinetic_energy", stats.eke, stats.eke_std, _M_PER_S**2),
-            ("diffusivity", stats.diffusivity, stats.diffusivity_std, 1e6 / 86_400.0),
+            ("eddy_kinetic_energy", stats.eke, stats.eke_std, M_PER_S**2),
+            ("diffusivity", stats.diffusivity, stats.diffusivity_std, K_M2_S),
         ):
             out[name] = ((), value * scale)
             out[f"{name}_std"] = ((), std * scale)

@@ -44,6 +44,7 @@ import xarray as xr
 
 from rankmodels.errors import InputError
 from rankmodels.tracking.config import LIMITS
+from rankmodels.tracking.dynamics import M_PER_S
 from rankmodels.tracking.geometry import (
     great_circle_km,
     tangent_offsets,
@@ -54,6 +55,7 @@ from rankmodels.tracking.schema import CLUTTER, FLOAT_RECORD, NO_ARRIVAL, TRUTH,
 __all__ = [
     "BRIDGE_ITERATIONS",
     "DIMES_SOURCES",
+    "DriftingTrack",
     "FixSchedule",
     "MAX_DAYS",
     "MISMATCH_LIMITS",
@@ -62,7 +64,6 @@ __all__ = [
     "TRAJECTORIES",
     "Mismatch",
     "SignalSpec",
-    "DriftingTrack",
     "Source",
     "dimes_float767",
     "drifting_track",
@@ -75,8 +76,6 @@ __all__ = [
 ]
 
 DAY = np.timedelta64(86_400_000_000_000, "ns")
-#: m/s in one km/day.
-_M_PER_S = 1000.0 / 86_400.0
 #: Most passes :func:`drifting_track` makes to pin a drifting float to its recovery position.
 BRIDGE_ITERATIONS = 50
 #: Fewest sub-steps a day :func:`drifting_track` integrates its eddy velocity over.
@@ -293,7 +292,7 @@ class DriftingTrack(NamedTuple):
         """The truth file's motion variables (:data:`~rankmodels.tracking.schema.TRUTH`) for
         the first ``cycles`` positions: the velocity in m/s, the parameters in km/day and
         days."""
-        east, north = self.velocity[:cycles].T * _M_PER_S
+        east, north = self.velocity[:cycles].T * M_PER_S
         return {
             "velocity_east": ("cycle", east),
             "velocity_north": ("cycle", north),
