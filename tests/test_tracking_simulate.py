@@ -85,6 +85,16 @@ def test_drifting_track_integrates_the_ou_velocity_as_the_lagrangian_model_state
     assert np.mean(rx * ru) == pytest.approx(vxu, rel=0.03)
 
 
+@pytest.mark.parametrize(
+    ("setting", "value"),
+    [("eddy_speed", -1.0), ("eddy_speed", float("nan")), ("eddy_days", 0.0),
+     ("eddy_days", float("inf")), ("eddy_days", -5.0)],
+)  # fmt: skip
+def test_drifting_track_refuses_eddies_that_are_not_finite_and_positive(rng, setting, value):
+    with pytest.raises(ValueError, match=setting):
+        drifting_track(np.arange(1.0, 5.0), (-56.3, -105.0), None, rng, **{setting: value})
+
+
 def test_straight_and_spiral_tracks():
     days = np.linspace(0, 100, 101)
     lat, lon = straight_track(days, (-58.0, -100.0), (-58.0, -90.0), 100.0)

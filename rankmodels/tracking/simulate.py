@@ -368,6 +368,10 @@ def drifting_track(
     t = np.concatenate([[0.0], np.asarray(days, dtype=float)])
     if (np.diff(t) <= 0).any():
         raise ValueError("days must be positive and strictly increasing")
+    if not (math.isfinite(eddy_speed) and eddy_speed >= 0.0):
+        raise ValueError(f"eddy_speed must be a finite number >= 0 km/day, got {eddy_speed}")
+    if not (math.isfinite(eddy_days) and eddy_days > 0.0):
+        raise ValueError(f"eddy_days must be a finite number > 0 days, got {eddy_days}")
     dt = np.diff(t)
     eddy_step, eddy_velocity = _eddy_displacements(t, eddy_speed, eddy_days, rng)
     mean = np.asarray(drift, dtype=float)
