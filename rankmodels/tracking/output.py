@@ -104,6 +104,18 @@ def calibration_variables(
     return out, attrs
 
 
+def most_probable_association(post: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each arrival's arg-max label and its probability from ``post`` (cycle, rank, s + 1;
+    column s clutter, NaN where there is no arrival): labels 0 .. s-1, ``CLUTTER`` or
+    ``NO_ARRIVAL`` (cycle, rank), and the probability (NaN where no arrival)."""
+    no_arrival = np.isnan(post).all(axis=2)
+    best = np.where(no_arrival, 0, np.argmax(np.nan_to_num(post, nan=-1.0), axis=2))
+    n_src = post.shape[2] - 1
+    association = np.where(no_arrival, NO_ARRIVAL, np.where(best == n_src, CLUTTER, best))
+    prob = np.where(no_arrival, np.nan, np.take_along_axis(post, best[..., None], 2)[..., 0])
+    return association, prob
+
+
 def build_track(
     record: xr.Dataset,
     est: TrackEstimate,
@@ -123,11 +135,7 @@ def build_track(
     value, standard error and status. The record's ``source_drift`` and position fixes
     (``fix_*``, used by the filter and the smoother) are copied."""
     post = est.association_posterior
-    no_arrival = np.isnan(post).all(axis=2)
-    best = np.where(no_arrival, 0, np.argmax(np.nan_to_num(post, nan=-1.0), axis=2))
-    n_src = post.shape[2] - 1
-    association = np.where(no_arrival, NO_ARRIVAL, np.where(best == n_src, CLUTTER, best))
-    prob = np.where(no_arrival, np.nan, np.take_along_axis(post, best[..., None], 2)[..., 0])
+    association, prob = most_probable_association(post)
     lat_std = np.sqrt(est.cov[:, 1, 1]) / KM_PER_DEGREE
     lon_std = np.sqrt(est.cov[:, 0, 0]) / (KM_PER_DEGREE * np.cos(np.radians(est.mean[:, 0])))
     sources = [str(s) for s in record["source"].values]

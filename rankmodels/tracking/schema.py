@@ -521,48 +521,51 @@ MOTION_QUANTITIES = (
 )
 
 
+_USED = "the value the predictions used"
+# (name, dims, long name, units, notes) of each calibrated quantity of the track
+_CALIBRATION_QUANTITIES = (
+    (
+        "sound_speed",
+        (),
+        "effective sound speed",
+        "m s-1",
+        f"{_USED}; the file's when not estimated",
+    ),
+    ("clock_offset", (), "float clock offset at launch (ahead of true time)", "s", _USED),
+    ("clock_drift", (), "float clock drift", "s day-1", _USED),
+    ("sigma", (), "TOA noise standard deviation", "s", _STATISTICAL),
+    ("p_detect", (), "detection probability P_D", "1", _STATISTICAL),
+    ("clutter_rate", (), "clutter arrivals per listening window", "1", _STATISTICAL),
+    ("multipath", (), "share of source arrivals delayed by multipath", "1", _STATISTICAL),
+    ("multipath_delay", (), "mean multipath delay", "s", _STATISTICAL),
+    ("process_noise", (), "random-walk std per axis of a 1-day step", "km", _STATISTICAL),
+    ("mean_velocity_east", (), "mean velocity east", "km day-1", _MOTION),
+    ("mean_velocity_north", (), "mean velocity north", "km day-1", _MOTION),
+    ("eddy_speed", (), "eddy velocity std per axis", "km day-1", _MOTION),
+    ("time_scale", (), "Lagrangian time scale of the eddy velocity", "day", _MOTION),
+    ("eddy_kinetic_energy", (), "eddy kinetic energy (u'^2 + v'^2) / 2", "m2 s-2", _MOTION),
+    ("diffusivity", (), "single-particle diffusivity per axis", "m2 s-1", _MOTION),
+    (
+        "source_offset_correction",
+        ("source",),
+        "correction added to the file's source_offset",
+        "s",
+        _USED,
+    ),
+    (
+        "source_drift_correction",
+        ("source",),
+        "shared correction of the source clock drift (source_drift includes it)",
+        "s day-1",
+        "only with --calibrate-mode experiment",
+    ),
+)
+
+
 def _calibration_variables() -> tuple[Variable, ...]:
     """The calibration's variables of the track (``rankmodels.tracking.calibration``)."""
-    used = "the value the predictions used"
-    quantities = (
-        (
-            "sound_speed",
-            (),
-            "effective sound speed",
-            "m s-1",
-            f"{used}; the file's when not estimated",
-        ),
-        ("clock_offset", (), "float clock offset at launch (ahead of true time)", "s", used),
-        ("clock_drift", (), "float clock drift", "s day-1", used),
-        ("sigma", (), "TOA noise standard deviation", "s", _STATISTICAL),
-        ("p_detect", (), "detection probability P_D", "1", _STATISTICAL),
-        ("clutter_rate", (), "clutter arrivals per listening window", "1", _STATISTICAL),
-        ("multipath", (), "share of source arrivals delayed by multipath", "1", _STATISTICAL),
-        ("multipath_delay", (), "mean multipath delay", "s", _STATISTICAL),
-        ("process_noise", (), "random-walk std per axis of a 1-day step", "km", _STATISTICAL),
-        ("mean_velocity_east", (), "mean velocity east", "km day-1", _MOTION),
-        ("mean_velocity_north", (), "mean velocity north", "km day-1", _MOTION),
-        ("eddy_speed", (), "eddy velocity std per axis", "km day-1", _MOTION),
-        ("time_scale", (), "Lagrangian time scale of the eddy velocity", "day", _MOTION),
-        ("eddy_kinetic_energy", (), "eddy kinetic energy (u'^2 + v'^2) / 2", "m2 s-2", _MOTION),
-        ("diffusivity", (), "single-particle diffusivity per axis", "m2 s-1", _MOTION),
-        (
-            "source_offset_correction",
-            ("source",),
-            "correction added to the file's source_offset",
-            "s",
-            used,
-        ),
-        (
-            "source_drift_correction",
-            ("source",),
-            "shared correction of the source clock drift (source_drift includes it)",
-            "s day-1",
-            "only with --calibrate-mode experiment",
-        ),
-    )
     out = []
-    for name, dims, long_name, units, notes in quantities:
+    for name, dims, long_name, units, notes in _CALIBRATION_QUANTITIES:
         out.append(Variable(name, dims, "real", long_name, notes, units=units))
         out.append(
             Variable(
@@ -596,7 +599,7 @@ def _calibration_variables() -> tuple[Variable, ...]:
     )
     # calibration_sigma: above; the drift correction is shared, its trace is the experiment's
     untraced = ("sigma", "source_drift_correction", *MOTION_QUANTITIES)
-    traced = [q for q in quantities if q[0] not in untraced]
+    traced = [q for q in _CALIBRATION_QUANTITIES if q[0] not in untraced]
     for name, dims, _, units, _ in traced:
         out.append(
             Variable(
