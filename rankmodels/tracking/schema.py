@@ -195,17 +195,62 @@ class FileFormat:
         raise KeyError(f"{self.name} has no variable {name!r}")
 
     def markdown_table(self) -> str:
-        """The table ``docs/tracking.md`` shows (one row per variable)."""
+        """The table ``docs/tracking.md`` shows: one row per variable, except that an output's
+        ``X_std`` shares the row of ``X`` and its EM traces ``calibration_X`` share one row."""
         head = ["name", "dims", "units", "meaning", *(["required"] if self.input else [])]
         rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        names = {v.name for v in self.variables}
+        folded = not self.input
+        traced = [v for v in self.variables if folded and _is_trace(v, names)]
         for v in self.variables:
-            parts = (v.long_name, v.notes, v.range_text() if self.input else "")
-            meaning = "; ".join(p for p in parts if p).replace("|", "\\|")
-            cells = [f"`{v.name}`", f"({', '.join(v.dims)})", v.units, meaning]
-            if self.input:
-                cells.append("yes" if v.required else f"no{', ' + v.default if v.default else ''}")
+            if folded and v.name.endswith("_std") and v.name[: -len("_std")] in names:
+                continue
+            if v in traced[1:]:
+                continue
+            cells = self._cells(traced) if traced and v is traced[0] else self._cells([v])
+            if folded and f"{v.name}_std" in names:
+                std = self[f"{v.name}_std"]
+                cells[0] += f", `{std.name}`"
+                its = _meaning(std, self.input).replace(
+                    f"standard error of {v.name}", "its standard error"
+                )
+                cells[3] += f"; `{std.name}`: {its}"
             rows.append("| " + " | ".join(cells) + " |")
         return "\n".join(rows)
+
+    def _cells(self, variables: list[Variable]) -> list[str]:
+        """The cells of one variable's row, or of the shared row of several EM traces."""
+        v = variables[0]
+        if len(variables) == 1:
+            cells = [f"`{v.name}`", f"({', '.join(v.dims)})", v.units, _meaning(v, self.input)]
+            if self.input:
+                cells.append("yes" if v.required else f"no{', ' + v.default if v.default else ''}")
+            return cells
+        quantities = ", ".join(f"`{u.name[len(_TRACED) :]}`" for u in variables)
+        dims = " or ".join(dict.fromkeys(f"({', '.join(u.dims)})" for u in variables))
+        return [
+            f"`{_TRACED}NAME`",
+            dims,
+            "NAME's",
+            f"NAME of each EM iteration, for NAME = {quantities}; {v.notes}".replace("|", "\\|"),
+        ]
+
+
+#: Prefix of the EM trace of a calibrated quantity.
+_TRACED = "calibration_"
+
+
+def _is_trace(v: Variable, names: set[str]) -> bool:
+    """Whether ``v`` is the plain EM trace ``calibration_X`` of a variable ``X`` in ``names``
+    (``X of each EM iteration``)."""
+    quantity = v.name[len(_TRACED) :]
+    return v.name.startswith(_TRACED) and quantity in names and v.long_name.startswith(quantity)
+
+
+def _meaning(v: Variable, with_range: bool) -> str:
+    """A variable's meaning cell: long name, notes and (for an input) its valid range."""
+    parts = (v.long_name, v.notes, v.range_text() if with_range else "")
+    return "; ".join(p for p in parts if p).replace("|", "\\|")
 
 
 def _lat(name: str, long_name: str, dims: tuple[str, ...] = (), **kw: Any) -> Variable:
