@@ -1,6 +1,7 @@
-"""The option tables of docs/tracking.md are the commands' options, read from the Click app.
+"""The option tables of docs/tracking.md and docs/simulation.md are the commands' options, read
+from the Click app.
 
-Every table of the page whose header is ``| `COMMAND` option | default | meaning |`` lists
+Every table of the pages whose header is ``| `COMMAND` option | default | meaning |`` lists
 options of that command. Each row's first cell names the option (``-o, --out OUT``,
 ``--calibrate/--no-calibrate``: every word starting with ``-`` is a name, the rest metavars),
 its second cell the default: a cell that starts with a code span (```10000```, ```exact```,
@@ -26,7 +27,7 @@ from rankmodels_app.simulate import simulate_float
 from rankmodels_app.track import track_float
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
-PAGE = DOCS / "tracking.md"
+PAGES = (DOCS / "tracking.md", DOCS / "simulation.md")
 
 COMMANDS: dict[str, click.Command] = {
     "track-float": track_float,
@@ -157,7 +158,11 @@ def check_table(command: click.Command, rows: list[tuple[int, str, str]]) -> lis
     return problems
 
 
-TABLES = option_tables(PAGE.read_text(encoding="utf-8"))
+TABLES = {
+    command: rows
+    for page in PAGES
+    for command, rows in option_tables(page.read_text(encoding="utf-8")).items()
+}
 
 
 def test_the_page_has_option_tables():
@@ -217,7 +222,7 @@ def written_commands(text: str) -> list[tuple[click.Command, str]]:
     return found
 
 
-@pytest.mark.parametrize("page", ["tracking.md", "validation.md"])
+@pytest.mark.parametrize("page", ["tracking.md", "simulation.md", "validation.md"])
 def test_written_commands_use_the_options_their_command_shows(page):
     path = DOCS / page
     if not path.exists():

@@ -249,7 +249,7 @@ def test_labels_engine_needs_labels(tmp_path):
     )
 
 
-#: The command that made the shipped sample (simulate-float's help and docs/tracking.md say it)
+#: The command that made the shipped sample (simulate-float's help and docs/simulation.md say it)
 SAMPLE_COMMAND = (
     "simulate-float --name float767 --float-clock-drift 0.02 --true-sound-speed 1470 "
     "--offset-error 1 --multipath 0.02"
