@@ -20,9 +20,7 @@ from rankmodels.tracking.calibration import (
     m_step_pairs,
 )
 from rankmodels.tracking.config import TrackConfig
-from rankmodels.tracking.dynamics import LagrangianMotion
 from rankmodels.tracking.float_calibration import FloatProblem, em_config, float_m_step
-from rankmodels.tracking.geometry import tangent_step
 from rankmodels.tracking.launch import first_position, window_cycles
 from rankmodels.tracking.model_fit import StatisticalModel
 from rankmodels.tracking.passes import Predictor, run_pass
@@ -77,27 +75,6 @@ def test_the_geometry_m_step_weighs_by_the_noise_its_pass_assumed(setup):
 
     assert got.sound_speed == pytest.approx(solved(8.0).sound_speed, rel=1e-12)
     assert got.sound_speed != pytest.approx(solved(4.0).sound_speed, rel=1e-9)
-
-
-def test_the_start_point_runs_the_lagrangian_motion_backwards(setup):
-    """With the Lagrangian motion the backward filter runs it reversed (mean velocity
-    ``-mu``), and the launch fix is predicted over ``dt_0`` with the velocity unknown: the
-    first position moved by ``-mu dt_0`` with ``Vxx + a^2 s^2 + s_r^2``, by hand."""
-    _, prepared, start = setup
-    motion = LagrangianMotion((10.0, -6.0), 4.0, 5.0, 0.5)
-    predictor = Predictor(prepared, replace(start, model=replace(start.model, motion=motion)))
-    got = start_point(predictor, seed=9)
-    k = window_cycles(prepared.day)
-    back = LagrangianMotion((-10.0, 6.0), 4.0, 5.0, 0.5)
-    mean, cov = first_position(prepared.x0, prepared.cycle_dt[:k], predictor.cycle_loglik,
-                               back, np.random.default_rng([9, 1]))  # fmt: skip
-    dt0 = float(prepared.cycle_dt[0])
-    assert dt0 > 0
-    _, a, vxx, _, _ = back.transition(dt0)
-    lat, lon = tangent_step(mean[0], mean[1], -10.0 * dt0, 6.0 * dt0)
-    np.testing.assert_allclose(got.point.mean, [lat, lon], rtol=0, atol=1e-12)
-    np.testing.assert_array_equal(got.point.cov, cov)
-    assert got.point.extra_var == pytest.approx(vxx + a * a * 16.0 + 1.0, rel=1e-12)
 
 
 def test_the_end_point_adds_the_walk_to_the_surfacing_and_the_fix_error(setup):
