@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from rankmodels.tracking.config import COMMAND_MULTIPATH
-from rankmodels.tracking.dynamics import LagrangianMotion, RandomWalk
+from rankmodels.tracking.dynamics import RandomWalk
 from rankmodels.tracking.geometry import tangent_offsets, tangent_step
 from rankmodels.tracking.launch import (
     PRIOR_KM,
@@ -90,93 +90,6 @@ def test_first_position_is_the_smoothed_first_cycle_of_a_linear_gaussian_walk(sh
         assert got[axis] == pytest.approx(want_mean, abs=4 * math.sqrt(want_var / 2000))
         assert cov[axis, axis] == pytest.approx(want_var, rel=0.12)
     assert abs(cov[0, 1]) < 0.12 * math.sqrt(cov[0, 0] * cov[1, 1])
-
-
-def _lagrangian_first(
-    obs: list, dt: np.ndarray, motion: LagrangianMotion, axis: int, s: float
-) -> tuple[float, float]:
-    """Mean and variance (km) of ``X_0`` on one axis given ``y_t = X_t + N(0, s^2)`` under
-    the *forward* integrated Ornstein-Uhlenbeck motion, ``X_0`` flat, ``u_0`` from the
-    stationary law: the joint Gaussian of the path built from the transition and conditioned
-    directly (no filter)."""
-    k, mu = len(obs), motion.mean_velocity[axis]
-    n = 2 + 2 * (k - 1)  # z = (x_0, u_0, then (e_x, e_u) of each step)
-    z_var = np.zeros((n, n))
-    z_var[0, 0], z_var[1, 1] = 1e6, motion.eddy_speed**2
-    z_mean = np.zeros(n)
-    z_mean[1] = mu
-    rows_x, rows_u = [np.eye(n)[0]], [np.eye(n)[1]]
-    const_x, const_u = [0.0], [0.0]
-    for t in range(1, k):
-        phi, a, vxx, vxu, vuu = motion.transition(dt[t])
-        j = 2 + 2 * (t - 1)
-        z_var[j : j + 2, j : j + 2] = [[vxx, vxu], [vxu, vuu]]
-        ex, eu = np.eye(n)[j], np.eye(n)[j + 1]
-        # x_t = x + mu dt + a (u - mu) + e_x; u_t = mu + phi (u - mu) + e_u
-        rows_x.append(rows_x[-1] + a * rows_u[-1] + ex)
-        const_x.append(const_x[-1] + mu * dt[t] - a * mu + a * const_u[-1])
-        rows_u.append(phi * rows_u[-1] + eu)
-        const_u.append(mu - phi * mu + phi * const_u[-1])
-    seen = [t for t in range(k) if obs[t] is not None]
-    h = np.array([rows_x[t] for t in seen])
-    y = np.array([obs[t] for t in seen]) - np.array([const_x[t] for t in seen])
-    s_y = h @ z_var @ h.T + s**2 * np.eye(len(seen))
-    gain = z_var[0] @ h.T @ np.linalg.inv(s_y)
-    return float(z_mean[0] + gain @ (y - h @ z_mean)), float(z_var[0, 0] - gain @ h @ z_var[0])
-
-
-def test_first_position_under_the_lagrangian_motion_is_the_forward_models_posterior():
-    """A float drifting fast (8 km/day east, 5 km/day south, eddies 4 km/day, 5 days),
-    observed each cycle with noise 3 km: the backward filter under the reversed motion gives
-    the first cycle's posterior under the forward model with a flat start (conditioned in
-    closed form); the motion not reversed misses it."""
-    motion = LagrangianMotion((8.0, -5.0), 4.0, 5.0, 0.5)
-    s, dt = 3.0, np.array([1.0, 1.0, 0.5, 2.0, 1.0, 1.0, 1.5, 1.0, 1.0, 1.0])
-    rng = np.random.default_rng(5)
-    states = motion.propagate(motion.start(np.array(CENTRE), 1, rng), 50.0, rng)
-    path = [states[0]]
-    for step in dt[1:]:
-        path.append(motion.propagate(path[-1][None, :], step, rng)[0])
-    east, north = tangent_offsets(CENTRE[0], CENTRE[1], *np.array(path)[:, :2].T)
-    obs_e = [None if t == 3 else float(v + rng.normal(0, s)) for t, v in enumerate(east)]
-    obs_n = [None if t == 3 else float(v + rng.normal(0, s)) for t, v in enumerate(north)]
-    start = np.array(path[0][:2])
-    found = {}
-    for name, backwards in (("reversed", motion.reversed()), ("forward", motion)):
-        mean, cov = first_position(
-            start, dt, _observed(obs_e, obs_n, s), backwards, np.random.default_rng(2),
-            n_particles=40_000,
-        )  # fmt: skip
-        found[name] = (tangent_offsets(CENTRE[0], CENTRE[1], mean[0], mean[1]), cov)
-    for axis, obs in enumerate((obs_e, obs_n)):
-        want_mean, want_var = _lagrangian_first(obs, dt, motion, axis, s)
-        got, cov = found["reversed"]
-        # the weights of 40,000 particles from a 150 km start on 3 km observations leave
-        # a Monte Carlo error of about a tenth of the posterior's standard deviation
-        assert got[axis] == pytest.approx(want_mean, abs=0.25 * math.sqrt(want_var))
-        assert cov[axis, axis] == pytest.approx(want_var, rel=0.15)
-    wrong, _ = found["forward"]  # drifting east the wrong way back: kilometres off
-    assert abs(wrong[0] - _lagrangian_first(obs_e, dt, motion, 0, s)[0]) > 1.2 * math.sqrt(want_var)
-
-
-def test_the_lagrangian_motion_read_backwards_has_the_same_law():
-    """Time reversal: for a stationary start ``u_0 ~ N(mu, s^2)``, the forward step's joint
-    law of ``(u_0, u_1, Delta)`` equals that of ``(-v_1, -v_0, -Delta')`` under the reversed
-    motion started at ``v_0 = -u_1``: means and covariances from the transitions."""
-    motion = LagrangianMotion((3.0, -2.0), 5.0, 4.0, 0.7)
-    back = motion.reversed()
-    s2 = motion.eddy_speed**2
-    for dt in (0.1, 1.0, 7.0):
-        phi, a, vxx, vxu, vuu = motion.transition(dt)
-        for axis in (0, 1):
-            mu, mu_b = motion.mean_velocity[axis], back.mean_velocity[axis]
-            # forward: Cov(u0, u1), Cov(u0, D), Cov(u1, D), E D
-            fwd = (phi * s2, a * s2, phi * a * s2 + vxu, mu * dt)
-            # backward from v0 = -u1 to v1 = -u0, D' = -D
-            bphi, ba, _, bvxu, _ = back.transition(dt)
-            bwd = (bphi * s2, bphi * ba * s2 + bvxu, ba * s2, -mu_b * dt)
-            np.testing.assert_allclose(bwd, fwd, rtol=1e-12)
-        assert back.diffusivity == motion.diffusivity
 
 
 def test_without_data_the_first_position_is_the_diffuse_start_walked_back():

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from rankmodels.tracking.filter import FilterResult
-from rankmodels.tracking.geometry import moved, tangent_step
+from rankmodels.tracking.geometry import tangent_step
 from rankmodels.tracking.launch import first_position, window_cycles
 from rankmodels.tracking.passes import Association, Pass, Predictor
 from rankmodels.tracking.prepared import Parameters, Prepared
@@ -70,29 +70,24 @@ def start_point(predictor: Predictor, seed: int) -> StartPoint:
     """The first cycle's position from the cycles within
     :data:`~rankmodels.tracking.launch.WINDOW_DAYS` of the launch, filtered backwards from a
     diffuse start about the launch fix (:func:`~rankmodels.tracking.launch.first_position`,
-    seeded ``(seed, 1)``) under the pass's motion read backwards in time, and the launch fix
-    it should predict: the first position moved back over the first step ``dt_0`` (its mean
-    and added variance from ``predicted_step`` with the velocity unknown, plus ``s_r^2``, the
-    fix's error taken as the recovery fix's)."""
+    seeded ``(seed, 1)``), and the launch fix it should predict over the first step ``dt_0``
+    (``q^2 dt_0 + s_r^2``, the fix's error taken as the recovery fix's; the Lagrangian
+    motion's by its diffusive limit, the random walk of ``q^2 = 2 K + q_0^2``)."""
     prepared = predictor.prepared
     k = window_cycles(prepared.day)
     with_arrivals = int(prepared.has_data[:k].sum())
     if k == 0:
         return StartPoint(0, 0, None)
     rng = np.random.default_rng([seed, _LAUNCH_STREAM])
-    backwards = predictor.params.dynamics.reversed()
+    dynamics = predictor.params.dynamics.diffusive()
     mean, cov = first_position(
-        prepared.x0, prepared.cycle_dt[:k], predictor.cycle_loglik, backwards, rng
+        prepared.x0, prepared.cycle_dt[:k], predictor.cycle_loglik, dynamics, rng
     )
-    added = np.zeros((2, 2))
-    if prepared.cycle_dt[0] > 0:
-        step, added = backwards.predicted_step(None, float(prepared.cycle_dt[0]))
-        mean = moved(mean, step)
     point = EndPoint(
         mean=mean,
         cov=cov,
         fix=(float(prepared.x0[0]), float(prepared.x0[1])),
-        extra_var=float(np.linalg.eigvalsh(added)[-1]) + prepared.recovery_sigma**2,
+        extra_var=dynamics.process_noise**2 * prepared.cycle_dt[0] + prepared.recovery_sigma**2,
     )
     return StartPoint(k, with_arrivals, point)
 
@@ -105,8 +100,11 @@ def end_point(prepared: Prepared, params: Parameters, filt: FilterResult) -> End
         return None
     last = prepared.cycle_steps[-1]
     step, added = params.dynamics.predicted_step(filt.velocity_at(last), prepared.days_to_recovery)
+    mean = filt.mean[last]
+    if step.any():
+        mean = np.array(tangent_step(mean[0], mean[1], step[0], step[1]), dtype=float)
     return EndPoint(
-        mean=moved(filt.mean[last], step),
+        mean=mean,
         cov=filt.cov[last],
         fix=prepared.recovery,
         extra_var=float(np.linalg.eigvalsh(added)[-1]) + prepared.recovery_sigma**2,

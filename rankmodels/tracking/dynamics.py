@@ -36,7 +36,7 @@ Steps are taken in the tangent plane of the current position
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import numba
@@ -100,10 +100,6 @@ class RandomWalk:
         return np.zeros(2), self._var(dt) * np.eye(2)
 
     def diffusive(self) -> RandomWalk:
-        return self
-
-    def reversed(self) -> RandomWalk:
-        """The walk read backwards in time: the same walk."""
         return self
 
     def _var(self, dt: float) -> float:
@@ -177,13 +173,6 @@ class LagrangianMotion:
         """The random walk this motion tends to as ``tau -> 0`` at fixed ``K``:
         ``q^2 = 2 K + q_0^2``."""
         return RandomWalk(math.sqrt(2.0 * self.diffusivity + self.position_noise**2))
-
-    def reversed(self) -> LagrangianMotion:
-        """The motion read backwards in time. A stationary Ornstein-Uhlenbeck velocity is
-        time-reversible, so the reversed path's velocity ``-u(T - t)`` is the same process
-        about ``-mu``; the white position diffusion is unchanged."""
-        mu_e, mu_n = self.mean_velocity
-        return replace(self, mean_velocity=(-mu_e, -mu_n))
 
     def transition(self, dt: float | np.ndarray) -> tuple[Any, Any, Any, Any, Any]:
         """Per axis over ``dt`` days (a number or an array of them): ``(phi, a, Vxx, Vxu,

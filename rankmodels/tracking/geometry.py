@@ -23,7 +23,6 @@ __all__ = [
     "EARTH_RADIUS_KM",
     "KM_PER_DEGREE",
     "great_circle_km",
-    "moved",
     "pairwise_distance_km",
     "tangent_offsets",
     "tangent_step",
@@ -119,15 +118,6 @@ def tangent_step(
         np.asarray(east_km) / (EARTH_RADIUS_KM * np.cos(np.radians(lat)))
     )
     return np.clip(new_lat, -89.999, 89.999), wrap_longitude(new_lon)
-
-
-def moved(position: np.ndarray, step: np.ndarray) -> np.ndarray:
-    """``position (2,)`` (lat, lon) moved by ``step (2,)`` (east, north) km in its tangent
-    plane (:func:`tangent_step`); the position itself when the step is zero."""
-    if not np.any(step):
-        return np.asarray(position, dtype=float)
-    lat, lon = tangent_step(position[0], position[1], step[0], step[1])
-    return np.array([float(lat), float(lon)])
 
 
 def tangent_offsets(

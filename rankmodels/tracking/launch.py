@@ -4,12 +4,10 @@ The tracker starts every particle at the launch position, so a wrong launch fix 
 within a few cycles and leaves no trace in the track. To test the fix out of sample (as the
 recovery fix tests the forward filter), the first ``K`` cycles are filtered *backwards in
 time* from a diffuse start: the random walk ``X_t+1 = X_t + w_t``, ``w_t ~ N(0, q^2 dt_t
-I_2)`` (eq. 5.1) read backwards is the same walk, and the Lagrangian motion read backwards is
-the same motion about the opposite mean velocity (a stationary Ornstein-Uhlenbeck velocity is
-time-reversible), so a bootstrap filter over cycles ``K - 1, K - 2, ..., 0`` whose particles
-start spread ``N(c, (R^2 + q^2 day_K-1) I_2)`` about a centre ``c`` (the launch fix; ``R``
-:data:`PRIOR_KM`, so that a launch error of 100 km lies within one standard deviation; ``q``
-the motion's diffusive limit) ends with the posterior of the first cycle's position
+I_2)`` (eq. 5.1) read backwards is the same walk, so a bootstrap filter over cycles ``K - 1,
+K - 2, ..., 0`` whose particles start spread ``N(c, (R^2 + q^2 day_K-1) I_2)`` about a
+centre ``c`` (the launch fix; ``R`` :data:`PRIOR_KM`, so that a launch error of 100 km lies
+within one standard deviation) ends with the posterior of the first cycle's position
 ``p(X_0 | y_0..K-1)``: the data's own estimate of where the float started, to which the
 centre contributes only a pull of order ``C_0 / R^2`` (``C_0`` the posterior covariance,
 tens of km^2 against ``R^2 = 2.25 10^4`` km^2: well under 1 km).
@@ -25,9 +23,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from rankmodels.tracking.dynamics import LagrangianMotion, RandomWalk
+from rankmodels.tracking.dynamics import RandomWalk
 from rankmodels.tracking.filter import LogLikelihood, particle_filter
-from rankmodels.tracking.geometry import moved, tangent_offsets, tangent_step
+from rankmodels.tracking.geometry import tangent_offsets, tangent_step
 
 __all__ = [
     "ISLANDS",
@@ -61,7 +59,7 @@ def first_position(
     centre: np.ndarray,
     dt: np.ndarray,
     loglik: LogLikelihood,
-    dynamics: RandomWalk | LagrangianMotion,
+    dynamics: RandomWalk,
     rng: np.random.Generator,
     *,
     n_particles: int = PARTICLES,
@@ -76,21 +74,16 @@ def first_position(
     ``centre (2,)`` (lat, lon) of the diffuse start; ``dt (K,)`` days from the previous
     cycle (from the launch for ``dt[0]``, which is not used); ``loglik(t, x)`` cycle ``t``'s
     ``(N,)`` log-likelihood at positions ``x (N, 2)``, ``None`` without data; ``dynamics``
-    the motion read backwards in time (``reversed()``; its diffusive limit ``q`` sets the
-    diffuse start's length)."""
+    the random walk (its ``q``)."""
     dt = np.asarray(dt, dtype=float)
     k = dt.size
-    q2 = dynamics.diffusive().process_noise ** 2
+    q2 = dynamics.process_noise**2
     # step j of the reversed filter reaches cycle k - 1 - j; its first step is the diffuse
-    # start: the motion over L = R^2 / q^2 + D (D the days from the launch to cycle k - 1),
-    # from where its mean drift over L ends at the forward drift's position of cycle k - 1
-    diffuse = prior_km**2 / q2 + dt.sum()
-    drift, _ = dynamics.predicted_step(None, diffuse + dt.sum())
-    start = moved(np.asarray(centre, dtype=float), -drift)
-    steps = np.concatenate([[diffuse], dt[1:][::-1]])
+    # start: the walk from the centre over (R^2 / q^2 + days from the launch to cycle k - 1)
+    steps = np.concatenate([[prior_km**2 / q2 + dt.sum()], dt[1:][::-1]])
     runs = [
         particle_filter(
-            start,
+            np.asarray(centre, dtype=float),
             steps,
             lambda j, x: loglik(k - 1 - j, x),
             dynamics,
