@@ -27,7 +27,7 @@ The generative model is the one the tracker assumes ([Pareek2017] section 5.2 an
 
 :func:`dimes_float767` simulates a float on the real DIMES geometry, launched where DIMES
 float 767 was; with its defaults and :data:`SAMPLE_MISMATCH` it is the shipped sample
-``data/float767.nc`` (``docs/tracking.md``, "Simulated data"). Long simulations report
+``data/float767.nc`` (``docs/simulation.md``). Long simulations report
 progress through a ``progress(n)`` callback (:func:`simulation_steps` calls in all).
 """
 
