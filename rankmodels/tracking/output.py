@@ -104,7 +104,7 @@ def calibration_variables(
     return out, attrs
 
 
-def most_probable_association(post: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _most_probable_association(post: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Each arrival's arg-max label and its probability from ``post`` (cycle, rank, s + 1;
     column s clutter, NaN where there is no arrival): labels 0 .. s-1, ``CLUTTER`` or
     ``NO_ARRIVAL`` (cycle, rank), and the probability (NaN where no arrival)."""
@@ -135,7 +135,7 @@ def build_track(
     value, standard error and status. The record's ``source_drift`` and position fixes
     (``fix_*``, used by the filter and the smoother) are copied."""
     post = est.association_posterior
-    association, prob = most_probable_association(post)
+    association, prob = _most_probable_association(post)
     lat_std = np.sqrt(est.cov[:, 1, 1]) / KM_PER_DEGREE
     lon_std = np.sqrt(est.cov[:, 0, 0]) / (KM_PER_DEGREE * np.cos(np.radians(est.mean[:, 0])))
     sources = [str(s) for s in record["source"].values]

@@ -207,7 +207,7 @@ class FileFormat:
                 continue
             if v in traced[1:]:
                 continue
-            cells = self._cells(traced) if traced and v is traced[0] else self._cells([v])
+            cells = _trace_cells(traced) if traced and v is traced[0] else self._cells(v)
             if folded and f"{v.name}_std" in names:
                 std = self[f"{v.name}_std"]
                 cells[0] += f", `{std.name}`"
@@ -218,22 +218,12 @@ class FileFormat:
             rows.append("| " + " | ".join(cells) + " |")
         return "\n".join(rows)
 
-    def _cells(self, variables: list[Variable]) -> list[str]:
-        """The cells of one variable's row, or of the shared row of several EM traces."""
-        v = variables[0]
-        if len(variables) == 1:
-            cells = [f"`{v.name}`", f"({', '.join(v.dims)})", v.units, _meaning(v, self.input)]
-            if self.input:
-                cells.append("yes" if v.required else f"no{', ' + v.default if v.default else ''}")
-            return cells
-        quantities = ", ".join(f"`{u.name[len(_TRACED) :]}`" for u in variables)
-        dims = " or ".join(dict.fromkeys(f"({', '.join(u.dims)})" for u in variables))
-        return [
-            f"`{_TRACED}NAME`",
-            dims,
-            "NAME's",
-            f"NAME of each EM iteration, for NAME = {quantities}; {v.notes}".replace("|", "\\|"),
-        ]
+    def _cells(self, v: Variable) -> list[str]:
+        """The cells of one variable's row."""
+        cells = [f"`{v.name}`", f"({', '.join(v.dims)})", v.units, _meaning(v, self.input)]
+        if self.input:
+            cells.append("yes" if v.required else f"no{', ' + v.default if v.default else ''}")
+        return cells
 
 
 #: Prefix of the EM trace of a calibrated quantity.
@@ -241,10 +231,22 @@ _TRACED = "calibration_"
 
 
 def _is_trace(v: Variable, names: set[str]) -> bool:
-    """Whether ``v`` is the plain EM trace ``calibration_X`` of a variable ``X`` in ``names``
-    (``X of each EM iteration``)."""
+    """Whether ``v`` is the plain EM trace ``calibration_X`` (``X of each EM iteration``) of a
+    variable ``X`` in ``names``."""
     quantity = v.name[len(_TRACED) :]
-    return v.name.startswith(_TRACED) and quantity in names and v.long_name.startswith(quantity)
+    return (
+        v.name.startswith(_TRACED)
+        and quantity in names
+        and v.long_name == f"{quantity} of each EM iteration"
+    )
+
+
+def _trace_cells(traces: list[Variable]) -> list[str]:
+    """The cells of the one row the plain EM traces ``traces`` share."""
+    quantities = ", ".join(f"`{u.name[len(_TRACED) :]}`" for u in traces)
+    dims = " or ".join(dict.fromkeys(f"({', '.join(u.dims)})" for u in traces))
+    meaning = f"NAME of each EM iteration, for NAME = {quantities}; {traces[0].notes}"
+    return [f"`{_TRACED}NAME`", dims, "NAME's", meaning.replace("|", "\\|")]
 
 
 def _meaning(v: Variable, with_range: bool) -> str:
