@@ -163,7 +163,7 @@ def simulate_experiment(
     replays = []
     with progressbar(len(entries), "Replaying", quiet) as bar:
         for entry in entries:
-            record, truth = replay_float(experiment, entry, max_days=max_days)
+            record, truth = replay_float(experiment, entry, max_days=max_days, correlations=True)
             name = replay_name(entry.float_id)
             with atomic_path(out / f"{name}.nc") as tmp:
                 write_float(record, tmp, "rankmodels simulate-experiment")

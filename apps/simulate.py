@@ -176,6 +176,7 @@ def simulate_float(
             fixes=schedule,
             recovered=not lost,
             source_drift=source_drift,
+            correlations=True,
         )
     with atomic_path(out / f"{name}.nc") as tmp:
         write_float(record, tmp, "rankmodels simulate-float")

@@ -220,7 +220,7 @@ def _warnings(summary: TrackSummary) -> list[str]:
 @setting_options(
     "track-float", "particles", "seed", "engine", "sigma", "p_detect", "clutter_rate",
     "multipath", "process_noise", "motion", "eddy_speed", "time_scale", "position_noise",
-    "sound_speed", "calibrate",
+    "sound_speed", "min_correlation", "calibrate",
 )  # fmt: skip
 @click.option(
     "--calibrate-mode",
@@ -270,6 +270,7 @@ def track_float(
     time_scale: float,
     position_noise: float,
     sound_speed: float | None,
+    min_correlation: float | None,
     calibrate: bool,
     calibrate_mode: str,
     calibrate_params: str,
@@ -304,6 +305,7 @@ def track_float(
         position_noise=position_noise,
         smooth=smooth,
         sound_speed=sound_speed,
+        min_correlation=min_correlation,
         calibrate=calibrate,
         calibrate_params=calibrate_params,
         calibration_iterations=calibration_iterations,

@@ -20,6 +20,9 @@ parameter's name (the command line maps it to its option). The ranges:
   200 km/day;
 * ``sound_speed`` 1400 <= v_s <= 1600 m/s: the speed of sound in sea water at any depth,
   temperature and salinity a float meets;
+* ``min_correlation`` 0 <= C <= 1,000,000 (or None: no cut): correlation heights are
+  positive numbers on the decoder's scale (whole numbers up to a few hundred in the
+  decoders' files);
 * ``particles`` and ``ensemble`` 1 .. :data:`MAX_PARTICLES`; with smoothing the particle
   history must also fit in memory (:func:`check_memory`);
 * ``recovery_sigma`` 0 < s_r <= 1000 km; ``ess_threshold`` 0 .. 1;
@@ -134,12 +137,15 @@ LIMITS: dict[str, Limit] = {
     "time_scale": Limit(0.05, 365.0, "days"),
     "position_noise": Limit(0.0, 200.0, "km/day"),
     "sound_speed": Limit(1400.0, 1600.0, "m/s"),
+    "min_correlation": Limit(0.0, 1e6),
     "recovery_sigma": Limit(0.0, 1000.0, "km", lo_open=True),
     "ess_threshold": Limit(0.0, 1.0),
 }
 """Accepted range of each numeric setting of :class:`TrackConfig` (module docstring)."""
 
 _COUNTS = ("particles", "ensemble")
+#: Settings whose None means "not set" (the record's sound speed, no correlation cut).
+_OPTIONAL = ("sound_speed", "min_correlation")
 
 
 def _check(name: str, value: object) -> None:
@@ -166,7 +172,9 @@ class TrackConfig:
     recovery fix; ``multipath``: ``P_M`` of the signal model; ``ensemble``: size ``M`` of the
     smoothed-trajectory / association ensemble; ``recovery_sigma``: std (km) of the recovery fix;
     ``sound_speed``: m/s, ``None`` = the record's ``sound_speed``; ``ess_threshold``: resample when
-    ESS < threshold * N.
+    ESS < threshold * N; ``min_correlation``: drop the arrivals whose correlation height is
+    below it before tracking (:func:`~rankmodels.tracking.correlation.apply_min_correlation`;
+    None: keep every arrival).
 
     ``calibrate``: estimate the clock, sound speed and source offsets with the track
     (:func:`rankmodels.tracking.float_calibration.calibrate`; off here, so that
@@ -199,6 +207,7 @@ class TrackConfig:
     recovery_sigma: float = 1.0
     sound_speed: float | None = None
     ess_threshold: float = 0.5
+    min_correlation: float | None = None
     calibrate: bool = False
     calibrate_params: frozenset[str] = frozenset(CALIBRATION_PARAMS)
     calibration_particles: int | None = None
@@ -219,7 +228,7 @@ class TrackConfig:
             raise InputError(f"expected a whole number >= 0, got {self.seed!r}", field="seed")
         for name in LIMITS:
             value = getattr(self, name)
-            if not (name == "sound_speed" and value is None):  # None: the record's speed
+            if not (name in _OPTIONAL and value is None):
                 _check(name, value)
         try:
             object.__setattr__(

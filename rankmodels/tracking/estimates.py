@@ -19,6 +19,7 @@ import numpy as np
 
 from rankmodels.text import with_error
 from rankmodels.tracking.calibration import CALIBRATION_PARAMS, Calibration, CalibrationResult
+from rankmodels.tracking.correlation import CORRELATION_FIELDS
 from rankmodels.tracking.model_fit import StatisticalModel, off_the_model
 
 __all__ = [
@@ -35,6 +36,8 @@ CANNOT_DETERMINE = "the record cannot determine it"
 NO_GAIN = "no estimate raised the likelihood"
 NOT_ASKED = "not asked for (--calibrate-params)"
 OFF_THE_MODEL = "its starting value leaves it out of the model"
+#: How a sound speed started from the float's sensors is described.
+SENSORS_START = "from the float's temperature and pressure"
 
 #: name -> (the ``--calibrate-params`` name that covers it, label, unit, digits).
 _PARAMETERS: dict[str, tuple[str, str, str, int]] = {
@@ -51,11 +54,19 @@ _PARAMETERS: dict[str, tuple[str, str, str, int]] = {
     "mean_velocity_north": ("process-noise", "mean velocity north", "km/day", 2),
     "eddy_speed": ("process-noise", "eddy speed", "km/day", 2),
     "time_scale": ("process-noise", "Lagrangian time scale", "days", 1),
+    "correlation_source_mean": ("correlation", "source log correlation mean", "", 3),
+    "correlation_source_spread": ("correlation", "source log correlation spread", "", 3),
+    "correlation_clutter_mean": ("correlation", "clutter log correlation mean", "", 3),
+    "correlation_clutter_spread": ("correlation", "clutter log correlation spread", "", 3),
 }
 #: The parameters of each motion model (the others are not reported).
 _RANDOM_WALK = ("process_noise",)
 _LAGRANGIAN = ("mean_velocity_east", "mean_velocity_north", "eddy_speed", "time_scale")
 _GEOMETRY = ("sound_speed", "clock_offset", "clock_drift")
+#: The correlation heights' parameters, reported only when the track used heights.
+_CORRELATION = tuple(CORRELATION_FIELDS)
+#: Parameters whose start is computed from the record (written in full, not as typed).
+_COMPUTED_START = (*_LAGRANGIAN, *_CORRELATION)
 
 
 @dataclass(frozen=True)
@@ -63,7 +74,8 @@ class ParameterReport:
     """One parameter: ``value`` used by the track, ``std`` (NaN unless estimated),
     ``start`` (where the EM started), ``status`` (``"estimated"``, ``"kept"`` or ``"not
     calibrated"``) and ``reason`` (why kept; ``""`` otherwise); ``label``, ``unit`` and
-    ``digits`` for text."""
+    ``digits`` for text; ``start_source`` where the sound speed's start came from
+    (``"sensors"``, ``"file"`` or ``"option"``; ``""`` for the other parameters)."""
 
     name: str
     label: str
@@ -74,6 +86,7 @@ class ParameterReport:
     start: float
     status: str
     reason: str
+    start_source: str = ""
 
     @property
     def estimated(self) -> bool:
@@ -83,7 +96,14 @@ class ParameterReport:
         unit = f" {self.unit}" if self.unit else ""
         return f"{value:.{self.digits}f}{unit}"
 
+    @property
+    def from_sensors(self) -> bool:
+        """Whether the start is the float's own sound speed (its temperature and pressure)."""
+        return self.start_source == "sensors"
+
     def _start_text(self) -> str:
+        if self.from_sensors:
+            return f"{self._amount(self.start)} {SENSORS_START}"
         whose = "the file's " if self.name == "sound_speed" else ""
         return f"{whose}{self._amount(self.start)}"
 
@@ -93,12 +113,14 @@ class ParameterReport:
         if self.estimated:
             unit = f" {self.unit}" if self.unit else ""
             value = with_error(self.value, self.std, self.digits, signed=self.name in _SIGNED)
-            exact = self.name in _LAGRANGIAN  # a start computed from the record, not typed
+            exact = self.name in _COMPUTED_START or self.from_sensors
             start = f"{self.start:.{self.digits}f}" if exact else f"{self.start:g}"
-            return f"{self.label} {value}{unit} (start {start})"
+            origin = f" {SENSORS_START}" if self.from_sensors else ""
+            return f"{self.label} {value}{unit} (start {start}{origin})"
         if self.status == "kept":
             return f"{self.label}: kept at {self._start_text()} — {self.reason}"
-        return f"{self.label} {self._amount(self.value)} (not calibrated)"
+        origin = f", {SENSORS_START}" if self.from_sensors else ""
+        return f"{self.label} {self._amount(self.value)} (not calibrated{origin})"
 
     def kept_text(self) -> str:
         """``"sound speed at the file's 1480.0 m/s"``: a kept parameter, its reason apart."""
@@ -128,17 +150,21 @@ def parameter_reports(
     start_model: StatisticalModel,
     result: CalibrationResult | None,
     nominal_speed: float,
+    speed_source: str = "file",
 ) -> tuple[ParameterReport, ...]:
     """One report per parameter of :data:`_PARAMETERS` in that order, those of the motion
-    model the track used only: ``used`` and ``model`` are what the track used,
-    ``start_model`` the configured statistical model, ``result`` the EM (None: not
-    calibrated), ``nominal_speed`` the file's sound speed."""
+    model the track used only, the correlation heights' only when it used them: ``used``
+    and ``model`` are what the track used, ``start_model`` the configured statistical model,
+    ``result`` the EM (None: not calibrated), ``nominal_speed`` the starting sound speed and
+    ``speed_source`` where it came from (``"file"``, ``"sensors"`` or ``"option"``)."""
     reports = []
     params = result.params if result is not None else frozenset()
     off = off_the_model(start_model)
-    other_motion = _RANDOM_WALK if model.motion is not None else _LAGRANGIAN
+    left_out = _RANDOM_WALK if model.motion is not None else _LAGRANGIAN
+    if start_model.correlation is None:
+        left_out = (*left_out, *_CORRELATION)
     for name, (group, label, unit, digits) in _PARAMETERS.items():
-        if name in other_motion:
+        if name in left_out:
             continue
         if name in _GEOMETRY:
             value, std = getattr(used, name), getattr(used, f"{name}_std")
@@ -152,8 +178,9 @@ def parameter_reports(
         status, reason = _status(estimated, group in params, result, group in off)
         if status != "estimated":
             std = math.nan
+        origin = speed_source if name == "sound_speed" else ""
         reports.append(
-            ParameterReport(name, label, unit, digits, value, std, start, status, reason)
+            ParameterReport(name, label, unit, digits, value, std, start, status, reason, origin)
         )
     return tuple(reports)
 

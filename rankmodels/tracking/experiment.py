@@ -102,7 +102,7 @@ from rankmodels.tracking.joint import (
 )
 from rankmodels.tracking.model_fit import STATISTICAL_PARAMS, StatisticalModel
 from rankmodels.tracking.passes import run_pass
-from rankmodels.tracking.prepared import Parameters, prepare, start_parameters
+from rankmodels.tracking.prepared import Parameters, prepare, start_parameters, tracked_record
 from rankmodels.tracking.records import source_days
 from rankmodels.tracking.shared import FloatCalibration, with_drift_correction
 
@@ -229,7 +229,7 @@ def float_e_step(
     record, _ = read_record(file, labels_required=config.engine == "labels")
     record = with_drift_correction(record, theta.drift_correction[sources])
     settings = pass_settings(config)
-    prepared = prepare(record, settings)
+    prepared = prepare(tracked_record(record, settings), settings)
     start = start_parameters(prepared, settings)
     cal = theta.for_float(f, sources)
     candidate = Parameters(cal, model or start.model)

@@ -104,6 +104,8 @@ def float_m_step(
         steps_km=this.trajectory_steps(),
         dt=prepared.cycle_dt,
         members=this.assoc.members,
+        correlation=prepared.correlation,
+        truncation=prepared.truncation,
     )
     model = fit_statistics(inputs, candidate.model, start.model, statistical)
     if "process-noise" in statistical and model.motion is not None:

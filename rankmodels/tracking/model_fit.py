@@ -37,6 +37,16 @@ SignalModel` and of the random walk is updated from them by one Newton step on i
     / (2 sum dt)``, information ``4 n`` for ``n`` steps. With the Lagrangian motion the same
     name (``process-noise``) fits its mean velocity, eddy speed and time scale instead
     (:mod:`~rankmodels.tracking.motion_fit`).
+``correlation`` (the heights' log-normal components, :mod:`~rankmodels.tracking.correlation`)
+    with ``x_tj = log c_tj`` of the arrivals with a usable height and ``a_tj = a_tjC``, the
+    clutter component is fitted to the ``x`` weighed ``a``, the source component to them
+    weighed ``1 - a``: for the mean (``phi = mu``) ``l = sum w (-(x - mu)^2 / (2 s^2))``,
+    score ``sum w (x - mu) / s^2``, information ``sum w / s^2``; for the spread (``phi =
+    log s``) ``l = sum w (-log s - (x - mu)^2 / (2 s^2))``, score ``sum w ((x - mu)^2 / s^2 -
+    1)``, information ``2 sum w`` (closed forms: the weighted mean and variance). Louis'
+    missing information is that of the Bernoulli labels, ``sum a (1 - a) g^2`` with ``g`` the
+    arrival's term of the score. Only records with heights have the model (``None``
+    otherwise, and the name is then off the model).
 
 Every parameter has a prior ``phi ~ N(phi_0, w^2)`` centred on its starting value (the
 file's or the command line's; widths :data:`PRIORS`), so a record that says little leaves
@@ -62,6 +72,12 @@ import numpy as np
 from scipy import special
 
 from rankmodels.tracking.arrival_density import direct_path_share, survival
+from rankmodels.tracking.correlation import (
+    CORRELATION_FIELDS,
+    CorrelationModel,
+    log_heights,
+)
+from rankmodels.tracking.correlation import MIN_SPREAD as MIN_CORRELATION_SPREAD
 from rankmodels.tracking.dynamics import LagrangianMotion
 from rankmodels.tracking.signal_model import SignalModel
 
@@ -82,13 +98,15 @@ __all__ = [
 
 #: What ``--calibrate-params`` may name of the statistical model, and the parameters each
 #: name covers: ``sigma`` (TOA noise), ``pd`` (detection probability), ``clutter`` (clutter
-#: rate), ``multipath`` (share and mean delay), ``process-noise`` (the random walk's step).
+#: rate), ``multipath`` (share and mean delay), ``process-noise`` (the random walk's step),
+#: ``correlation`` (the correlation heights' source and clutter components).
 STATISTICAL_PARAMS: dict[str, tuple[str, ...]] = {
     "sigma": ("sigma",),
     "pd": ("p_detect",),
     "clutter": ("clutter_rate",),
     "multipath": ("multipath", "multipath_delay"),
     "process-noise": ("process_noise",),
+    "correlation": tuple(CORRELATION_FIELDS),
 }
 #: Smallest share of the complete-data information Louis' observed information keeps.
 MIN_OBSERVED_SHARE = 0.3
@@ -134,7 +152,10 @@ class Prior:
 #: share is a few per cent, its delay tens of seconds. The Lagrangian motion: the mean
 #: velocity to 5 km/day about the launch-to-recovery drift (a float's mean flow is a few
 #: km/day), the eddy speed and time scale to a factor of 2 (floats' eddy speeds are 2-10
-#: km/day, their time scales 1-10 days).
+#: km/day, their time scales 1-10 days). The correlation heights' components: their means (of
+#: ``log c``) to a factor of ``e`` about the record's pooled mean, their spreads to a factor
+#: of 2 about its pooled spread (the heights' scale is the decoder's, so the record's own is
+#: the only start).
 PRIORS: dict[str, Prior] = {
     "sigma": Prior("log", 0.5, "TOA noise sigma", "s"),
     "p_detect": Prior("logit", 1.0, "detection probability P_D", ""),
@@ -146,6 +167,10 @@ PRIORS: dict[str, Prior] = {
     "mean_velocity_north": Prior("linear", 5.0, "mean velocity north", "km/day"),
     "eddy_speed": Prior("log", 0.7, "eddy speed s", "km/day"),
     "time_scale": Prior("log", 0.7, "Lagrangian time scale tau", "days"),
+    "correlation_source_mean": Prior("linear", 1.0, "source log correlation mean", ""),
+    "correlation_source_spread": Prior("log", 0.7, "source log correlation spread", ""),
+    "correlation_clutter_mean": Prior("linear", 1.0, "clutter log correlation mean", ""),
+    "correlation_clutter_spread": Prior("log", 0.7, "clutter log correlation spread", ""),
 }
 
 
@@ -175,19 +200,25 @@ MOTION_VALUES = {
 class StatisticalModel:
     """The signal model and the random walk's step ``process_noise`` (km per axis, 1 day)
     or, when ``motion`` is given, the Lagrangian motion instead of the walk, with one
-    :class:`Estimate` per fitted parameter (``estimates``; empty for the starting values)."""
+    :class:`Estimate` per fitted parameter (``estimates``; empty for the starting values);
+    ``correlation`` the correlation heights' model (None: heights not used)."""
 
     signal: SignalModel
     process_noise: float
     estimates: tuple[tuple[str, Estimate], ...] = ()
     motion: LagrangianMotion | None = None
     motion_cov: tuple[tuple[float, ...], ...] | None = None
+    correlation: CorrelationModel | None = None
 
     def value(self, name: str) -> float:
         if name == "process_noise":
             return self.process_noise
         if self.motion is not None and name in MOTION_VALUES:
             return MOTION_VALUES[name](self.motion)
+        if name in CORRELATION_FIELDS:
+            if self.correlation is None:
+                raise ValueError(f"{name}: the model has no correlation heights")
+            return getattr(self.correlation, CORRELATION_FIELDS[name])
         return getattr(self.signal, name)
 
     def estimate(self, name: str) -> Estimate | None:
@@ -214,7 +245,9 @@ class FitInputs:
     the posterior mean (NaN for inactive sources); ``steps_km (M, n, 2)`` the trajectories'
     (east, north) increments over ``dt (n,)`` days (from the launch to the last cycle);
     ``members (T, M, r, s + 1)`` the association posterior given each trajectory (None: the
-    marginal ``posterior`` for every trajectory)."""
+    marginal ``posterior`` for every trajectory); ``correlation (T, r)`` the arrivals'
+    correlation heights (None: none); ``truncation (T,)`` the time after which nothing was
+    recorded (None: the last rank's TOA when all ``r`` are filled, else the window)."""
 
     toa: np.ndarray
     posterior: np.ndarray
@@ -223,6 +256,16 @@ class FitInputs:
     steps_km: np.ndarray
     dt: np.ndarray
     members: np.ndarray | None = None
+    correlation: np.ndarray | None = None
+    truncation: np.ndarray | None = None
+
+    def censor(self, window: float) -> np.ndarray:
+        """``(T,)`` the time after which nothing was recorded (``truncation``, or its
+        default)."""
+        if self.truncation is not None:
+            return np.asarray(self.truncation, dtype=float)
+        toa = np.asarray(self.toa, dtype=float)
+        return np.where(~np.isnan(toa).any(axis=1), np.nan_to_num(toa[:, -1]), window)
 
 
 def _newton(
@@ -292,10 +335,8 @@ def _sigma_step(inputs, model, start, weight, resid, direct) -> Estimate:
 
 def _detection_step(inputs: FitInputs, model: SignalModel, start: SignalModel) -> Estimate:
     toa = np.asarray(inputs.toa, dtype=float)
-    recorded = ~np.isnan(toa)
-    with_data = recorded.any(axis=1)
-    full = recorded.all(axis=1)
-    censor = np.where(full, np.nan_to_num(toa[:, -1]), model.window)  # (T,)
+    with_data = (~np.isnan(toa)).any(axis=1)
+    censor = inputs.censor(model.window)  # (T,)
     pred = inputs.predicted_mean[with_data]
     active = np.isfinite(pred)
     rho = np.nansum(np.asarray(inputs.posterior, dtype=float)[with_data, :, :-1], axis=1)
@@ -314,10 +355,8 @@ def _detection_step(inputs: FitInputs, model: SignalModel, start: SignalModel) -
 
 def _clutter_step(inputs: FitInputs, model: SignalModel, start: SignalModel) -> Estimate:
     toa = np.asarray(inputs.toa, dtype=float)
-    recorded = ~np.isnan(toa)
-    with_data = recorded.any(axis=1)
-    full = recorded.all(axis=1)
-    exposure = np.where(full, np.nan_to_num(toa[:, -1]) / model.window, 1.0)[with_data]
+    with_data = (~np.isnan(toa)).any(axis=1)
+    exposure = (inputs.censor(model.window) / model.window)[with_data]
     a_c = np.nan_to_num(np.asarray(inputs.posterior, dtype=float)[with_data, :, -1], nan=0.0)
     lam = max(model.clutter_rate, 1e-6)
     count = float(a_c.sum())
@@ -349,6 +388,36 @@ def _multipath_steps(
     return share_est, delay_est
 
 
+def _correlation_steps(
+    inputs: FitInputs, current: CorrelationModel, start: CorrelationModel
+) -> dict[str, Estimate]:
+    """The four components' M-steps (module docstring) from the heights of the recorded
+    arrivals, weighed by the clutter posterior ``a`` and ``1 - a``."""
+    x = log_heights(inputs.correlation)
+    a_c = np.asarray(inputs.posterior, dtype=float)[:, :, -1]
+    use = np.isfinite(x) & np.isfinite(a_c)
+    x, a_c = x[use], np.clip(a_c[use], 0.0, 1.0)
+    bernoulli = a_c * (1.0 - a_c)
+    out = {}
+    for part, weight in (("source", 1.0 - a_c), ("clutter", a_c)):
+        mean_name, spread_name = f"correlation_{part}_mean", f"correlation_{part}_spread"
+        mu = getattr(current, f"{part}_mean")
+        s = getattr(current, f"{part}_spread")
+        g_mean = (x - mu) / s**2
+        out[mean_name] = _newton(
+            mean_name, mu, getattr(start, f"{part}_mean"),
+            np.array([float(np.sum(weight * g_mean))]), float(weight.sum()) / s**2,
+            (-1e3, 1e3), float(np.sum(bernoulli * g_mean**2)),
+        )  # fmt: skip
+        g_spread = (x - mu) ** 2 / s**2 - 1.0
+        out[spread_name] = _newton(
+            spread_name, s, getattr(start, f"{part}_spread"),
+            np.array([float(np.sum(weight * g_spread))]), 2.0 * float(weight.sum()),
+            (MIN_CORRELATION_SPREAD, 10.0), float(np.sum(bernoulli * g_spread**2)),
+        )  # fmt: skip
+    return out
+
+
 def _mills(x: np.ndarray) -> np.ndarray:
     """``phi(x) / Phi(x)`` computed without overflow (``E[Z | Z > -x] = x + phi/Phi`` gives the
     mean of a normal truncated at zero)."""
@@ -367,7 +436,8 @@ def off_the_model(start: StatisticalModel) -> set[str]:
     """The :data:`STATISTICAL_PARAMS` names whose starting value leaves them out of the model
     and which are therefore never estimated: ``pd`` at ``P_D = 1`` (nothing is lost),
     ``clutter`` at ``lambda = 0``, ``multipath`` at ``P_M = 0`` (the model of eq. 5.66
-    without them, chosen by the settings)."""
+    without them, chosen by the settings), ``correlation`` without heights (a record
+    without usable ``correlation``)."""
     signal = start.signal
     return {
         name
@@ -375,6 +445,7 @@ def off_the_model(start: StatisticalModel) -> set[str]:
             ("pd", signal.p_detect >= 1.0),
             ("clutter", signal.clutter_rate <= 0.0),
             ("multipath", signal.multipath <= 0.0),
+            ("correlation", start.correlation is None),
         )
         if off
     }
@@ -416,7 +487,14 @@ def fit_statistics(
         out["process_noise"] = _process_noise_step(
             inputs, current.process_noise, start.process_noise
         )
-    values = {name: est.value for name, est in out.items()}
+    correlation = current.correlation
+    if "correlation" in params and correlation is not None and inputs.correlation is not None:
+        fitted = _correlation_steps(inputs, correlation, start.correlation)
+        out.update(fitted)
+        correlation = CorrelationModel(
+            **{CORRELATION_FIELDS[name]: est.value for name, est in fitted.items()}
+        )
+    values = {name: est.value for name, est in out.items() if name not in CORRELATION_FIELDS}
     q = values.pop("process_noise", current.process_noise)
     return replace(current, signal=replace(model, **values), process_noise=q,
-                   estimates=tuple(out.items()))  # fmt: skip
+                   estimates=tuple(out.items()), correlation=correlation)  # fmt: skip

@@ -69,13 +69,16 @@ def calibration_variables(
     (:func:`~rankmodels.tracking.estimates.parameter_reports`: ``sound_speed``,
     ``clock_offset``, ``clock_drift``, ``sigma``, ``p_detect``, ``clutter_rate``,
     ``multipath``, ``multipath_delay``, ``process_noise``), each with its ``_std`` (NaN where
-    not estimated) and the attributes ``start``, ``status`` and ``status_reason``; the
+    not estimated) and the attributes ``start``, ``status`` and ``status_reason`` (and, on
+    ``sound_speed``, ``start_source``: ``sensors``, ``file`` or ``option``); the
     ``calibration_*`` trace over ``iteration``; and the attributes ``calibrated`` (what the
     track changed from its starting values, comma-separated, ``""`` for nothing),
     ``calibration_best_iteration``, ``calibration_stop`` and ``calibration_particles``."""
     out: dict[str, tuple] = {}
     for rep in reports:
         status = {"start": rep.start, "status": rep.status, "status_reason": rep.reason}
+        if rep.start_source:
+            status["start_source"] = rep.start_source
         out[rep.name] = ((), rep.value, status)
         out[f"{rep.name}_std"] = ((), rep.std)
     out["source_offset_correction"] = ("source", used.source_offset_correction)

@@ -46,7 +46,12 @@ Progress = Callable[[int], None] | None
 class Predictor:
     """Predicted TOAs and engine calls for ``prepared`` under ``params``; ``unconverged
     (T,)`` marks the cycles where a message-passing engine (bp, minfactor) left a particle
-    unconverged in the filter (its likelihood there is the last sweep's, an approximation)."""
+    unconverged in the filter (its likelihood there is the last sweep's, an approximation).
+
+    With a correlation model (``params.model.correlation``) and heights in the record, each
+    arrival's clutter weight is multiplied by ``f_C(c) / f_S(c)`` and each cycle's
+    log-likelihood gains ``sum_j log f_S(c_j)`` (:mod:`~rankmodels.tracking.correlation`):
+    ``clutter_weight (T, r)`` and ``height_loglik (T,)``, None without."""
 
     def __init__(self, prepared: Prepared, params: Parameters) -> None:
         self.prepared = prepared
@@ -56,6 +61,12 @@ class Predictor:
         n = prepared.n_sources
         self.shift = cal.predicted_shift(prepared.day[:, None], np.arange(n)[None, :])  # (T, s)
         self.unconverged = np.zeros(prepared.n_cycles, dtype=bool)
+        self.clutter_weight = self.height_loglik = None
+        heights, correlation = prepared.correlation, params.model.correlation
+        if correlation is not None and heights is not None:
+            heights = np.where(np.isnan(prepared.toa), np.nan, heights)
+            self.clutter_weight = correlation.clutter_weight(heights)
+            self.height_loglik = correlation.log_source_density(heights).sum(axis=1)
 
     def predicted(self, t: int, x: np.ndarray) -> np.ndarray:
         """``(N, s_active)`` predicted TOAs (s) of the sources active at cycle ``t``."""
@@ -67,15 +78,21 @@ class Predictor:
         self, t: int, x: np.ndarray, *, association: bool, engine: str | None = None
     ) -> LikelihoodResult:
         """The engine's result for cycle ``t`` at positions ``x`` (N, 2)."""
-        labels = self.prepared.labels
-        return log_likelihood(
-            self.prepared.toa[t],
+        prepared = self.prepared
+        labels, weight, truncation = prepared.labels, self.clutter_weight, prepared.truncation
+        res = log_likelihood(
+            prepared.toa[t],
             self.predicted(t, x),
             self.params.signal,
-            engine=engine or self.prepared.engine,
+            engine=engine or prepared.engine,
             labels=None if labels is None else labels[t],
             association=association,
+            clutter_weight=None if weight is None else weight[t],
+            truncation=None if truncation is None else truncation[t],
         )
+        if self.height_loglik is not None:
+            res.loglik = res.loglik + self.height_loglik[t]
+        return res
 
     def cycle_loglik(self, t: int, x: np.ndarray) -> np.ndarray | None:
         """``(N,)`` log-likelihood of cycle ``t`` at particles ``x``; None without data."""

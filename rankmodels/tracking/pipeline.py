@@ -35,7 +35,7 @@ from rankmodels.tracking.float_calibration import calibrate, em_passes
 from rankmodels.tracking.motion_fit import lagrangian_statistics
 from rankmodels.tracking.output import TrackEstimate, build_track
 from rankmodels.tracking.passes import Pass, run_pass
-from rankmodels.tracking.prepared import Parameters, prepare, start_parameters
+from rankmodels.tracking.prepared import Parameters, prepare, start_parameters, tracked_record
 from rankmodels.tracking.summary import TrackSummary, run_attributes, summarise
 
 __all__ = ["TrackConfig", "TrackSummary", "progress_steps", "track_float"]
@@ -87,10 +87,15 @@ def track_float(
     :func:`rankmodels.tracking.experiment.calibrate_experiment`): the float is tracked with
     its kept parameters, as after its own calibration, and ``config.calibrate`` is not used.
 
-    Raises :class:`InputError` (before any work) for hand labels the labels engine cannot use
-    or a smoother history that does not fit in memory.
+    With ``config.min_correlation`` the record's arrivals below it are dropped first
+    (:func:`~rankmodels.tracking.prepared.tracked_record`; the track holds the arrivals kept).
+
+    Raises :class:`InputError` (before any work) for hand labels the labels engine cannot use,
+    a smoother history that does not fit in memory or ``min_correlation`` without
+    ``correlation``.
     """
     config = config or TrackConfig()
+    record = tracked_record(record, config)
     prepared = prepare(record, config)
     start = start_parameters(prepared, config)
     compiling: list[float] = []
@@ -110,7 +115,9 @@ def track_float(
         checks = assess(final, final.assoc, config.seed)
         estimate = _estimate(final)
     used = start.calibration if result is None else result.calibration
-    reports = parameter_reports(used, params.model, start.model, result, prepared.nominal_speed)
+    reports = parameter_reports(
+        used, params.model, start.model, result, prepared.nominal_speed, prepared.speed_source
+    )
     track = build_track(
         record,
         estimate,

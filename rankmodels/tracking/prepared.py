@@ -29,12 +29,14 @@ from rankmodels.errors import InputError
 from rankmodels.tracking.calibration import Calibration
 from rankmodels.tracking.clock_readings import ClockReadings
 from rankmodels.tracking.config import TrackConfig, check_memory
+from rankmodels.tracking.correlation import TRUNCATION, CorrelationModel, apply_min_correlation
 from rankmodels.tracking.dynamics import LagrangianMotion, RandomWalk
 from rankmodels.tracking.fixes import MIN_STEP_DAYS, Fixes, Steps, filter_steps
 from rankmodels.tracking.geometry import pairwise_distance_km, tangent_offsets, unit_vectors
 from rankmodels.tracking.model_fit import StatisticalModel
 from rankmodels.tracking.records import active_sources, written_offsets
 from rankmodels.tracking.signal_model import SignalModel
+from rankmodels.tracking.sound_speed import starting_sound_speed
 
 __all__ = [
     "Parameters",
@@ -43,6 +45,7 @@ __all__ = [
     "prepare",
     "start_drift",
     "start_parameters",
+    "tracked_record",
 ]
 
 _DAY = np.timedelta64(86_400_000_000_000, "ns")
@@ -86,9 +89,15 @@ class Prepared:
     sources transmitting; ``offset (T, s)`` their written offsets; ``day (T,)`` days since
     launch; ``cycle_dt (T,)`` days from the previous cycle (the launch for the first);
     ``times (T,)``; ``labels (T, r)`` the hand labels as columns among the active sources (the
-    labels engine only, else None). ``src_xyz (s, 3)`` the sources' unit vectors,
-    ``nominal_speed`` the file's (or the configured) sound speed, ``clock`` the measured clock
-    offsets, ``window`` the listening window (s), ``engine`` the likelihood engine.
+    labels engine only, else None); ``correlation (T, r)`` the arrivals' correlation heights
+    (None: the record has none); ``truncation (T,)`` the time after which the float recorded
+    nothing when arrivals were cut (:func:`~rankmodels.tracking.correlation.
+    apply_min_correlation`; None: the engines' default). ``src_xyz (s, 3)`` the sources' unit
+    vectors, ``nominal_speed`` the starting sound speed and ``speed_source`` where it came
+    from: ``"option"`` (the configured one), ``"sensors"`` (the float's temperature and
+    pressure, :func:`~rankmodels.tracking.sound_speed.starting_sound_speed`) or ``"file"``
+    (the record's ``sound_speed``), ``clock`` the measured clock offsets, ``window`` the
+    listening window (s), ``engine`` the likelihood engine.
 
     The filter's ``steps`` (:func:`~rankmodels.tracking.fixes.filter_steps`; the recovery
     step last when ``use_recovery``) and the points the fix steps weigh by, ``fix_points (K,
@@ -118,6 +127,9 @@ class Prepared:
     use_recovery: bool
     n_fixes: int
     recovery_sigma: float
+    speed_source: str = "file"
+    correlation: np.ndarray | None = None
+    truncation: np.ndarray | None = None
 
     @property
     def n_cycles(self) -> int:
@@ -165,6 +177,15 @@ def _local_labels(labels: np.ndarray, active: np.ndarray) -> np.ndarray:
     return out
 
 
+def tracked_record(record: xr.Dataset, config: TrackConfig) -> xr.Dataset:
+    """The record the tracker reads: ``record`` itself, or with ``config.min_correlation``
+    without the arrivals below it (:func:`~rankmodels.tracking.correlation.
+    apply_min_correlation`; :class:`InputError` on ``correlation`` when it has none)."""
+    if config.min_correlation is None:
+        return record
+    return apply_min_correlation(record, config.min_correlation)
+
+
 def prepare(record: xr.Dataset, config: TrackConfig) -> Prepared:
     """The record's cycles, fixes, steps, start and recovery (:class:`Prepared`); checks that
     the smoother's particle history fits in memory
@@ -195,6 +216,11 @@ def prepare(record: xr.Dataset, config: TrackConfig) -> Prepared:
         steps = steps.append_fix(len(fixes), days_to_recovery)
         points = np.vstack([points, [*recovery, config.recovery_sigma]])
     check_memory(steps.dt.size, config)
+    if config.sound_speed is not None:
+        speed, speed_source = float(config.sound_speed), "option"
+    else:
+        start_speed = starting_sound_speed(record)
+        speed, speed_source = start_speed.value, start_speed.origin
     return Prepared(
         toa=toa,
         has_data=~np.isnan(toa).all(axis=1),
@@ -205,7 +231,8 @@ def prepare(record: xr.Dataset, config: TrackConfig) -> Prepared:
         times=times,
         labels=labels,
         src_xyz=unit_vectors(record["source_lat"].values, record["source_lon"].values),
-        nominal_speed=config.sound_speed or float(record["sound_speed"]),
+        nominal_speed=speed,
+        speed_source=speed_source,
         clock=ClockReadings.from_record(record),
         window=float(record["window_length"]),
         engine=config.engine,
@@ -217,14 +244,24 @@ def prepare(record: xr.Dataset, config: TrackConfig) -> Prepared:
         use_recovery=use_recovery,
         n_fixes=len(fixes),
         recovery_sigma=config.recovery_sigma,
+        correlation=_values(record, "correlation"),
+        truncation=_values(record, TRUNCATION),
     )
+
+
+def _values(record: xr.Dataset, name: str) -> np.ndarray | None:
+    """The record's variable ``name`` as float64, None when absent."""
+    return np.asarray(record[name].values, dtype=np.float64) if name in record else None
 
 
 def start_parameters(prepared: Prepared, config: TrackConfig) -> Parameters:
     """The file's geometry (:meth:`~rankmodels.tracking.calibration.Calibration.nominal`: the
     nominal sound speed, the clock through the measured offsets, no corrections) and the
     configured statistical model (with the Lagrangian motion, its mean velocity from
-    :func:`start_drift`): where a calibration starts and what an uncalibrated run uses."""
+    :func:`start_drift`; when calibrating ``correlation`` on a record with correlation
+    heights, the heights' pooled model, :meth:`~rankmodels.tracking.correlation.
+    CorrelationModel.pooled`): where a calibration starts and what an uncalibrated run
+    uses."""
     signal = SignalModel(
         sigma=config.sigma,
         p_detect=config.p_detect,
@@ -237,9 +274,14 @@ def start_parameters(prepared: Prepared, config: TrackConfig) -> Parameters:
         motion = LagrangianMotion(
             start_drift(prepared), config.eddy_speed, config.time_scale, config.position_noise
         )
+    correlation = None
+    if config.calibrate and "correlation" in config.calibrate_params:
+        if prepared.correlation is not None:
+            recorded = np.where(np.isnan(prepared.toa), np.nan, prepared.correlation)
+            correlation = CorrelationModel.pooled(recorded)
     return Parameters(
         Calibration.nominal(prepared.n_sources, prepared.nominal_speed, prepared.clock),
-        StatisticalModel(signal, config.process_noise, motion=motion),
+        StatisticalModel(signal, config.process_noise, motion=motion, correlation=correlation),
     )
 
 

@@ -201,10 +201,17 @@ def _at(days: float, origin: np.datetime64) -> np.datetime64:
 
 
 def replay_float(
-    experiment: Experiment, entry: FloatEntry, *, max_days: int | None = None
+    experiment: Experiment,
+    entry: FloatEntry,
+    *,
+    max_days: int | None = None,
+    correlations: bool = False,
 ) -> tuple[xr.Dataset, xr.Dataset]:
     """``(record, truth)`` of the float ``entry`` replayed in ``experiment`` (module
-    docstring), cut ``max_days`` days after its launch when its record is longer.
+    docstring), cut ``max_days`` days after its launch when its record is longer; with
+    ``correlations`` the record holds each arrival's correlation height
+    (:func:`~rankmodels.tracking.simulate.correlation_heights`, from a generator of their
+    own, :func:`float_seed` stream 3; ``simulate-experiment`` draws them).
 
     The record (``schema.FLOAT_RECORD``) states the file values; the truth
     (``schema.TRUTH``) holds the track, the true labels, the float clock, the true sound
@@ -250,6 +257,11 @@ def replay_float(
         float_id=f"replay-{entry.float_id}-seed{experiment.seed}",
         mismatch=mismatch,
         mismatch_rng=np.random.default_rng(float_seed(experiment.seed, entry.float_id, 2)),
+        correlation_rng=(
+            np.random.default_rng(float_seed(experiment.seed, entry.float_id, 3))
+            if correlations
+            else None
+        ),
     )
     truth = truth.assign(drift.truth(kept.size))
     return _state_files(record, truth, used, experiment, entry, end_day, cut)

@@ -438,7 +438,8 @@ FLOAT_RECORD = FileFormat(
             ("cycle", "rank"),
             "real",
             "correlation height of each arrival",
-            "not used",
+            "heights > 0 are used by the correlation calibration (`--calibrate-params "
+            "correlation`) and `--min-correlation`; NaN or <= 0: no height",
             units="1",
             missing_ok=True,
         ),
@@ -557,6 +558,11 @@ _TRACE = "one value per EM iteration (the first: the file's values); only when c
 
 
 _MOTION = "with --motion lagrangian only"
+_HEIGHTS = (
+    "log-normal component of the correlation heights (mean or standard deviation of log "
+    "correlation); only when the record has correlation heights and correlation is "
+    "calibrated; " + _STATISTICAL
+)
 #: The track's scalars of the Lagrangian motion: its parameters and statistics.
 MOTION_QUANTITIES = (
     "mean_velocity_east",
@@ -586,6 +592,17 @@ _CALIBRATION_QUANTITIES = (
     ("multipath", (), "share of source arrivals delayed by multipath", "1", _STATISTICAL),
     ("multipath_delay", (), "mean multipath delay", "s", _STATISTICAL),
     ("process_noise", (), "random-walk std per axis of a 1-day step", "km", _STATISTICAL),
+    *(
+        (
+            f"correlation_{part}_{what}",
+            (),
+            f"{part} arrivals' log correlation height {desc}",
+            "1",
+            _HEIGHTS,
+        )
+        for part in ("source", "clutter")
+        for what, desc in (("mean", "mean"), ("spread", "standard deviation"))
+    ),
     ("mean_velocity_east", (), "mean velocity east", "km day-1", _MOTION),
     ("mean_velocity_north", (), "mean velocity north", "km day-1", _MOTION),
     ("eddy_speed", (), "eddy velocity std per axis", "km day-1", _MOTION),

@@ -183,6 +183,14 @@ SETTINGS: tuple[Setting, ...] = (
         default=_TRACK.sound_speed, show_default=False, **_limit("sound_speed"),
     ),
     Setting(
+        TRACK, "min_correlation", "--min-correlation",
+        "Drop the arrivals whose correlation height is below this before tracking (the "
+        "record must have correlation; arrivals without a height are kept; a cycle that "
+        "recorded all its ranks stays truncated at its last recorded arrival)  [default: "
+        "none; {range}].",
+        default=_TRACK.min_correlation, show_default=False, **_limit("min_correlation"),
+    ),
+    Setting(
         TRACK, "calibrate", "--calibrate",
         "Estimate the float clock (offset, drift), the sound speed, the source offset "
         "corrections and the statistical model (TOA noise, P_D, clutter, multipath, process "
@@ -193,8 +201,9 @@ SETTINGS: tuple[Setting, ...] = (
         TRACK, "calibrate_params", "--calibrate-params",
         "What --calibrate estimates: a comma-separated subset of drift (clock offset and "
         "drift), speed, offsets (source offset corrections), sigma, pd, clutter, multipath "
-        "(share and mean delay), process-noise. Each starts at the file's or the option's "
-        "value and is kept there when the record cannot determine it.",
+        "(share and mean delay), process-noise, correlation (the correlation heights of "
+        "source and clutter arrivals; records with heights only). Each starts at the file's "
+        "or the option's value and is kept there when the record cannot determine it.",
         kind="text", default=",".join(CALIBRATION_PARAMS),
     ),
     Setting(

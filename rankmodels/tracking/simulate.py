@@ -16,6 +16,13 @@ The generative model is the one the tracker assumes ([Pareek2017] section 5.2 an
   listening window ``[0, window_length]``;
 * ``Poisson(clutter_rate)`` clutter arrivals uniform on the window;
 * the float keeps the first ``r`` arrivals of the merged, sorted list;
+* optionally (a ``correlation_rng``) the correlation height of each recorded arrival, drawn
+  from a world that is *not* the tracker's log-normal model
+  (:mod:`~rankmodels.tracking.correlation`): a source's from ``Gamma(shape 9, mean m)``
+  with ``m`` falling linearly from 90 at the source to 60 from 2,500 km (weaker signals far
+  away) and times 0.7 for a multipath-delayed arrival, clutter's ``15 + Gamma(shape 2,
+  mean 20)``; rounded to whole numbers of at least 1, as decoders write them
+  (:func:`correlation_heights`);
 * optionally (:class:`FixSchedule`) GPS fixes of a float that surfaces every few days for a
   while (a RAFOS-enabled Argo float in open water), each off by ``N(0, error^2)`` km per axis,
   and a float without a recovery fix (lost);
@@ -65,6 +72,7 @@ __all__ = [
     "Mismatch",
     "SignalSpec",
     "Source",
+    "correlation_heights",
     "dimes_float767",
     "drifting_track",
     "range_dependent_detection",
@@ -437,8 +445,9 @@ class _Signals:
     """The source signals of ``T`` cycles from ``S`` sources: ``arrival`` (T, S) times in the
     listening window (s), ``heard`` (T, S) whether each is recorded, ``active`` (T, S) whether
     the source transmits, ``speed`` the true sound speed (m/s), ``written_offset`` (S,) the
-    offsets the file states (s) and, with a mismatch, ``delay`` (T, S) the multipath delays
-    (s, 0 for a direct arrival; None without)."""
+    offsets the file states (s), with a mismatch, ``delay`` (T, S) the multipath delays
+    (s, 0 for a direct arrival; None without), and ``distance`` (T, S) from the float to
+    each source (km)."""
 
     arrival: np.ndarray
     heard: np.ndarray
@@ -446,6 +455,40 @@ class _Signals:
     speed: float
     written_offset: np.ndarray
     delay: np.ndarray | None
+    distance: np.ndarray
+
+
+#: The simulated correlation heights (module docstring): a source arrival's mean height near
+#: the source and from :data:`HEIGHT_FAR_KM` on, the factor of a delayed arrival, the Gamma
+#: shapes of source and clutter heights, clutter's floor and mean above it.
+HEIGHT_NEAR, HEIGHT_FAR, HEIGHT_FAR_KM, HEIGHT_DELAYED = 90.0, 60.0, 2500.0, 0.7
+HEIGHT_SOURCE_SHAPE, HEIGHT_CLUTTER_SHAPE = 9.0, 2.0
+HEIGHT_CLUTTER_FLOOR, HEIGHT_CLUTTER_MEAN = 15.0, 20.0
+
+
+def correlation_heights(
+    label: np.ndarray,
+    distance: np.ndarray,
+    delay: np.ndarray | None,
+    rng: np.random.Generator,
+) -> np.ndarray:
+    """``(T, r)`` correlation heights of the recorded arrivals of true ``label`` (T, r)
+    (source index, ``CLUTTER``, ``NO_ARRIVAL``: NaN), the sources at ``distance`` (T, S) km,
+    ``delay`` (T, S) their multipath delays (None: none): module docstring. A source height
+    and a clutter height are drawn for every (cycle, rank), in that order, from ``rng``."""
+    source = label >= 0
+    column = np.where(source, label, 0).astype(np.intp)
+    far = np.clip(np.take_along_axis(distance, column, axis=1) / HEIGHT_FAR_KM, 0.0, 1.0)
+    mean = HEIGHT_NEAR + (HEIGHT_FAR - HEIGHT_NEAR) * far
+    if delay is not None:
+        delayed = np.take_along_axis(delay, column, axis=1) > 0
+        mean = np.where(delayed, HEIGHT_DELAYED * mean, mean)
+    from_source = rng.gamma(HEIGHT_SOURCE_SHAPE, mean / HEIGHT_SOURCE_SHAPE)
+    from_clutter = HEIGHT_CLUTTER_FLOOR + rng.gamma(
+        HEIGHT_CLUTTER_SHAPE, HEIGHT_CLUTTER_MEAN / HEIGHT_CLUTTER_SHAPE, label.shape
+    )
+    height = np.where(source, from_source, np.where(label == CLUTTER, from_clutter, np.nan))
+    return np.where(np.isnan(height), np.nan, np.maximum(np.round(height), 1.0))
 
 
 def _signals(
@@ -484,7 +527,7 @@ def _signals(
     heard = (
         active & (rng.random(dist.shape) < p_d) & (arrival >= 0) & (arrival <= spec.window_length)
     )
-    return _Signals(arrival, heard, active, speed, written_offset, delay)
+    return _Signals(arrival, heard, active, speed, written_offset, delay, dist)
 
 
 def _mismatch_draws(
@@ -550,6 +593,7 @@ def simulate_record(
     mismatch: Mismatch | None = None,
     mismatch_rng: np.random.Generator | None = None,
     fixes: tuple[np.ndarray, np.ndarray, np.ndarray, float] | None = None,
+    correlation_rng: np.random.Generator | None = None,
 ) -> tuple[xr.Dataset, xr.Dataset]:
     """Simulate the float's recorded TOAs along a known track.
 
@@ -568,7 +612,9 @@ def simulate_record(
     A source's arrivals are late by its ``drift`` times the days since its ``start`` (the
     launch without one); the record states the drifts (``source_drift``, written only when
     some source drifts). ``fixes``: ``(time, lat, lon, error)`` position fixes written to the
-    record as they are (``fix_*``; drawn by the caller).
+    record as they are (``fix_*``; drawn by the caller). ``correlation_rng``: the record
+    gets the ``correlation`` height of each arrival (:func:`correlation_heights`), drawn from
+    it alone (every other draw stays that of the same call without it); None: no heights.
     """
     mismatch = mismatch or Mismatch()
     if mismatch.any and mismatch_rng is None:
@@ -580,6 +626,9 @@ def simulate_record(
     record = _record_dataset(
         table, times, toa, label, signals.written_offset, launch, spec, float_id
     )
+    if correlation_rng is not None:
+        heights = correlation_heights(label, signals.distance, signals.delay, correlation_rng)
+        record["correlation"] = (("cycle", "rank"), heights)
     if fixes is not None:
         fix_time, fix_lat, fix_lon, fix_error = fixes
         record["fix_time"] = ("fix", np.asarray(fix_time).astype("datetime64[ns]"))
@@ -834,6 +883,7 @@ def dimes_float767(
     recovered: bool = True,
     source_drift: float = 0.0,
     eddies: tuple[float, float] = (4.0, 5.0),
+    correlations: bool = False,
 ) -> tuple[xr.Dataset, xr.Dataset]:
     """A simulated float on the DIMES source array from DIMES float 767's launch (12 sources,
     daily cycles); with the defaults and ``mismatch=SAMPLE_MISMATCH``, the shipped sample
@@ -861,7 +911,10 @@ def dimes_float767(
     fix; ``source_drift`` (s/day): every source's clock drifts this much from its deployment,
     as the record states; ``eddies``: a drifting float's eddy speed (km/day per axis) and
     Lagrangian time scale (days), whose truth (with its instantaneous velocity, m/s, at the
-    cycles) the truth file holds.
+    cycles) the truth file holds; ``correlations``: the record holds each arrival's
+    correlation height (:func:`correlation_heights`), drawn from a generator of their own
+    (seeded ``[seed, 3]``: the same float with and without them; ``simulate-float`` draws
+    them).
     """
     if trajectory not in TRAJECTORIES:
         raise ValueError(f"trajectory must be one of {TRAJECTORIES}, got {trajectory!r}")
@@ -892,6 +945,7 @@ def dimes_float767(
         mismatch=mismatch,
         mismatch_rng=np.random.default_rng([seed, 1]),
         fixes=surfacings,
+        correlation_rng=np.random.default_rng([seed, 3]) if correlations else None,
     )
     record.attrs["title"] = (
         f"Simulated {trajectory} RAFOS float (seed {seed}, {days} days) on the DIMES source "

@@ -145,4 +145,5 @@ def run_attributes(final: Pass, config: TrackConfig) -> dict[str, object]:
         "fixes_used": prepared.n_fixes,
         "ensemble": config.ensemble,
         "unconverged_cycles": int(final.unconverged.sum()),
+        **({} if config.min_correlation is None else {"min_correlation": config.min_correlation}),
     }

@@ -59,6 +59,8 @@ def log_likelihood(
     damping: float = 0.0,
     tol: float = 1e-6,
     max_iter: int = 200,
+    clutter_weight: np.ndarray | None = None,
+    truncation: float | None = None,
 ) -> LikelihoodResult:
     """Log likelihood of one cycle's recorded arrivals at each of N particle positions.
 
@@ -74,6 +76,10 @@ def log_likelihood(
     damping, tol, max_iter: controls of the message-passing engines (``bp``, ``minfactor``):
         new message = ``damping * old + (1 - damping) * update``; stop when no message changes
         by more than ``tol`` relative to its size.
+    clutter_weight: (r,) factors ``w_j >= 0`` on each recorded arrival's clutter weight
+        ``lambda / W`` (every engine; None: all 1, the model of eq. 5.26).
+    truncation: the time after which nothing was recorded when arrivals were removed after
+        recording (None: ``T_r`` when all ``r`` ranks are filled, else ``W``).
 
     Raises ValueError for malformed inputs, an unknown engine or a model the engine cannot use,
     TypeError if ``model`` is not a SignalModel.
@@ -85,7 +91,7 @@ def log_likelihood(
     options: dict[str, object] = {}
     if spec.message_passing:
         options["controls"] = message_passing(damping, tol, max_iter)
-    cycle = prepare_cycle(toa, model)
+    cycle = prepare_cycle(toa, model, clutter_weight, truncation)
     pred = check_predicted(predicted)
     if spec.needs_labels:
         options["labels"] = labels

@@ -123,8 +123,9 @@ class Cycle:
     toa: (m,) the recorded arrival times ``T_1 <= ... <= T_m``.
     r: how many arrivals the float records at most.
     tau: "late" threshold: ``T_r`` if ``m == r`` else the window length ``W``.
-    log_clutter: (m,) ``log kappa_j = log(lambda / W)`` for ``0 <= T_j <= W``, ``-inf`` otherwise
-        or when ``lambda = 0``.
+    log_clutter: (m,) ``log kappa_j = log(lambda / W) + log w_j`` for ``0 <= T_j <= W``,
+        ``-inf`` otherwise or when ``lambda = 0``; ``w_j`` the arrival's clutter weight (1
+        unless given, :func:`prepare_cycle`).
     log_poisson: ``-lambda (1 - q)``, the clutter count term (particle independent).
     """
 
@@ -140,11 +141,26 @@ class Cycle:
         return int(self.toa.shape[0])
 
 
-def prepare_cycle(toa: np.ndarray, model: SignalModel) -> Cycle:
+def prepare_cycle(
+    toa: np.ndarray,
+    model: SignalModel,
+    clutter_weight: np.ndarray | None = None,
+    truncation: float | None = None,
+) -> Cycle:
     """Validate one cycle's ``toa`` (shape ``(r,)``, trailing NaN = not recorded) and prepare it.
 
+    ``clutter_weight`` (r,): a factor ``w_j >= 0`` on each recorded arrival's clutter weight,
+    ``kappa_j = w_j lambda / W`` (the correlation heights' likelihood ratio ``f_C(c_j) /
+    f_S(c_j)``, :mod:`~rankmodels.tracking.correlation`; entries past the recorded arrivals
+    are ignored); None: ``w_j = 1``, the model of eq. 5.26. ``truncation``: the time after
+    which the float recorded nothing (``tau``), when arrivals were removed after recording
+    (``track-float --min-correlation``): at least the last recorded arrival and at most ``W``;
+    None: ``T_r`` if all ``r`` ranks are filled, else ``W``.
+
     Raises ValueError if ``toa`` is not 1-D and non-empty, if a NaN precedes a recorded value,
-    if recorded values are infinite, descending, or later than ``model.window``.
+    if recorded values are infinite, descending, or later than ``model.window``, if
+    ``clutter_weight`` is not of shape ``(r,)`` with finite values ``>= 0`` at the recorded
+    arrivals, or ``truncation`` lies outside ``[T_m, W]``.
     """
     toa = np.asarray(toa, dtype=np.float64)
     if toa.ndim != 1 or toa.shape[0] == 0:
@@ -168,7 +184,17 @@ def prepare_cycle(toa: np.ndarray, model: SignalModel) -> Cycle:
     lam = float(model.clutter_rate)
     log_kappa = math.log(lam / window) if lam > 0 else -math.inf
     log_clutter = [log_kappa if 0.0 <= v <= window else -math.inf for v in recorded]
-    if m == r:
+    if clutter_weight is not None:
+        log_clutter = _weighted(log_clutter, clutter_weight, r)
+    if truncation is not None:
+        tau = float(truncation)
+        if not (m == 0 or tau >= recorded[-1]) or not 0.0 <= tau <= window:
+            last = f"the last arrival {recorded[-1]:g} s" if m else "0"
+            raise ValueError(
+                f"truncation must lie between {last} and the window ({window:g} s), got {tau!r}"
+            )
+        q = 1.0 - tau / window
+    elif m == r:
         tau = recorded[-1]
         q = 1.0 - min(max(tau / window, 0.0), 1.0)
     else:
@@ -181,6 +207,17 @@ def prepare_cycle(toa: np.ndarray, model: SignalModel) -> Cycle:
         log_clutter=np.array(log_clutter, dtype=np.float64),
         log_poisson=-lam * (1.0 - q),
     )
+
+
+def _weighted(log_clutter: list[float], weight: np.ndarray, r: int) -> list[float]:
+    """``log kappa_j + log w_j`` for the recorded arrivals (:func:`prepare_cycle`)."""
+    weight = np.asarray(weight, dtype=np.float64)
+    if weight.shape != (r,):
+        raise ValueError(f"clutter_weight must have shape ({r},) like toa, got {weight.shape}")
+    w = weight[: len(log_clutter)].tolist()
+    if any(not (math.isfinite(v) and v >= 0.0) for v in w):
+        raise ValueError("clutter_weight: expected finite values >= 0 at the recorded arrivals")
+    return [lk + math.log(v) if v > 0 else -math.inf for lk, v in zip(log_clutter, w, strict=True)]
 
 
 def check_predicted(predicted: np.ndarray) -> np.ndarray:

@@ -15,6 +15,12 @@ uniform density on ``[0, W]``, ``q = P(clutter arrival > tau)``, and ``tau`` the
 which an arrival goes unrecorded: ``T_r`` when all ``r`` ranks are filled, else the window end
 ``W``. The Poisson sum (eq. 5.25 marginalised over the number ``N`` of clutter signals) is
 summed term by term. Plain Python, ``O((m + 2)^s)``: small cases only.
+
+With correlation heights ``c_j`` (:mod:`rankmodels.tracking.correlation`) an arrival's
+density gains the factor ``f_S(c_j)`` when a source sent it and ``f_C(c_j)`` when it is
+clutter; given the per-arrival ``clutter_weight = f_C(c_j) / f_S(c_j)`` the oracle multiplies
+each clutter arrival's ``p_N(T_j)`` by it (the common ``prod_j f_S(c_j)`` left out). With
+``truncation`` (arrivals removed after recording) ``tau`` is that time instead.
 """
 
 from __future__ import annotations
@@ -48,13 +54,20 @@ def clutter_count_weight(c: int, rate: float, q: float) -> float:
 
 
 def enumerate_associations(
-    toa: np.ndarray, pred: np.ndarray, model: SignalModel, *, ranked: bool = True
+    toa: np.ndarray,
+    pred: np.ndarray,
+    model: SignalModel,
+    *,
+    ranked: bool = True,
+    clutter_weight: np.ndarray | None = None,
+    truncation: float | None = None,
 ) -> tuple[float, np.ndarray]:
     """``log P(T | X)`` and the association marginals (m, s + 1) for one position.
 
     ``toa`` (r,) is the cycle as recorded (trailing NaN = rank not filled), ``pred`` (s,) the
     predicted arrival times at that position; ``ranked=False`` scores late sources
     ``1 - P_D`` as the baseline of eq. 5.72 does. Column ``s`` of the marginals is clutter.
+    ``clutter_weight`` (r,) and ``truncation``: module docstring.
     """
     toa = np.asarray(toa, dtype=float)
     pred = np.asarray(pred, dtype=float)
@@ -62,8 +75,13 @@ def enumerate_associations(
     r, m, s = toa.shape[0], recorded.shape[0], pred.shape[0]
     window = float(model.window)
     tau = recorded[-1] if m == r else window
+    if truncation is not None:
+        tau = float(truncation)
     clutter = stats.uniform(loc=0.0, scale=window)
     log_p_clutter = clutter.logpdf(recorded)  # (m,)
+    if clutter_weight is not None:
+        with np.errstate(divide="ignore"):
+            log_p_clutter = log_p_clutter + np.log(np.asarray(clutter_weight, float)[:m])
     q = float(clutter.sf(tau))
 
     sigma = float(model.sigma)
