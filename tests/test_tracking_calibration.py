@@ -270,11 +270,11 @@ def test_m_step_refuses_the_unidentifiable_and_the_malformed(rng):
 
 def test_calibrate_params_are_parsed_strictly():
     assert parse_calibrate_params("speed, drift") == {"speed", "drift"}
-    everything = "drift,speed,offsets,sigma,pd,clutter,multipath,process-noise"
+    everything = "drift,speed,offsets,sigma,pd,clutter,multipath,process-noise,correlation"
     assert parse_calibrate_params(everything) == set(CALIBRATION_PARAMS)
     words = (
         "expected a comma-separated list of drift, speed, offsets, sigma, pd, clutter, "
-        "multipath, process-noise, got 'foo'"
+        "multipath, process-noise, correlation, got 'foo'"
     )
     with pytest.raises(ValueError, match=words):
         parse_calibrate_params("speed,foo")
@@ -533,9 +533,9 @@ def test_a_short_record_keeps_what_it_cannot_determine_and_says_so(tmp_path):
     ("value", "words"),
     [
         ("foo", "--calibrate-params: expected a comma-separated list of drift, speed, offsets, "
-         "sigma, pd, clutter, multipath, process-noise, got 'foo'"),
+         "sigma, pd, clutter, multipath, process-noise, correlation, got 'foo'"),
         ("speed,", "--calibrate-params: expected a comma-separated list of drift, speed, "
-         "offsets, sigma, pd, clutter, multipath, process-noise, got ''"),
+         "offsets, sigma, pd, clutter, multipath, process-noise, correlation, got ''"),
     ],
 )  # fmt: skip
 def test_bad_calibrate_params_is_a_one_line_error(tmp_path, value, words):

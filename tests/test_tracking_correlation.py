@@ -186,6 +186,46 @@ def test_pooled_start_is_uninformative():
         CorrelationModel(1.0, 0.0, 1.0, 1.0)
 
 
+def _mixture_loglik(x, theta):
+    """Mean log-likelihood of the log-normal two-component mixture (on ``log c``, up to the
+    Jacobian) at ``theta = (mu_S, log s_S, mu_C, log s_C, logit share_S)``."""
+    mu_s, log_s_s, mu_c, log_s_c, logit = theta
+    share = 1.0 / (1.0 + math.exp(-logit))
+    dens_s = share * stats.norm.pdf(x, mu_s, math.exp(log_s_s))
+    dens_c = (1.0 - share) * stats.norm.pdf(x, mu_c, math.exp(log_s_c))
+    return float(np.mean(np.log(dens_s + dens_c)))
+
+
+def test_heights_mixture_is_the_maximum_likelihood_fit(rng):
+    """The start from the heights alone is the mixture's maximum-likelihood fit (checked by
+    direct maximisation), with the larger-mean component the sources'."""
+    x = np.concatenate([rng.normal(4.4, 0.3, 3000), rng.normal(3.4, 0.4, 300)])
+    c = np.exp(rng.permutation(x)).reshape(-1, 2)
+    fitted = CorrelationModel.from_heights(c)
+    best = optimize.minimize(
+        lambda th: -_mixture_loglik(x, th), [4.0, math.log(0.5), 3.0, math.log(0.5), 1.0],
+        method="Nelder-Mead", options={"xatol": 1e-8, "fatol": 1e-12, "maxiter": 20000},
+    )  # fmt: skip
+    mu_s, log_s_s, mu_c, log_s_c, _ = best.x
+    assert fitted.source_mean == pytest.approx(mu_s, abs=1e-3)
+    assert fitted.source_spread == pytest.approx(math.exp(log_s_s), abs=1e-3)
+    assert fitted.clutter_mean == pytest.approx(mu_c, abs=2e-3)
+    assert fitted.clutter_spread == pytest.approx(math.exp(log_s_c), abs=2e-3)
+    assert fitted.clutter_mean == pytest.approx(3.4, abs=0.2)
+
+
+def test_heights_mixture_falls_back_to_the_pooled_start():
+    """Heights with nothing to separate (all equal, or a component left with one height)
+    start uninformative; too few, no model."""
+    same = np.full((10, 3), 50.0)
+    fitted = CorrelationModel.from_heights(same)
+    assert np.all(fitted.clutter_weight(same) == pytest.approx(1.0, abs=1e-9))
+    assert fitted.source_mean == pytest.approx(math.log(50.0), abs=1e-12)
+    assert CorrelationModel.from_heights(np.array([5.0, np.nan])) is None
+    lone = np.r_[np.exp(np.random.default_rng(0).normal(4.0, 0.3, 200)), 1.0]
+    assert CorrelationModel.from_heights(lone) == CorrelationModel.pooled(lone)  # one outlier
+
+
 # --- the M-steps
 
 
@@ -349,7 +389,9 @@ def test_pass_loglik_is_the_density_of_times_and_heights(rng):
     config = TrackConfig(particles=50, calibrate=True)
     prepared = prepare(rec, config)
     params = start_parameters(prepared, config)
-    assert params.model.correlation is not None  # the pooled start
+    assert params.model.correlation == CorrelationModel.from_heights(
+        np.where(np.isnan(prepared.toa), np.nan, prepared.correlation)
+    )  # the heights' own start
     model = CorrelationModel(4.4, 0.3, 3.4, 0.4)
     fitted = type(params)(params.calibration, type(params.model)(
         params.signal, params.model.process_noise, correlation=model))  # fmt: skip
@@ -370,8 +412,11 @@ def test_pass_loglik_is_the_density_of_times_and_heights(rng):
     ratio = model.clutter_weight(c)[low]
     shift = res.association[:, low, -1] - plain.association[:, low, -1]
     assert np.all(np.sign(shift) == np.sign(ratio - 1.0))
-    start = Predictor(prepared, params).evaluate(t, x, association=True)
-    np.testing.assert_array_equal(start.association, plain.association)
+    pooled = type(params)(params.calibration, type(params.model)(
+        params.signal, params.model.process_noise,
+        correlation=CorrelationModel.pooled(prepared.correlation)))  # fmt: skip
+    uninformative = Predictor(prepared, pooled).evaluate(t, x, association=True)
+    np.testing.assert_array_equal(uninformative.association, plain.association)
 
 
 def test_uncalibrated_runs_and_records_without_heights_have_no_model():

@@ -22,10 +22,13 @@ the pass, so that ``loglik`` stays a density (of the times and the heights) and 
 comparisons of log-likelihoods between correlation models stay valid. Arrivals without a
 usable height (NaN, or ``<= 0``) have ``w_j = 1`` and no density factor.
 
-The model starts *uninformative*, ``f_S = f_C`` = the log-normal of all the record's heights
-(:meth:`CorrelationModel.pooled`; ``w_j = 1``: the track of a record without heights), and
-the EM separates the two from the association posteriors (``a_tjC`` weighs an arrival's
-height as clutter, ``1 - a_tjC`` as a source's; :mod:`~rankmodels.tracking.model_fit`).
+The model starts from the heights alone: the two-component log-normal mixture fitted to all
+the record's heights (:meth:`CorrelationModel.from_heights`; the larger mean the sources'),
+and the EM refines both from the association posteriors (``a_tjC`` weighs an arrival's
+height as clutter, ``1 - a_tjC`` as a source's; :mod:`~rankmodels.tracking.model_fit`). The
+times then decide which arrivals are clutter, not the mixture: the start only saves the EM
+the iterations of separating the two from ``f_S = f_C`` (:meth:`CorrelationModel.pooled`,
+``w_j = 1``: the track of a record without heights), which reaches the same estimates.
 
 ``track-float --min-correlation C`` instead removes the arrivals whose height is below ``C``
 before tracking (:func:`apply_min_correlation`), keeping the time after which the float
@@ -49,6 +52,7 @@ from rankmodels.tracking.schema import NO_ARRIVAL
 __all__ = [
     "CORRELATION_FIELDS",
     "MIN_SPREAD",
+    "MIXTURE_ITERATIONS",
     "TRUNCATION",
     "CorrelationModel",
     "apply_min_correlation",
@@ -58,6 +62,8 @@ __all__ = [
 #: Smallest spread ``s`` (of ``log c``) of either component: heights written as a handful of
 #: whole numbers would otherwise let a component collapse on one value.
 MIN_SPREAD = 0.01
+#: Most EM steps of :meth:`CorrelationModel.from_heights`.
+MIXTURE_ITERATIONS = 500
 #: The record variable :func:`apply_min_correlation` adds: per cycle the time (s) after which
 #: the float recorded nothing.
 TRUNCATION = "toa_truncation"
@@ -113,6 +119,44 @@ class CorrelationModel:
             return None
         mean, spread = float(x.mean()), max(float(x.std()), MIN_SPREAD)
         return cls(mean, spread, mean, spread)
+
+    @classmethod
+    def from_heights(cls, correlation: np.ndarray) -> CorrelationModel | None:
+        """The two-component log-normal mixture fitted to the usable heights of
+        ``correlation`` (any shape) alone, by EM over the heights: the component of the
+        larger mean is the sources', the other the clutter's. It starts from the quantiles
+        of ``log c`` (sources at the 60 %, clutter at the 10 %, shares 0.9 and 0.1, both
+        spreads the pooled one) and runs :data:`MIXTURE_ITERATIONS` steps or until the
+        mixture's log-likelihood gains less than 1e-9 per height. :meth:`pooled` when a
+        component ends with fewer than two heights' weight (nothing to separate); None with
+        fewer than two usable heights."""
+        pooled = cls.pooled(correlation)
+        if pooled is None:
+            return None
+        x = log_heights(correlation)
+        x = x[np.isfinite(x)][:, None]
+        mean = np.quantile(x, [0.6, 0.1])
+        spread = np.full(2, pooled.source_spread)
+        share = np.array([0.9, 0.1])
+        previous = -np.inf
+        for _ in range(MIXTURE_ITERATIONS):
+            log_joint = np.log(share) - np.log(spread) - 0.5 * ((x - mean) / spread) ** 2
+            top = log_joint.max(axis=1, keepdims=True)
+            total = top + np.log(np.exp(log_joint - top).sum(axis=1, keepdims=True))
+            resp = np.exp(log_joint - total)
+            weight = resp.sum(axis=0)
+            if weight.min() < 2.0:
+                return pooled
+            share = weight / weight.sum()
+            mean = (resp * x).sum(axis=0) / weight
+            spread = np.maximum(np.sqrt((resp * (x - mean) ** 2).sum(axis=0) / weight), MIN_SPREAD)
+            gain, previous = float(total.mean()) - previous, float(total.mean())
+            if gain < 1e-9:
+                break
+        source, clutter = (0, 1) if mean[0] >= mean[1] else (1, 0)
+        return cls(
+            float(mean[source]), float(spread[source]), float(mean[clutter]), float(spread[clutter])
+        )
 
     def _log_density(self, x: np.ndarray, mean: float, spread: float) -> np.ndarray:
         z = (x - mean) / spread

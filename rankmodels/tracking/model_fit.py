@@ -153,9 +153,9 @@ class Prior:
 #: velocity to 5 km/day about the launch-to-recovery drift (a float's mean flow is a few
 #: km/day), the eddy speed and time scale to a factor of 2 (floats' eddy speeds are 2-10
 #: km/day, their time scales 1-10 days). The correlation heights' components: their means (of
-#: ``log c``) to a factor of ``e`` about the record's pooled mean, their spreads to a factor
-#: of 2 about its pooled spread (the heights' scale is the decoder's, so the record's own is
-#: the only start).
+#: ``log c``) to a factor of ``e`` about the record's own two-component fit, their spreads to
+#: a factor of 2 about its spreads (the heights' scale is the decoder's, so the record's own
+#: is the only start).
 PRIORS: dict[str, Prior] = {
     "sigma": Prior("log", 0.5, "TOA noise sigma", "s"),
     "p_detect": Prior("logit", 1.0, "detection probability P_D", ""),

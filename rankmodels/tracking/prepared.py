@@ -259,8 +259,8 @@ def start_parameters(prepared: Prepared, config: TrackConfig) -> Parameters:
     nominal sound speed, the clock through the measured offsets, no corrections) and the
     configured statistical model (with the Lagrangian motion, its mean velocity from
     :func:`start_drift`; when calibrating ``correlation`` on a record with correlation
-    heights, the heights' pooled model, :meth:`~rankmodels.tracking.correlation.
-    CorrelationModel.pooled`): where a calibration starts and what an uncalibrated run
+    heights, their two-component mixture, :meth:`~rankmodels.tracking.correlation.
+    CorrelationModel.from_heights`): where a calibration starts and what an uncalibrated run
     uses."""
     signal = SignalModel(
         sigma=config.sigma,
@@ -278,7 +278,7 @@ def start_parameters(prepared: Prepared, config: TrackConfig) -> Parameters:
     if config.calibrate and "correlation" in config.calibrate_params:
         if prepared.correlation is not None:
             recorded = np.where(np.isnan(prepared.toa), np.nan, prepared.correlation)
-            correlation = CorrelationModel.pooled(recorded)
+            correlation = CorrelationModel.from_heights(recorded)
     return Parameters(
         Calibration.nominal(prepared.n_sources, prepared.nominal_speed, prepared.clock),
         StatisticalModel(signal, config.process_noise, motion=motion, correlation=correlation),

@@ -900,21 +900,16 @@ def dimes_float767(
     2010-01-04), all until 2011-03-01; schedule offsets 0/20/40/60 s; 4 earliest arrivals
     per cycle, sigma = 5 s, ``P_D`` 0.95 falling to 0.75 with range, ``Poisson(1)`` clutter
     per 1800 s window, sound speed 1480 m/s (written to the file's ``sound_speed``).
-    ``days`` is at most :data:`MAX_DAYS`. The record's ``float_id`` is
-    :func:`simulated_float_id` and its ``title`` says "simulated TRAJECTORY float".
-    ``progress(n)`` is called as work is done (:func:`simulation_steps` in all).
-    ``mismatch`` (:class:`Mismatch`) is drawn from its own generator (seeded ``[seed, 1]``):
-    the same seed gives the same float with and without it. ``fixes``
-    (:class:`FixSchedule`): GPS fixes at the true positions (interpolated linearly between
-    days) plus their errors, drawn from a generator of their own (seeded ``[seed, 2]``: the
-    same float with and without them); ``recovered=False``: a lost float, without a recovery
-    fix; ``source_drift`` (s/day): every source's clock drifts this much from its deployment,
-    as the record states; ``eddies``: a drifting float's eddy speed (km/day per axis) and
-    Lagrangian time scale (days), whose truth (with its instantaneous velocity, m/s, at the
-    cycles) the truth file holds; ``correlations``: the record holds each arrival's
-    correlation height (:func:`correlation_heights`), drawn from a generator of their own
-    (seeded ``[seed, 3]``: the same float with and without them; ``simulate-float`` draws
-    them).
+    ``days`` <= :data:`MAX_DAYS`; ``float_id``: :func:`simulated_float_id`; ``progress(n)``
+    is called as work is done (:func:`simulation_steps` in all). Drawn from generators of their own, so that the same
+    seed gives the same float with and without them: ``mismatch`` (:class:`Mismatch`, seeded
+    ``[seed, 1]``), ``fixes`` (:class:`FixSchedule`: GPS fixes at the true positions,
+    interpolated between days, plus their errors; ``[seed, 2]``) and with ``correlations``
+    each arrival's correlation height (:func:`correlation_heights`, ``[seed, 3]``;
+    ``simulate-float`` draws them). ``recovered=False``: a lost float (no recovery fix);
+    ``source_drift`` (s/day): every source's clock drifts this much, as the record states;
+    ``eddies``: a drifting float's eddy speed (km/day per axis) and Lagrangian time scale
+    (days), whose truth (and velocity, m/s, at the cycles) the truth file holds.
     """
     if trajectory not in TRAJECTORIES:
         raise ValueError(f"trajectory must be one of {TRAJECTORIES}, got {trajectory!r}")
