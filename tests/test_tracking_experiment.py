@@ -886,3 +886,39 @@ def test_the_experiment_m_step_hands_each_float_its_fitted_model():
     )  # fmt: skip
     assert problem.propose(start, passes, frozenset({"speed"})) == (moved, [None, None])
     assert problem.propose(start, passes, frozenset({"sigma"}))[0] is files
+
+
+def test_the_shared_sound_speed_starts_from_the_floats_own_starting_speeds(
+    monkeypatch, tiny, tmp_path
+):
+    """One float with temperature and pressure, one without: the joint EM starts at the mean
+    of the first's TEOS-10 speed and the second's file speed (``--sound-speed`` overrides)."""
+    from rankmodels.tracking import experiment
+    from rankmodels.tracking.records import write_float
+    from rankmodels.tracking.sound_speed import starting_sound_speed
+
+    warm = read_float(tiny[0])
+    n = warm.sizes["cycle"]
+    warm = warm.assign(
+        temperature=("cycle", np.full(n, 2.5), {"units": "degree_Celsius"}),
+        pressure=("cycle", np.full(n, 800.0), {"units": "dbar"}),
+    )
+    files = [tmp_path / "warm.nc", tiny[1]]
+    write_float(warm, files[0])
+    sensors = starting_sound_speed(read_float(files[0]))
+    assert sensors.origin == "sensors"
+    expected = 0.5 * (sensors.value + float(read_float(tiny[1])["sound_speed"]))
+    started = []
+
+    class Started(Exception):
+        pass
+
+    def spy(layout, speed, clocks):
+        started.append(speed)
+        raise Started
+
+    monkeypatch.setattr(experiment.JointParameters, "nominal", staticmethod(spy))
+    for given, want in ((None, expected), (1490.0, 1490.0)):
+        with pytest.raises(Started):
+            calibrate_experiment(files, TrackConfig(calibrate=True, sound_speed=given))
+        assert started[-1] == pytest.approx(want, abs=1e-9)

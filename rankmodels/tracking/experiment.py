@@ -105,6 +105,7 @@ from rankmodels.tracking.passes import run_pass
 from rankmodels.tracking.prepared import Parameters, prepare, start_parameters, tracked_record
 from rankmodels.tracking.records import source_days
 from rankmodels.tracking.shared import FloatCalibration, with_drift_correction
+from rankmodels.tracking.sound_speed import starting_sound_speed
 
 __all__ = [
     "MIN_EVIDENCE",
@@ -485,7 +486,10 @@ def calibrate_experiment(
     """Calibrate the floats of ``files`` together (module docstring), serially or with one
     task per float and pass on the ``dask.distributed`` ``client`` (``threads`` numba threads
     per task, default :func:`~rankmodels.tracking.batch.worker_threads`); ``progress(1)``
-    per float and pass (at most ``len(files) *`` :func:`experiment_passes`).
+    per float and pass (at most ``len(files) *`` :func:`experiment_passes`). The shared sound
+    speed starts at ``config.sound_speed`` or the mean of the floats' starting speeds
+    (:func:`~rankmodels.tracking.sound_speed.starting_sound_speed`: a float's temperature and
+    pressure where it recorded them, else its file's ``sound_speed``).
 
     Raises :class:`~rankmodels.errors.InputError` for an unreadable record (its path in the
     message; a file that cannot be read too) or sources placed differently by different
@@ -496,7 +500,7 @@ def calibrate_experiment(
     sources = experiment_sources(records)
     layout = JointLayout(len(sources.names), len(paths))
     nominal = config.sound_speed or float(
-        np.mean([float(r["sound_speed"]) for r in records.values()])
+        np.mean([starting_sound_speed(r).value for r in records.values()])
     )
     geometry = config.calibrate_params & set(GEOMETRY_PARAMS)
     if threads is None and client is not None:
