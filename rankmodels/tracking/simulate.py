@@ -901,12 +901,11 @@ def dimes_float767(
     per cycle, sigma = 5 s, ``P_D`` 0.95 falling to 0.75 with range, ``Poisson(1)`` clutter
     per 1800 s window, sound speed 1480 m/s (written to the file's ``sound_speed``).
     ``days`` <= :data:`MAX_DAYS`; ``float_id``: :func:`simulated_float_id`; ``progress(n)``
-    is called as work is done (:func:`simulation_steps` in all). Drawn from generators of their own, so that the same
-    seed gives the same float with and without them: ``mismatch`` (:class:`Mismatch`, seeded
-    ``[seed, 1]``), ``fixes`` (:class:`FixSchedule`: GPS fixes at the true positions,
-    interpolated between days, plus their errors; ``[seed, 2]``) and with ``correlations``
-    each arrival's correlation height (:func:`correlation_heights`, ``[seed, 3]``;
-    ``simulate-float`` draws them). ``recovered=False``: a lost float (no recovery fix);
+    is called as work is done (:func:`simulation_steps` in all). Drawn from generators of
+    their own (the same seed gives the same float with and without them): ``mismatch``
+    (:class:`Mismatch`, seeded ``[seed, 1]``), ``fixes`` (:class:`FixSchedule`: GPS fixes at
+    the true positions plus their errors; ``[seed, 2]``), with ``correlations`` each
+    arrival's correlation height (:func:`correlation_heights`, ``[seed, 3]``). ``recovered=False``: a lost float (no recovery fix);
     ``source_drift`` (s/day): every source's clock drifts this much, as the record states;
     ``eddies``: a drifting float's eddy speed (km/day per axis) and Lagrangian time scale
     (days), whose truth (and velocity, m/s, at the cycles) the truth file holds.
