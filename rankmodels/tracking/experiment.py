@@ -4,7 +4,10 @@ joint`).
 
 Shared: the sound speed, each source's offset correction and clock-drift correction. Per
 float: its clock offset and drift and its statistical model (TOA noise, detection, clutter,
-multipath, process noise; :mod:`~rankmodels.tracking.model_fit`).
+multipath, process noise; :mod:`~rankmodels.tracking.model_fit`). The shared sound speed
+starts at ``config.sound_speed`` or the mean of the floats' starting speeds
+(:func:`~rankmodels.tracking.sound_speed.starting_sound_speed`: a float's temperature and
+pressure where it recorded them, else its file's ``sound_speed``).
 
 Each pass of :func:`calibrate_experiment` is
 
@@ -486,10 +489,7 @@ def calibrate_experiment(
     """Calibrate the floats of ``files`` together (module docstring), serially or with one
     task per float and pass on the ``dask.distributed`` ``client`` (``threads`` numba threads
     per task, default :func:`~rankmodels.tracking.batch.worker_threads`); ``progress(1)``
-    per float and pass (at most ``len(files) *`` :func:`experiment_passes`). The shared sound
-    speed starts at ``config.sound_speed`` or the mean of the floats' starting speeds
-    (:func:`~rankmodels.tracking.sound_speed.starting_sound_speed`: a float's temperature and
-    pressure where it recorded them, else its file's ``sound_speed``).
+    per float and pass (at most ``len(files) *`` :func:`experiment_passes`).
 
     Raises :class:`~rankmodels.errors.InputError` for an unreadable record (its path in the
     message; a file that cannot be read too) or sources placed differently by different
