@@ -906,9 +906,10 @@ def dimes_float767(
     (:class:`Mismatch`, seeded ``[seed, 1]``), ``fixes`` (:class:`FixSchedule`: GPS fixes at
     the true positions plus their errors; ``[seed, 2]``), with ``correlations`` each
     arrival's correlation height (:func:`correlation_heights`, ``[seed, 3]``).
-    ``recovered=False``: a lost float (no recovery fix); ``source_drift`` (s/day): every source's clock drifts this much, as the record states;
-    ``eddies``: a drifting float's eddy speed (km/day per axis) and Lagrangian time scale
-    (days), whose truth (and velocity, m/s, at the cycles) the truth file holds.
+    ``recovered=False``: a lost float (no recovery fix); ``source_drift`` (s/day): every
+    source's clock drifts this much, as the record states; ``eddies``: a drifting float's
+    eddy speed (km/day per axis) and Lagrangian time scale (days), whose truth (and
+    velocity, m/s, at the cycles) the truth file holds.
     """
     if trajectory not in TRAJECTORIES:
         raise ValueError(f"trajectory must be one of {TRAJECTORIES}, got {trajectory!r}")
