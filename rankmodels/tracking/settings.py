@@ -179,7 +179,8 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         TRACK, "sound_speed", "--sound-speed",
-        "Sound speed (m/s); default: the record's sound_speed, else 1500.  [{range}]",
+        "Starting sound speed (m/s); default: the TEOS-10 speed of the float's recorded "
+        "temperature and pressure, else the record's sound_speed.  [{range}]",
         default=_TRACK.sound_speed, show_default=False, **_limit("sound_speed"),
     ),
     Setting(
