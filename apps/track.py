@@ -217,6 +217,13 @@ def _warnings(summary: TrackSummary) -> list[str]:
     help="Many floats: numba threads of each float's kernels  [default: the cores of a "
     "worker's machine divided among its Dask workers, at least 1]",
 )
+@click.option(
+    "--resume",
+    is_flag=True,
+    help="Many floats: keep the floats whose folders under OUT are complete under the same "
+    "record and settings (their manifest.json says so) and track only the others; one line "
+    "says which are redone and why.",
+)
 @setting_options(
     "track-float", "particles", "seed", "engine", "sigma", "p_detect", "clutter_rate",
     "multipath", "process_noise", "motion", "eddy_speed", "time_scale", "position_noise",
@@ -257,6 +264,7 @@ def track_float(
     workers: int | None,
     scheduler: str | None,
     worker_threads: int | None,
+    resume: bool,
     particles: int,
     seed: int,
     engine: str,
@@ -318,7 +326,7 @@ def track_float(
         run_batch(
             files, out, config, plots=plots, workers=workers, scheduler=scheduler,
             worker_threads=worker_threads, strict=strict, quiet=quiet,
-            exit_quality=EXIT_QUALITY, joint=joint,
+            exit_quality=EXIT_QUALITY, joint=joint, resume=resume,
         )  # fmt: skip
         return
     batch_only = {
@@ -326,6 +334,7 @@ def track_float(
         "--scheduler": scheduler,
         "--worker-threads": worker_threads,
         "--calibrate-mode": "experiment" if joint else None,
+        "--resume": True if resume else None,
     }
     for option, value in batch_only.items():
         if value is not None:

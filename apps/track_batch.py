@@ -26,6 +26,7 @@ from rankmodels.tracking.batch import (
     FAILED,
     SUMMARY_FILES,
     float_folders,
+    resume_checks,
     track_many,
     write_summary,
 )
@@ -38,6 +39,7 @@ from rankmodels.tracking.experiment import (
     shared_summary,
     write_sources,
 )
+from rankmodels.tracking.manifest import Check
 from rankmodels.tracking.shared import SOURCE_ERRORS_CAVEAT
 from rankmodels_app._common import (
     EXIT_BAD_INPUT,
@@ -79,6 +81,7 @@ def run_batch(
     quiet: bool,
     exit_quality: int,
     joint: bool = False,
+    resume: bool = False,
 ) -> None:
     """Track every record under ``out`` (default :data:`DEFAULT_BATCH_OUT`), each task's
     kernels on ``worker_threads`` numba threads (None: the default split), and write the
@@ -87,7 +90,10 @@ def run_batch(
     (``exit_quality`` with ``strict`` when all ran but a quality check failed). ``joint``:
     calibrate the floats together first (:func:`rankmodels.tracking.experiment.
     calibrate_experiment`, on the same Dask client) and track each with its share; the shared
-    estimates go into summary.json, sources.csv, fleet.html and two lines of the summary."""
+    estimates go into summary.json, sources.csv, fleet.html and two lines of the summary.
+    ``resume``: keep the floats whose folders are complete under the same inputs and settings
+    (:func:`rankmodels.tracking.batch.resume_checks`), saying in one line which are redone
+    and why."""
     from rankmodels.plots.fleet import FLEET_FILES, write_fleet
     from rankmodels.plots.run_report import float_figures
 
@@ -114,7 +120,14 @@ def run_batch(
                 except InputError as err:
                     raise BadInput(str(err)) from None
             shared = shared_summary(experiment)
-        with progressbar(len(files), "Floats", quiet) as bar:
+        calibrations = experiment.floats if experiment else None
+        kept = None
+        if resume:
+            checks = resume_checks(files, out, config, figures=plots, calibrations=calibrations)
+            kept = [check.row if check.complete else None for check in checks]
+            status(_resume_line(float_folders(files), checks), quiet)
+        todo = len(files) if kept is None else sum(row is None for row in kept)
+        with progressbar(todo, "Floats", quiet) as bar:
             table = track_many(
                 files,
                 out,
@@ -123,7 +136,8 @@ def run_batch(
                 client=client,
                 threads=worker_threads,
                 progress=bar.update,
-                calibrations=experiment.floats if experiment else None,
+                calibrations=calibrations,
+                kept=kept,
             )
     written = write_summary(table, out, shared)
     if experiment is not None:
@@ -133,6 +147,24 @@ def run_batch(
     if plots:
         written += write_fleet(out, table, shared)
     _report(table, out, written, strict, exit_quality, quiet)
+
+
+def _resume_line(names: list[str], checks: list[Check]) -> str:
+    """``--resume`` in one line: how many floats are kept, and the others grouped by why they
+    are redone."""
+    kept = [name for name, check in zip(names, checks, strict=True) if check.complete]
+    redone: dict[str, list[str]] = {}
+    for name, check in zip(names, checks, strict=True):
+        if not check.complete:
+            redone.setdefault(check.reason, []).append(name)
+    line = (
+        f"resume: kept {len(kept)} of {len(names)} floats (complete under the same record and "
+        "settings)"
+    )
+    if redone:
+        groups = "; ".join(f"{', '.join(group)}: {reason}" for reason, group in redone.items())
+        line += f"; redoing {len(names) - len(kept)}: {groups}"
+    return line
 
 
 def _shared_lines(result: ExperimentResult) -> list[str]:

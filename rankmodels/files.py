@@ -8,12 +8,18 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["atomic_output", "atomic_path"]
+__all__ = ["PARTIAL", "atomic_output", "atomic_path", "remove_partial"]
+
+#: The name of a temporary file these writers make beside their target (``.NAME.XXXXXXXX.tmp``
+#: or ``.STEM.XXXXXXXX.SUFFIX``, the eight characters ``tempfile.mkstemp``'s): all that a
+#: process killed while writing (``SIGKILL``, a power cut) can leave behind.
+PARTIAL = re.compile(r"^\.[^/]+\.[a-z0-9_]{8}(\.tmp|\.[A-Za-z0-9]+)$")
 
 
 @contextlib.contextmanager
@@ -59,3 +65,16 @@ def _publish(tmp: str | os.PathLike[str], target: Path) -> None:
     os.umask(umask)
     os.chmod(tmp, 0o666 & ~umask)
     os.replace(tmp, target)
+
+
+def remove_partial(folder: str | os.PathLike[str]) -> list[str]:
+    """Delete the temporary files (:data:`PARTIAL`) that an interrupted writer left in
+    ``folder`` (nothing when it does not exist); returns their names."""
+    removed = []
+    with contextlib.suppress(FileNotFoundError):
+        for entry in os.scandir(folder):
+            if entry.is_file() and PARTIAL.match(entry.name):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(entry.path)
+                removed.append(entry.name)
+    return sorted(removed)

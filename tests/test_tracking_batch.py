@@ -82,7 +82,7 @@ def test_batch_tracks_the_good_floats_and_reports_the_corrupt_one(experiment):
     for name in ("f1", "f2"):
         folder = root / "out" / name
         assert {p.name for p in folder.iterdir()} == {
-            "track.nc", "map.png", "toa.png", "diagnostics.png", "report.html",
+            "track.nc", "map.png", "toa.png", "diagnostics.png", "report.html", "manifest.json",
         }  # fmt: skip
         report = (folder / "report.html").read_text()
         assert external_references(report) == [] and len(decoded_images(report)) == 3
@@ -188,7 +188,7 @@ def test_track_many_serially_gives_the_same_table_as_on_dask(experiment, tmp_pat
     np.testing.assert_allclose(
         mine[numbers].to_numpy(float), theirs[numbers].to_numpy(float), rtol=1e-9
     )
-    assert {p.name for p in (tmp_path / "f1").iterdir()} == {"track.nc"}  # no figures
+    assert {p.name for p in (tmp_path / "f1").iterdir()} == {"track.nc", "manifest.json"}
 
 
 def test_a_float_with_bad_content_fails_alone(tmp_path):

@@ -31,11 +31,18 @@ import xarray as xr
 
 from rankmodels import jsontext
 from rankmodels.errors import InputError
-from rankmodels.files import atomic_output, atomic_path
+from rankmodels.files import atomic_output, atomic_path, remove_partial
 from rankmodels.text import printable
 from rankmodels.threads import numba_threads, prepare_environment
 from rankmodels.tracking.config import TrackConfig
 from rankmodels.tracking.geometry import great_circle_km
+from rankmodels.tracking.manifest import (
+    MANIFEST_FILE,
+    Check,
+    check_manifest,
+    float_manifest,
+    write_manifest,
+)
 from rankmodels.tracking.output import write_track
 from rankmodels.tracking.pipeline import track_float
 from rankmodels.tracking.records import InvalidLabelsWarning, WindowStretchedWarning, read_float
@@ -50,6 +57,7 @@ __all__ = [
     "TRACK_FILE",
     "float_folders",
     "read_record",
+    "resume_checks",
     "track_file",
     "track_many",
     "track_one",
@@ -284,18 +292,28 @@ def track_one(
     name: str | None = None,
     calibration: FloatCalibration | None = None,
 ) -> dict[str, Any]:
-    """Read the record ``file`` and track it into folder ``out`` (:func:`track_file`); the
-    summary row (:data:`SUMMARY_COLUMNS`). Never raises for a bad float: an
-    :class:`~rankmodels.errors.InputError` or file-system error is the row's one-line
-    ``reason``, any other exception ``"internal error: Type: message"``; the reader's warning
-    about dropped hand labels (:func:`read_record`) is the row's ``warning``."""
+    """Read the record ``file`` and track it into folder ``out`` (:func:`track_file`), then
+    write the folder's manifest (:mod:`~rankmodels.tracking.manifest`; removed first, with
+    any temporary file a killed run left, :func:`~rankmodels.files.remove_partial`, so a
+    float interrupted on the way has none); the summary row (:data:`SUMMARY_COLUMNS`). Never
+    raises for a bad float: an :class:`~rankmodels.errors.InputError` or file-system error is
+    the row's one-line ``reason``, any other exception ``"internal error: Type: message"``;
+    the reader's warning about dropped hand labels (:func:`read_record`) is the row's
+    ``warning``."""
     started = time.perf_counter()
     file = os.fspath(file)
     row = _empty_row(file, name if name is not None else Path(out).name)
     try:
+        (Path(out) / MANIFEST_FILE).unlink(missing_ok=True)
+        remove_partial(out)  # what a killed run left half-written
+        manifest = float_manifest(
+            file, config, figures=figures is not None, calibration=calibration
+        )
         record, row["warning"] = read_record(file, labels_required=config.engine == "labels")
         done = track_file(record, file, out, config, calibration=calibration, figures=figures)
         summary_row(row, done.record, done.track, done.summary)
+        row["run_time_s"] = time.perf_counter() - started
+        write_manifest(out, manifest, done.written, row)
     except InputError as err:
         row["reason"] = str(err.with_path(file))
     except OSError as err:
@@ -303,8 +321,47 @@ def track_one(
     except Exception as err:  # noqa: BLE001 - one float's bug must not stop the others
         row["reason"] = f"{file}: internal error: {type(err).__name__}: {err}"
     row["reason"] = " ".join(printable(row["reason"]).split())
-    row["run_time_s"] = time.perf_counter() - started
+    if row["status"] == FAILED:
+        row["run_time_s"] = time.perf_counter() - started
     return row
+
+
+def resume_checks(
+    files: Sequence[str | os.PathLike[str]],
+    out: str | os.PathLike[str],
+    config: TrackConfig,
+    *,
+    figures: bool,
+    calibrations: Sequence[FloatCalibration | None] | None = None,
+) -> list[Check]:
+    """For each record of ``files``, whether its folder under ``out`` (:func:`float_folders`)
+    is complete under the same inputs and settings (:func:`~rankmodels.tracking.manifest.
+    check_manifest`; ``figures``: whether figures are asked for, ``calibrations`` each
+    float's share of a joint calibration). A record that cannot be read is not complete."""
+    joint = list(calibrations) if calibrations is not None else [None] * len(files)
+    checks = []
+    for file, name, calibration in zip(files, float_folders(files), joint, strict=True):
+        try:
+            wanted = float_manifest(file, config, figures=figures, calibration=calibration)
+        except OSError as err:
+            checks.append(Check(False, f"cannot read the record ({err.strerror or err})"))
+            continue
+        check = check_manifest(Path(out) / name, wanted)
+        if check.complete and check.row is not None:
+            check = Check(True, row=_restored(check.row))
+        checks.append(check)
+    return checks
+
+
+def _restored(row: dict[str, Any]) -> dict[str, Any]:
+    """A summary row read back from JSON (which writes ``40.0`` as ``40``): the real-valued
+    columns as floats again."""
+    return {
+        column: float(value)
+        if isinstance(value, int) and not isinstance(value, bool) and column not in COUNT_COLUMNS
+        else value
+        for column, value in row.items()
+    }
 
 
 def track_many(
@@ -317,29 +374,37 @@ def track_many(
     threads: int | None = None,
     progress: Progress = None,
     calibrations: Sequence[FloatCalibration] | None = None,
+    kept: Sequence[dict[str, Any] | None] | None = None,
 ) -> pd.DataFrame:
     """Track every record of ``files`` into ``out/NAME/`` (:func:`float_folders`), serially or
     as one task per float on the ``dask.distributed`` ``client``, each task with ``threads``
     numba threads (default :func:`worker_threads`; ignored without a client), each float's
     ``figures`` written by that writer (:data:`Figures`; none without);
     ``progress(1)`` as each float finishes; ``calibrations``: each float's share of the
-    experiment's joint calibration (:func:`track_one`). Returns the summary table
-    (:data:`SUMMARY_COLUMNS`, input order). A task lost with its worker is a failed row
-    too."""
+    experiment's joint calibration (:func:`track_one`); ``kept``: per float the summary row
+    of a complete folder to keep as it is (:func:`resume_checks`; None: track it). Returns
+    the summary table (:data:`SUMMARY_COLUMNS`, input order). A task lost with its worker is
+    a failed row too."""
     config = TrackConfig() if config is None else config
     names = float_folders(files)
     paths = [os.fspath(f) for f in files]
     outs = [os.fspath(Path(out) / name) for name in names]
     joint = list(calibrations) if calibrations is not None else [None] * len(paths)
+    rows: list[dict[str, Any] | None] = list(kept) if kept is not None else [None] * len(paths)
+    todo = [i for i, row in enumerate(rows) if row is None]
     if client is None:
-        rows = []
-        for path, folder, name, cal in zip(paths, outs, names, joint, strict=True):
-            rows.append(track_one(path, folder, config, figures, name, cal))
+        for i in todo:
+            rows[i] = track_one(paths[i], outs[i], config, figures, names[i], joint[i])
             if progress is not None:
                 progress(1)
-    else:
+    elif todo:
         threads = worker_threads(client) if threads is None else threads
-        rows = _on_dask(client, paths, outs, names, config, figures, threads, progress, joint)
+        done = _on_dask(
+            client, [paths[i] for i in todo], [outs[i] for i in todo], [names[i] for i in todo],
+            config, figures, threads, progress, [joint[i] for i in todo],
+        )  # fmt: skip
+        for i, row in zip(todo, done, strict=True):
+            rows[i] = row
     table = pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
     return table.astype(dict.fromkeys(COUNT_COLUMNS, "Int64"))  # counts stay whole with NA
 
