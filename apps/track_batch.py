@@ -30,6 +30,7 @@ from rankmodels.tracking.batch import (
     track_many,
     write_summary,
 )
+from rankmodels.tracking.checkpoint import CHECKPOINT_FOLDER, PassStore
 from rankmodels.tracking.config import TrackConfig
 from rankmodels.tracking.experiment import (
     SOURCES_FILE,
@@ -93,7 +94,9 @@ def run_batch(
     estimates go into summary.json, sources.csv, fleet.html and two lines of the summary.
     ``resume``: keep the floats whose folders are complete under the same inputs and settings
     (:func:`rankmodels.tracking.batch.resume_checks`), saying in one line which are redone
-    and why."""
+    and why; the joint calibration keeps every E-step in ``OUT/em-checkpoint/``
+    (:mod:`rankmodels.tracking.checkpoint`), which ``resume`` reads back (otherwise it starts
+    afresh)."""
     from rankmodels.plots.fleet import FLEET_FILES, write_fleet
     from rankmodels.plots.run_report import float_figures
 
@@ -112,13 +115,20 @@ def run_batch(
         if joint:
             steps = len(files) * experiment_passes(config)
             with progressbar(steps, "Calibrating the experiment", quiet) as bar:
+                store = PassStore(out / CHECKPOINT_FOLDER, resume=resume)
                 try:
                     experiment = calibrate_experiment(
                         files, config, client=client, threads=worker_threads,
-                        progress=bar.update,
+                        progress=bar.update, checkpoint=store,
                     )  # fmt: skip
                 except InputError as err:
                     raise BadInput(str(err)) from None
+            if resume:
+                status(
+                    f"resume: the joint calibration read {store.hits} float passes back from "
+                    f"{out / CHECKPOINT_FOLDER} and ran {store.misses}",
+                    quiet,
+                )
             shared = shared_summary(experiment)
         calibrations = experiment.floats if experiment else None
         kept = None

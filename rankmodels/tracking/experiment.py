@@ -89,6 +89,7 @@ from rankmodels.tracking.calibration import (
     ResidualStatistics,
     m_step_pairs,
 )
+from rankmodels.tracking.checkpoint import PassStore
 from rankmodels.tracking.clock_readings import ClockReadings
 from rankmodels.tracking.config import TrackConfig
 from rankmodels.tracking.float_calibration import float_m_step
@@ -435,29 +436,42 @@ def _e_steps(
     client: Any,
     threads: int,
     progress: Progress,
+    checkpoint: PassStore | None = None,
 ) -> list[FloatPass]:
-    """Every float's E-step, serially or as one Dask task per float (input order)."""
+    """Every float's E-step, serially or as one Dask task per float (input order); with a
+    ``checkpoint``, the passes it holds are read back and every new one is kept in it as it
+    ends."""
     n = len(files)
     args = [
         (files[f], config, theta, f, sources.of_float[f], models[f], factor, fit) for f in range(n)
     ]
+    keys: list[str] = []
+    results: list[FloatPass | None] = [None] * n
+    if checkpoint is not None:
+        keys = [checkpoint.key(checkpoint.record_sha256(a[0]), *a[1:]) for a in args]
+        results = [checkpoint.load(key) for key in keys]
+
+    def finished(f: int, result: FloatPass) -> None:
+        results[f] = result
+        if checkpoint is not None:
+            checkpoint.save(keys[f], result)
+        if progress:
+            progress(1)
+
+    todo = [f for f in range(n) if results[f] is None]
+    if progress and n > len(todo):
+        progress(n - len(todo))
     if client is None:
-        out = []
-        for a in args:
-            out.append(float_e_step(*a))
-            if progress:
-                progress(1)
-        return out
+        for f in todo:
+            finished(f, float_e_step(*args[f]))
+        return results  # type: ignore[return-value]
     from distributed import as_completed
 
-    futures = [client.submit(_e_step_task, threads, *a, pure=False) for a in args]
-    index = {future.key: f for f, future in enumerate(futures)}
-    results: list[FloatPass | None] = [None] * n
+    futures = [client.submit(_e_step_task, threads, *args[f], pure=False) for f in todo]
+    index = {future.key: f for f, future in zip(todo, futures, strict=True)}
     try:
         for future in as_completed(futures, loop=client.loop):
-            results[index[future.key]] = future.result()
-            if progress:
-                progress(1)
+            finished(index[future.key], future.result())
     finally:
         client.cancel([f for f in futures if not f.done()])
     return results  # type: ignore[return-value]
@@ -485,23 +499,22 @@ def calibrate_experiment(
     client: Any | None = None,
     threads: int | None = None,
     progress: Progress = None,
+    checkpoint: PassStore | None = None,
 ) -> ExperimentResult:
     """Calibrate the floats of ``files`` together (module docstring), serially or with one
     task per float and pass on the ``dask.distributed`` ``client`` (``threads`` numba threads
     per task, default :func:`~rankmodels.tracking.batch.worker_threads`); ``progress(1)``
-    per float and pass (at most ``len(files) *`` :func:`experiment_passes`).
-
-    Raises :class:`~rankmodels.errors.InputError` for an unreadable record (its path in the
-    message; a file that cannot be read too) or sources placed differently by different
-    floats."""
+    per float and pass (at most ``len(files) *`` :func:`experiment_passes`); ``checkpoint``:
+    :mod:`~rankmodels.tracking.checkpoint`. Raises :class:`~rankmodels.errors.InputError`
+    for an unreadable record (its path in the message; a file that cannot be read too) or
+    sources placed differently by different floats."""
     paths = [os.fspath(f) for f in files]
     records = read_records(paths, labels_required=config.engine == "labels")
     names = tuple(records)
     sources = experiment_sources(records)
     layout = JointLayout(len(sources.names), len(paths))
-    nominal = config.sound_speed or float(
-        np.mean([starting_sound_speed(r).value for r in records.values()])
-    )
+    speeds = [starting_sound_speed(r).value for r in records.values()]
+    nominal = config.sound_speed or float(np.mean(speeds))
     geometry = config.calibrate_params & set(GEOMETRY_PARAMS)
     if threads is None and client is not None:
         threads = worker_threads(client)
@@ -513,7 +526,7 @@ def calibrate_experiment(
         ran[0] += 1
         return _e_steps(
             paths, replace(config, seed=seed), theta, sources, models, factor, fit, client,
-            threads or 1, progress,
+            threads or 1, progress, checkpoint,
         )  # fmt: skip
 
     def m_step(theta, passes):

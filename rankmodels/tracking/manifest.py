@@ -15,11 +15,9 @@ resumed run redoes.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import math
 import os
-import pickle
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,12 +25,18 @@ from typing import Any
 from rankmodels import __version__, jsontext
 from rankmodels.files import atomic_output
 from rankmodels.tracking.config import TrackConfig
+from rankmodels.tracking.digests import file_digest, value_digest
 from rankmodels.tracking.shared import FloatCalibration
 
-__all__ = ["MANIFEST_FILE", "Manifest", "check_manifest", "float_manifest", "write_manifest"]
+__all__ = [
+    "MANIFEST_FILE",
+    "Manifest",
+    "check_manifest",
+    "float_manifest",
+    "write_manifest",
+]
 
 MANIFEST_FILE = "manifest.json"
-_CHUNK = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -44,16 +48,6 @@ class Manifest:
     record: dict[str, Any]
     settings: dict[str, Any]
     version: str
-
-
-def _file_digest(path: str | os.PathLike[str]) -> dict[str, Any]:
-    sha = hashlib.sha256()
-    size = 0
-    with open(path, "rb") as handle:
-        while chunk := handle.read(_CHUNK):
-            sha.update(chunk)
-            size += len(chunk)
-    return {"sha256": sha.hexdigest(), "bytes": size}
 
 
 def _setting(value: Any) -> Any:
@@ -77,12 +71,8 @@ def float_manifest(
     its experiment's joint calibration). Reads the whole file (OSError when it cannot)."""
     settings = {f.name: _setting(getattr(config, f.name)) for f in dataclasses.fields(config)}
     settings["figures"] = bool(figures)
-    settings["calibration"] = (
-        None
-        if calibration is None
-        else hashlib.sha256(pickle.dumps(calibration, protocol=4)).hexdigest()
-    )
-    return Manifest(_file_digest(file), settings, __version__)
+    settings["calibration"] = None if calibration is None else value_digest(calibration)
+    return Manifest(file_digest(file), settings, __version__)
 
 
 def write_manifest(
