@@ -517,3 +517,13 @@ def test_track_float_cuts_and_fits_heights_end_to_end(small_record, tmp_path):
             var = a[f"correlation_{name}"]
             assert var.attrs["status"] in ("estimated", "kept") and "start" in var.attrs
             assert f"correlation_{name}_std" in a
+
+
+def test_annealing_passes_run_without_the_heights():
+    """An inflated pass (annealing) drops the correlation model; the configured noise keeps it."""
+    rec, _ = dimes_float767(seed=5, days=10, correlations=True)
+    config = TrackConfig(particles=50, calibrate=True)
+    params = start_parameters(prepare(rec, config), config)
+    assert params.model.correlation is not None
+    assert params.inflated(4.0).model.correlation is None
+    assert params.inflated(1.0).model.correlation is params.model.correlation

@@ -74,11 +74,14 @@ class Parameters:
         return self.model.motion or RandomWalk(self.model.process_noise)
 
     def inflated(self, factor: float) -> Parameters:
-        """These parameters assuming ``factor`` times the TOA noise (the EM's annealing)."""
+        """These parameters assuming ``factor`` times the TOA noise (the EM's annealing),
+        without the correlation heights: they are not tempered with the times, so against
+        flattened time densities they would decide the association alone (on a 365-day float
+        at clutter 1 the first annealing pass then lost it and the EM kept the file's values)."""
         if factor == 1.0:
             return self
         signal = replace(self.signal, sigma=self.signal.sigma * factor)
-        return replace(self, model=replace(self.model, signal=signal))
+        return replace(self, model=replace(self.model, signal=signal, correlation=None))
 
 
 @dataclass(frozen=True)
