@@ -162,18 +162,18 @@ def run_batch(
 def _resume_line(names: list[str], checks: list[Check]) -> str:
     """``--resume`` in one line: how many floats are kept, and the others grouped by why they
     are redone."""
-    kept = [name for name, check in zip(names, checks, strict=True) if check.complete]
     redone: dict[str, list[str]] = {}
     for name, check in zip(names, checks, strict=True):
         if not check.complete:
             redone.setdefault(check.reason, []).append(name)
+    n_redone = sum(len(group) for group in redone.values())
     line = (
-        f"resume: kept {len(kept)} of {len(names)} floats (complete under the same record and "
-        "settings)"
+        f"resume: kept {len(names) - n_redone} of {len(names)} floats (complete under the same "
+        "record and settings)"
     )
     if redone:
         groups = "; ".join(f"{', '.join(group)}: {reason}" for reason, group in redone.items())
-        line += f"; redoing {len(names) - len(kept)}: {groups}"
+        line += f"; redoing {n_redone}: {groups}"
     return line
 
 

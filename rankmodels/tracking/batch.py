@@ -346,22 +346,8 @@ def resume_checks(
         except OSError as err:
             checks.append(Check(False, f"cannot read the record ({err.strerror or err})"))
             continue
-        check = check_manifest(Path(out) / name, wanted)
-        if check.complete and check.row is not None:
-            check = Check(True, row=_restored(check.row))
-        checks.append(check)
+        checks.append(check_manifest(Path(out) / name, wanted))
     return checks
-
-
-def _restored(row: dict[str, Any]) -> dict[str, Any]:
-    """A summary row read back from JSON (which writes ``40.0`` as ``40``): the real-valued
-    columns as floats again."""
-    return {
-        column: float(value)
-        if isinstance(value, int) and not isinstance(value, bool) and column not in COUNT_COLUMNS
-        else value
-        for column, value in row.items()
-    }
 
 
 def track_many(

@@ -477,6 +477,12 @@ def _e_steps(
     return results  # type: ignore[return-value]
 
 
+def _mean_starting_speed(records: dict[str, xr.Dataset]) -> float:
+    """The mean of the records' starting sound speeds (m/s;
+    :func:`~rankmodels.tracking.sound_speed.starting_sound_speed`)."""
+    return float(np.mean([starting_sound_speed(r).value for r in records.values()]))
+
+
 def read_records(paths: Sequence[str], labels_required: bool = False) -> dict[str, xr.Dataset]:
     """The validated records of ``paths`` by float (:func:`~rankmodels.tracking.batch.
     float_folders`). Raises :class:`~rankmodels.errors.InputError` naming the path of an
@@ -513,8 +519,7 @@ def calibrate_experiment(
     names = tuple(records)
     sources = experiment_sources(records)
     layout = JointLayout(len(sources.names), len(paths))
-    speeds = [starting_sound_speed(r).value for r in records.values()]
-    nominal = config.sound_speed or float(np.mean(speeds))
+    nominal = config.sound_speed or _mean_starting_speed(records)
     geometry = config.calibrate_params & set(GEOMETRY_PARAMS)
     if threads is None and client is not None:
         threads = worker_threads(client)

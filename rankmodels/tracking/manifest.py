@@ -22,7 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rankmodels import __version__, jsontext
+import numpy as np
+
+from rankmodels import __version__
 from rankmodels.files import atomic_output
 from rankmodels.tracking.config import TrackConfig
 from rankmodels.tracking.digests import file_digest, value_digest
@@ -30,6 +32,7 @@ from rankmodels.tracking.shared import FloatCalibration
 
 __all__ = [
     "MANIFEST_FILE",
+    "Check",
     "Manifest",
     "check_manifest",
     "float_manifest",
@@ -79,10 +82,20 @@ def write_manifest(
     folder: str | os.PathLike[str], manifest: Manifest, written: list[str], row: dict[str, Any]
 ) -> None:
     """Write ``folder/manifest.json`` atomically: ``manifest``, the files ``written`` and the
-    summary ``row`` (NaN as null)."""
-    document = {**dataclasses.asdict(manifest), "written": list(written), "row": row}
+    summary ``row`` exactly as it reads back (floats in full and still floats, NaN as null,
+    numpy scalars as Python ones)."""
+    exact = {key: _json_value(value) for key, value in row.items()}
+    document = {**dataclasses.asdict(manifest), "written": list(written), "row": exact}
     with atomic_output(Path(folder) / MANIFEST_FILE, "w") as handle:
-        handle.write(jsontext.dumps(document))
+        handle.write(json.dumps(document, indent=2, allow_nan=False) + "\n")
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
 
 
 @dataclass(frozen=True)
